@@ -1,0 +1,1 @@
+"""Analyses: pure functions from run directories to result objects (MATH.md names)."""

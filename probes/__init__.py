@@ -1,0 +1,1 @@
+"""Probes: instruments attached to the training loop through one protocol."""

@@ -1,0 +1,1 @@
+"""Reports: figures, HTML and Markdown pages from analysis results."""

@@ -1,0 +1,48 @@
+"""The ``zerolock`` command line: one sub-command module per workflow.
+
+Each module named in ``COMMANDS`` lives in this package and provides
+``register(subparsers)``, which adds its parser and sets ``func`` (returning an exit code).
+Errors the user can fix raise ``CLIError``; ``main`` prints one line and exits with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMANDS: tuple[str, ...] = ("theory",)
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="zerolock", description="Verify the claims of ZeroLock (arXiv 2608.07974)."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"zerolock_theory.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``zerolock`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as exc:
+        print(f"zerolock {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("zerolock: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
