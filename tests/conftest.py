@@ -31,3 +31,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+def make_tiny_lm(arch: str = "llama", layers: int = 4, vocab: int = 64, seed: int = 0) -> torch.nn.Module:
+    """A tiny randomly initialised causal LM of the given architecture, in eval mode."""
+    from transformers import (
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+        MistralConfig,
+        MistralForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
+
+    torch.manual_seed(seed)
+    common = dict(vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=layers,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                  tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, pad_token_id=2)
+    if arch == "llama":
+        model = LlamaForCausalLM(LlamaConfig(**common))
+    elif arch == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**common))
+    elif arch == "mistral":
+        model = MistralForCausalLM(MistralConfig(**common))
+    elif arch == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=32, n_layer=layers, n_head=4, n_positions=64,
+                                           bos_token_id=0, eos_token_id=1, resid_pdrop=0.0, embd_pdrop=0.0,
+                                           attn_pdrop=0.0))
+    else:
+        raise ValueError(arch)
+    return model.eval()
+
+
+@pytest.fixture
+def tiny_lm():
+    """Factory fixture: ``tiny_lm("llama" | "qwen2" | "mistral" | "gpt2", layers=4)``."""
+    return make_tiny_lm

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ("theory",)
+COMMANDS: tuple[str, ...] = ("theory", "train",)
 
 
 class CLIError(Exception):

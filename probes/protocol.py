@@ -1,0 +1,51 @@
+"""The probe protocol: the only way instruments attach to the training loop.
+
+The loop calls, for every probe in the run config:
+
+* ``on_start(ctx)`` once, after setup (``ctx.start_step`` > 0 on resume);
+* ``after_step(ctx, step, metrics)`` after update ``step`` (ω^t → ω^{t+1}); it returns a
+  dict of ``probe/...`` metrics merged into that step's record;
+* ``on_checkpoint(ctx, step)`` after a checkpoint of ``step`` completed updates, returning
+  resumable state (a dict, saved inside the checkpoint);
+* ``on_end(ctx)`` once, also when training fails.
+
+The loop runs every hook in eval mode, under a forked RNG, with gradients of the trained
+parameters left untouched, so probes cannot change training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Probe", "ProbeContext"]
+
+
+@dataclass
+class ProbeContext:
+    """What a probe may read: the run's objects, never its optimizers."""
+
+    config: Any  # TrainConfig
+    run_dir: Path
+    chunked: Any  # ChunkedLM
+    step_fn: Any  # the step object (StepBase): local_gradients / global_gradient
+    data: Any  # LMData: eval and probe batches
+    device: Any
+    start_step: int = 0
+    resume_state: dict[str, Any] = field(default_factory=dict)  # this probe's saved state
+
+
+@runtime_checkable
+class Probe(Protocol):
+    """An instrument driven by the loop."""
+
+    name: str
+
+    def on_start(self, ctx: ProbeContext) -> None: ...
+
+    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]: ...
+
+    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]: ...
+
+    def on_end(self, ctx: ProbeContext) -> None: ...

@@ -1,0 +1,50 @@
+"""Probe names → factories. The run config's ``[probes]`` table selects and configures them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from probes.protocol import Probe
+
+__all__ = ["PROBES", "build_probes", "register"]
+
+PROBES: dict[str, Callable[..., Probe]] = {}
+
+
+def register(name: str) -> Callable[[Callable[..., Probe]], Callable[..., Probe]]:
+    """Class decorator: make a probe available under ``name``."""
+
+    def wrap(factory: Callable[..., Probe]) -> Callable[..., Probe]:
+        PROBES[name] = factory
+        return factory
+
+    return wrap
+
+
+def build_probes(table: dict[str, dict[str, Any]]) -> list[Probe]:
+    """Instantiate the probes named in ``table`` (``enabled = false`` skips one)."""
+    _load_builtin()
+    out = []
+    for name, options in table.items():
+        options = dict(options)
+        if not options.pop("enabled", True):
+            continue
+        if name not in PROBES:
+            raise ValueError(f"unknown probe {name!r}; available: {sorted(PROBES)}")
+        try:
+            out.append(PROBES[name](**options))
+        except TypeError as exc:
+            raise ValueError(f"probe {name!r}: {exc}") from exc
+    return out
+
+
+def _load_builtin() -> None:
+    """Import the modules that register the built-in probes."""
+    import importlib
+
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+BUILTIN_MODULES: tuple[str, ...] = ()

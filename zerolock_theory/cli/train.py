@@ -1,0 +1,98 @@
+"""``zerolock train``: one ZeroLock or backprop run from a recipe plus overrides.
+
+Examples::
+
+    zerolock train --out runs/zl                      # ZeroLock-forward on the embedded model
+    zerolock train --config recipes/backprop.toml --out runs/bp --steps 400
+    zerolock train --out runs/zl --resume             # continue from the latest checkpoint
+    zerolock train --model /models/qwen --data corpus.jsonl --device cuda --dtype bfloat16 --out runs/q
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from zerolock_theory.cli import CLIError
+
+# flag → (dotted config key, type, help)
+FLAGS: dict[str, tuple[str, Any, str]] = {
+    "method": ("method.name", str, "zerolock or backprop"),
+    "divergence": ("method.direction", str, "forward (CE, implemented) or reverse (paper's Eq. 14)"),
+    "alpha": ("method.alpha", float, "weight α of the task term"),
+    "epsilon": ("method.epsilon", float, "label smoothing ε (reverse needs ε > 0)"),
+    "p0": ("method.p0", str, "p_0: embedding readout or uniform"),
+    "chunks": ("model.chunks", int, "number of chunks K"),
+    "model": ("model.path", str, "'embedded' or a local Hugging Face model directory"),
+    "device": ("model.device", str, "auto, cpu, cuda, cuda:1, ..."),
+    "dtype": ("model.dtype", str, "parameter dtype: float32, bfloat16, ..."),
+    "autocast": ("model.autocast", str, "bfloat16 autocast (GPU)"),
+    "data": ("data.source", str, "'embedded' (pydoc topics), a .txt file or directory, or .jsonl"),
+    "seq_len": ("data.seq_len", int, "tokens per sequence"),
+    "batch_size": ("data.batch_size", int, "sequences per step"),
+    "steps": ("run.steps", int, "number of updates"),
+    "seed": ("run.seed", int, "seed of adapters and training RNG"),
+    "data_seed": ("data.seed", int, "seed of the data order and eval split"),
+    "lr": ("optim.lr", float, "base learning rate η_0"),
+    "optimizer": ("optim.name", str, "sgd or adamw"),
+    "schedule": ("optim.schedule", str, "constant, cosine or inv_sqrt (η_0/√(t+1))"),
+    "eval_every": ("run.eval_every", int, "steps between held-out evaluations"),
+    "checkpoint_every": ("run.checkpoint_every", int, "steps between checkpoints"),
+}
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Recipe, overrides and the common flags (shared by train, sweep and pipeline)."""
+    parser.add_argument("--config", type=Path, help="recipe file (TOML or YAML)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override any config key, e.g. --set model.lora.rank=4 --set probes.stability.every=1")
+    for flag, (key, kind, help_text) in FLAGS.items():
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"{help_text} [{key}]")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None):
+    """Build a validated ``TrainConfig`` from a saved config, the recipe, flags and --set."""
+    from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
+
+    try:
+        raw = base if base is not None else (read_recipe(args.config) if args.config else {})
+        overrides = [f"{key}={json.dumps(getattr(args, flag))}" for flag, (key, _, _) in FLAGS.items()
+                     if getattr(args, flag, None) is not None]
+        overrides += args.overrides
+        if args.no_progress:
+            overrides.append("run.progress=false")
+        return TrainConfig.from_dict(apply_overrides(raw, overrides))
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("train", help="train one run (ZeroLock or backprop)", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_arguments(parser)
+    parser.add_argument("--out", type=Path, required=True, help="run directory")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--resume", action="store_true", help="continue from the latest complete checkpoint in --out")
+    group.add_argument("--overwrite", action="store_true", help="delete a non-empty --out first")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zerolock_theory.training.loop import RunExistsError, train
+    from zerolock_theory.training.steps import NonFiniteLossError
+
+    saved = args.out / "config.json"
+    base = json.loads(saved.read_text()) if args.resume and saved.is_file() and not args.config else None
+    config = config_from_args(args, base)
+    try:
+        summary = train(config, args.out, resume=args.resume, overwrite=args.overwrite)
+    except (RunExistsError, ValueError, NonFiniteLossError) as exc:
+        raise CLIError(str(exc)) from exc
+    start = "n/a" if summary.initial_eval_ce is None else f"{summary.initial_eval_ce:.4f}"
+    end = "n/a" if summary.final_eval_ce is None else f"{summary.final_eval_ce:.4f}"
+    print(f"run: {summary.run_dir}  steps: {summary.steps}  held-out CE: {start} -> {end}  "
+          f"time: {summary.seconds:.1f}s")
+    return 0

@@ -1,0 +1,258 @@
+"""Typed run configuration: nested dataclasses validated on construction.
+
+A recipe (TOML or YAML) loads into ``TrainConfig`` with ``load_config``; ``key=value``
+overrides with dotted keys (``method.alpha=0.3``) apply on top. ``config.json`` in a run
+directory is ``TrainConfig.to_dict()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zerolock_theory.data import DataConfig
+
+__all__ = [
+    "LoraSettings",
+    "MethodConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "RunConfig",
+    "TrainConfig",
+    "apply_overrides",
+    "load_config",
+]
+
+METHODS = ("zerolock", "backprop")
+OPTIMIZERS = ("sgd", "adamw")
+SCHEDULES = ("constant", "cosine", "inv_sqrt")
+DTYPES = ("float32", "float64", "bfloat16", "float16")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclass
+class LoraSettings:
+    """LoRA adapters on each chunk's layers (peft). ``target_modules=None``: per-architecture default."""
+
+    enabled: bool = True  # False = full-parameter training of the decoder layers
+    rank: int = 8
+    alpha: float = 16.0  # peft's lora_alpha; scaling = alpha / rank
+    dropout: float = 0.0
+    target_modules: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        _require(self.rank >= 1, f"lora.rank must be >= 1, got {self.rank}")
+        _require(self.alpha > 0, f"lora.alpha must be > 0, got {self.alpha}")
+        _require(0.0 <= self.dropout < 1.0, f"lora.dropout must lie in [0, 1), got {self.dropout}")
+
+
+@dataclass
+class ModelConfig:
+    """Which model, how it is split into chunks, where it runs."""
+
+    path: str = "embedded"  # "embedded" or a local Hugging Face model directory
+    chunks: int = 4  # K
+    boundaries: list[int] | None = None  # explicit layer index where each chunk after the first starts
+    dtype: str = "float32"  # parameter dtype
+    autocast: str | None = None  # "bfloat16" for bf16 autocast (GPU), None for none
+    device: str = "auto"  # "auto" = cuda when present, else cpu
+    readout_chunk_size: int | None = None  # positions per readout slice (large vocabularies)
+    lora: LoraSettings = field(default_factory=LoraSettings)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.lora, dict):
+            self.lora = LoraSettings(**self.lora)
+        _require(self.chunks >= 1, f"model.chunks must be >= 1, got {self.chunks}")
+        _require(self.dtype in DTYPES, f"model.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        _require(
+            self.autocast in (None, "bfloat16", "float16"),
+            f"model.autocast must be null, 'bfloat16' or 'float16', got {self.autocast!r}",
+        )
+        if self.boundaries is not None:
+            _require(
+                len(self.boundaries) == self.chunks - 1,
+                f"model.boundaries needs chunks-1 = {self.chunks - 1} entries, got {self.boundaries}",
+            )
+            _require(
+                all(b > a for a, b in zip([0, *self.boundaries], self.boundaries, strict=False)),
+                f"model.boundaries must be strictly increasing and > 0, got {self.boundaries}",
+            )
+        if self.readout_chunk_size is not None:
+            _require(self.readout_chunk_size >= 1, "model.readout_chunk_size must be >= 1")
+
+
+@dataclass
+class MethodConfig:
+    """ZeroLock's local losses, or the backprop baseline (MATH.md, "Local losses")."""
+
+    name: str = "zerolock"  # "zerolock" or "backprop"
+    direction: str = "forward"  # "forward" (CE, what implementations train) or "reverse" (paper)
+    alpha: float = 0.5  # weight of the task term
+    epsilon: float = 0.0  # label smoothing of p_y
+    p0: str = "embedding"  # readout of h_0 ("embedding") or "uniform"
+
+    def __post_init__(self) -> None:
+        _require(self.name in METHODS, f"method.name must be one of {METHODS}, got {self.name!r}")
+        _require(
+            self.direction in ("forward", "reverse"),
+            f"method.direction must be 'forward' or 'reverse', got {self.direction!r}",
+        )
+        _require(0.0 <= self.alpha <= 1.0, f"method.alpha must lie in [0, 1], got {self.alpha}")
+        _require(0.0 <= self.epsilon < 1.0, f"method.epsilon must lie in [0, 1), got {self.epsilon}")
+        _require(self.p0 in ("embedding", "uniform"), f"method.p0 must be 'embedding' or 'uniform', got {self.p0!r}")
+        _require(
+            not (self.name == "zerolock" and self.direction == "reverse" and self.epsilon == 0.0 and self.alpha > 0),
+            "reverse direction with epsilon = 0 is undefined: KL(p || e_y) = +inf for every p off the "
+            "one-hot label (MATH.md, degenerate case); set method.epsilon > 0, e.g. 0.1",
+        )
+
+
+@dataclass
+class OptimConfig:
+    """One optimizer per chunk; the learning rate η_t follows ``schedule``."""
+
+    name: str = "sgd"
+    lr: float = 0.05
+    schedule: str = "constant"  # constant | cosine (with warmup) | inv_sqrt (η_0/√(t+1), Theorem 1)
+    warmup_steps: int = 0
+    min_lr_ratio: float = 0.0  # cosine floor as a fraction of lr
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    max_grad_norm: float | None = None  # per-chunk clipping; None = off
+
+    def __post_init__(self) -> None:
+        self.betas = tuple(self.betas)  # type: ignore[assignment]
+        _require(self.name in OPTIMIZERS, f"optim.name must be one of {OPTIMIZERS}, got {self.name!r}")
+        _require(self.schedule in SCHEDULES, f"optim.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
+        _require(self.warmup_steps >= 0, "optim.warmup_steps must be >= 0")
+        _require(0.0 <= self.min_lr_ratio <= 1.0, "optim.min_lr_ratio must lie in [0, 1]")
+        _require(0.0 <= self.momentum < 1.0, "optim.momentum must lie in [0, 1)")
+        _require(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
+        _require(self.max_grad_norm is None or self.max_grad_norm > 0, "optim.max_grad_norm must be > 0")
+
+
+@dataclass
+class RunConfig:
+    """Length, seeding and bookkeeping of one run."""
+
+    steps: int = 200
+    seed: int = 0
+    eval_every: int = 20
+    checkpoint_every: int = 50
+    keep_checkpoints: int = 2
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        _require(self.steps >= 1, f"run.steps must be >= 1, got {self.steps}")
+        _require(self.eval_every >= 1, "run.eval_every must be >= 1")
+        _require(self.checkpoint_every >= 1, "run.checkpoint_every must be >= 1")
+        _require(self.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1")
+
+
+_SECTIONS = {
+    "model": ModelConfig,
+    "data": DataConfig,
+    "method": MethodConfig,
+    "optim": OptimConfig,
+    "run": RunConfig,
+}
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run needs. ``probes`` maps a probe name to its options (see ``probes``)."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    method: MethodConfig = field(default_factory=MethodConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
+        """Build from nested plain data; unknown sections or keys raise ``ValueError``."""
+        unknown = set(raw) - set(_SECTIONS) - {"probes"}
+        _require(not unknown, f"unknown config section(s): {sorted(unknown)}")
+        kwargs: dict[str, Any] = {}
+        for name, section in _SECTIONS.items():
+            values = dict(raw.get(name) or {})
+            names = {f.name for f in dataclasses.fields(section)}
+            bad = set(values) - names
+            _require(not bad, f"unknown key(s) in [{name}]: {sorted(bad)}; valid: {sorted(names)}")
+            try:
+                kwargs[name] = section(**values)
+            except TypeError as exc:
+                raise ValueError(f"[{name}]: {exc}") from exc
+        probes = raw.get("probes") or {}
+        _require(isinstance(probes, dict), "[probes] must be a table of probe name -> options")
+        kwargs["probes"] = {str(k): dict(v or {}) for k, v in probes.items()}
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Nested plain data, JSON serialisable (the run's ``config.json``)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+
+def _parse_value(text: str) -> Any:
+    """Parse an override value: JSON when it parses (numbers, true, null, lists), else a string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``section.key=value`` overrides to nested plain data (returns a new dict)."""
+    out = json.loads(json.dumps(raw))
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        _require(bool(sep) and "." in key, f"override {item!r} must look like section.key=value")
+        *path, leaf = key.split(".")
+        node = out
+        for part in path:
+            node = node.setdefault(part, {})
+            _require(isinstance(node, dict), f"override {item!r}: {part} is not a section")
+        node[leaf] = _parse_value(value)
+    return out
+
+
+def read_recipe(path: str | Path) -> dict[str, Any]:
+    """Read a TOML or YAML recipe into nested plain data, with clear errors."""
+    path = Path(path)
+    _require(path.is_file(), f"config file not found: {path}")
+    _require(
+        path.suffix in (".toml", ".yaml", ".yml"),
+        f"config file must end in .toml, .yaml or .yml: {path}",
+    )
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix == ".toml":
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                import tomli as tomllib
+            data = tomllib.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+    except Exception as exc:  # parser errors of either format
+        raise ValueError(f"cannot parse {path}: {exc}") from exc
+    _require(isinstance(data, dict), f"{path}: top level must be a table")
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Recipe file (optional) + overrides → validated ``TrainConfig``."""
+    raw = read_recipe(path) if path is not None else {}
+    return TrainConfig.from_dict(apply_overrides(raw, overrides or []))

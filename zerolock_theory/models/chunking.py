@@ -1,0 +1,180 @@
+"""Split a Hugging Face causal LM's decoder into K chunks with a frozen readout.
+
+``ChunkedLM`` exposes exactly the pieces MATH.md names: h_0 = ``embed(batch)``,
+h_k = ``forward_chunk(k, h_{k-1}, ctx)`` and the readout logits W_U·norm(h_k) =
+``readout(h_k)``. Chaining the chunks and reading out reproduces ``model(input_ids).logits``
+(tested for each supported layout, with and without padding).
+
+Supported layouts: Llama-style (``model.layers``: Llama, Qwen2/3, Mistral, …) and GPT-2
+(``transformer.h``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["ChunkContext", "ChunkedLM", "UnsupportedArchitectureError", "even_boundaries"]
+
+SUPPORTED = "Llama-style decoders with `model.layers` (Llama, Qwen2/3, Mistral, ...) and GPT-2 (`transformer.h`)"
+
+
+class UnsupportedArchitectureError(ValueError):
+    """The model's layout is not one ``ChunkedLM`` knows how to split."""
+
+
+@dataclass
+class ChunkContext:
+    """Per-batch inputs every chunk shares: mask and positions (no trainable state)."""
+
+    attention_mask: Any  # the model's own prepared (4D / backend-specific) causal mask
+    position_ids: torch.Tensor
+    position_embeddings: tuple[torch.Tensor, torch.Tensor] | None  # rotary (cos, sin), Llama only
+
+
+def even_boundaries(num_layers: int, chunks: int) -> list[int]:
+    """Start index of chunks 2..K for an even split (earlier chunks take the remainder)."""
+    if not 1 <= chunks <= num_layers:
+        raise ValueError(f"cannot split {num_layers} decoder layers into {chunks} chunks")
+    base, extra = divmod(num_layers, chunks)
+    sizes = [base + (1 if k < extra else 0) for k in range(chunks)]
+    return [sum(sizes[:k]) for k in range(1, chunks)]
+
+
+def _call_with_supported(fn: Any, **kwargs: Any) -> Any:
+    """Call ``fn`` with the keyword arguments its signature accepts (transformers v4/v5 names)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        accepted = kwargs
+    else:
+        accepted = {k: v for k, v in kwargs.items() if k in params}
+    return fn(**accepted)
+
+
+def _first(output: Any) -> torch.Tensor:
+    """Decoder layers return a tensor (transformers v5) or a tuple (v4)."""
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
+class ChunkedLM(nn.Module):
+    """A causal LM seen as embedding → K chunks of decoder layers → frozen readout."""
+
+    def __init__(self, model: nn.Module, chunks: int, boundaries: list[int] | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self.config = model.config
+        if hasattr(model, "model") and hasattr(model.model, "layers"):
+            self.layout = "llama"
+            self.backbone = model.model
+            self.layers = model.model.layers
+            self.norm = model.model.norm
+        elif hasattr(model, "transformer") and hasattr(model.transformer, "h"):
+            self.layout = "gpt2"
+            self.backbone = model.transformer
+            self.layers = model.transformer.h
+            self.norm = model.transformer.ln_f
+        else:
+            raise UnsupportedArchitectureError(
+                f"cannot chunk {type(model).__name__}: supported are {SUPPORTED}"
+            )
+        self.head = model.get_output_embeddings()
+        n = len(self.layers)
+        self.boundaries = list(boundaries) if boundaries is not None else even_boundaries(n, chunks)
+        if len(self.boundaries) != chunks - 1 or (self.boundaries and self.boundaries[-1] >= n):
+            raise ValueError(f"boundaries {self.boundaries} do not split {n} layers into {chunks} chunks")
+        starts = [0, *self.boundaries]
+        ends = [*self.boundaries, n]
+        self.chunk_layers: list[list[int]] = [list(range(a, b)) for a, b in zip(starts, ends, strict=True)]
+        if any(not layers for layers in self.chunk_layers):
+            raise ValueError(f"boundaries {self.boundaries} leave an empty chunk")
+
+    @property
+    def num_chunks(self) -> int:
+        """K."""
+        return len(self.chunk_layers)
+
+    def chunk_modules(self, k: int) -> list[nn.Module]:
+        """Decoder layers of chunk k (1-based)."""
+        return [self.layers[i] for i in self.chunk_layers[k - 1]]
+
+    def chunk_parameters(self, k: int, trainable_only: bool = True) -> list[nn.Parameter]:
+        """ω_k: the (trainable) parameters of chunk k, in a fixed order."""
+        params = [p for m in self.chunk_modules(k) for p in m.parameters()]
+        return [p for p in params if p.requires_grad] if trainable_only else params
+
+    def named_chunk_parameters(self, k: int) -> list[tuple[str, nn.Parameter]]:
+        """(full model name, parameter) for the trainable parameters of chunk k."""
+        wanted = {id(p) for p in self.chunk_parameters(k)}
+        return [(n, p) for n, p in self.model.named_parameters() if id(p) in wanted]
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ChunkContext]:
+        """h_0 and the shared per-batch context, exactly as the model's own forward builds them."""
+        bb = self.backbone
+        position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0)
+        if self.layout == "llama":
+            hidden = bb.embed_tokens(input_ids)
+        else:
+            hidden = bb.wte(input_ids) + bb.wpe(position_ids)
+        from transformers.masking_utils import create_causal_mask
+
+        mask = _call_with_supported(
+            create_causal_mask,
+            config=self.config,
+            inputs_embeds=hidden,
+            input_embeds=hidden,
+            attention_mask=attention_mask,
+            cache=None,
+            past_key_values=None,
+            cache_position=position_ids[0],
+            position_ids=position_ids,
+        )
+        rotary = None
+        if self.layout == "llama":
+            rotary = bb.rotary_emb(hidden, position_ids)
+        else:
+            hidden = bb.drop(hidden)
+        return hidden, ChunkContext(mask, position_ids, rotary)
+
+    def forward_chunk(self, k: int, hidden: torch.Tensor, ctx: ChunkContext) -> torch.Tensor:
+        """h_k = F_k(h_{k-1}; ω_k)."""
+        for layer in self.chunk_modules(k):
+            hidden = _first(
+                layer(
+                    hidden,
+                    attention_mask=ctx.attention_mask,
+                    position_ids=ctx.position_ids,
+                    position_embeddings=ctx.position_embeddings,
+                    use_cache=False,
+                )
+            )
+        return hidden
+
+    def readout(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Frozen readout logits W_U · norm(h)."""
+        return self.head(self.norm(hidden))
+
+    def hiddens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """[h_0, h_1, …, h_K] by chaining the chunks (no detaching)."""
+        hidden, ctx = self.embed(input_ids, attention_mask)
+        out = [hidden]
+        for k in range(1, self.num_chunks + 1):
+            hidden = self.forward_chunk(k, hidden, ctx)
+            out.append(hidden)
+        return out
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Final-chunk logits: equals ``model(input_ids, attention_mask).logits``."""
+        return self.readout(self.hiddens(input_ids, attention_mask)[-1])
+
+    def freeze_readout(self) -> None:
+        """Freeze the embedding, final norm and LM head (the readout is never trained)."""
+        for module in (self.norm, self.head, self.model.get_input_embeddings()):
+            for p in module.parameters():
+                p.requires_grad_(False)
+        if self.layout == "gpt2":
+            for p in self.backbone.wpe.parameters():
+                p.requires_grad_(False)

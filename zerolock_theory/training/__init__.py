@@ -1,0 +1,1 @@
+"""Training: one loop, two step objects (ZeroLock, backprop), checkpointed state."""

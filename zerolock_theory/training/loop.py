@@ -1,0 +1,242 @@
+"""The one training loop: ``setup`` builds a ``Run``, ``execute`` runs it.
+
+ZeroLock and backprop differ only in ``Run.step_fn`` (see ``steps.py``). Probes attach
+through ``probes.protocol``; the loop names none of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from probes.protocol import Probe, ProbeContext
+from probes.registry import build_probes
+from zerolock_theory.config import TrainConfig
+from zerolock_theory.data import DataStream, LMData
+from zerolock_theory.losses import IGNORE_INDEX
+from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
+from zerolock_theory.training.logger import JsonlLogger
+from zerolock_theory.training.manifest import write_manifest
+from zerolock_theory.training.state import (
+    TrainState,
+    capture_rng,
+    latest_checkpoint,
+    load_checkpoint,
+    restore_rng,
+    save_checkpoint,
+)
+from zerolock_theory.training.steps import StepBase, build_step
+
+__all__ = ["Run", "RunExistsError", "RunSummary", "evaluate", "execute", "setup", "train"]
+
+TIMING_KEYS = ("train/tokens_per_s", "train/step_time_s")
+
+
+class RunExistsError(FileExistsError):
+    """``--out`` already holds files and neither resume nor overwrite was asked for."""
+
+
+@dataclass
+class Run:
+    """The state of a run between ``setup`` and the end of ``execute``."""
+
+    config: TrainConfig
+    run_dir: Path
+    chunked: ChunkedLM
+    tokenizer: Any
+    data: LMData
+    stream: DataStream
+    step_fn: StepBase
+    probes: list[Probe]
+    probe_ctx: ProbeContext
+    start_step: int = 0
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+
+@dataclass
+class RunSummary:
+    """What a finished run reports."""
+
+    run_dir: Path
+    steps: int
+    initial_eval_ce: float | None
+    final_eval_ce: float | None
+    seconds: float
+
+
+def _prepare_dir(out: Path, resume: bool, overwrite: bool) -> None:
+    if out.exists() and any(out.iterdir()) and not resume:
+        if not overwrite:
+            raise RunExistsError(f"{out} is not empty; pass --resume to continue it or --overwrite to replace it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Run:
+    """Load model and data, attach adapters, restore the latest checkpoint when resuming."""
+    out = Path(out)
+    checkpoint = latest_checkpoint(out) if resume and out.exists() else None
+    if resume and (out / "config.json").is_file():
+        _check_same_run(TrainConfig.from_dict(json.loads((out / "config.json").read_text())), config)
+    _prepare_dir(out, resume, overwrite)
+    device = resolve_device(config.model.device)
+    torch.manual_seed(config.run.seed)
+    model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
+    chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
+    attach_adapters(chunked, config.model.lora)
+    chunked.to(device)
+    data = LMData(config.data, tokenizer)
+    stream = DataStream(data, config.data.batch_size, config.data.seed)
+    step_fn = build_step(chunked, config.method, config.optim, config.model, config.run.steps)
+    start, probe_states = 0, {}
+    if checkpoint is not None:
+        state = load_checkpoint(checkpoint)
+        _restore(chunked, step_fn, stream, state)
+        start, probe_states = state.step, state.extra.get("probes", {})
+    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+    write_manifest(out, device)
+    probes = build_probes(config.probes)
+    ctx = ProbeContext(config, out, chunked, step_fn, data, device, start)
+    run = Run(config, out, chunked, tokenizer, data, stream, step_fn, probes, ctx, start, device)
+    run.probe_ctx.resume_state = probe_states
+    return run
+
+
+RESUMABLE_CHANGES = ("run.steps", "run.progress", "run.eval_every", "run.checkpoint_every", "run.keep_checkpoints")
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and key != "probes":
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _check_same_run(saved: TrainConfig, config: TrainConfig) -> None:
+    """A resumed run may only change bookkeeping (``RESUMABLE_CHANGES``), never the experiment."""
+    old, new = _flatten(saved.to_dict()), _flatten(config.to_dict())
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k) and k not in RESUMABLE_CHANGES)
+    if changed:
+        raise ValueError(f"cannot resume with a different config; changed: {', '.join(changed)}")
+
+
+def _restore(chunked: ChunkedLM, step_fn: StepBase, stream: DataStream, state: TrainState) -> None:
+    params = dict(chunked.model.named_parameters())
+    missing = set(state.params) ^ {n for n, p in params.items() if p.requires_grad}
+    if missing:
+        raise ValueError(f"checkpoint does not match the model's trainable parameters: {sorted(missing)[:5]}")
+    with torch.no_grad():
+        for name, value in state.params.items():
+            params[name].copy_(value)
+    for opt, saved in zip(step_fn.optimizers, state.optimizers, strict=True):
+        opt.load_state_dict(saved)
+    stream.load_state_dict(state.data)
+    restore_rng(state.rng)
+
+
+@contextlib.contextmanager
+def quiet_mode(chunked: ChunkedLM) -> Iterator[None]:
+    """Eval mode under a forked RNG: what probes and evaluation run inside."""
+    was_training = chunked.training
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        chunked.eval()
+        try:
+            yield
+        finally:
+            chunked.train(was_training)
+
+
+@torch.no_grad()
+def evaluate(run: Run) -> dict[str, float]:
+    """Held-out CE(e_y, p_k) for every chunk on the fixed eval batches."""
+    K = run.chunked.num_chunks
+    sums, count = [0.0] * (K + 1), 0
+    for batch in run.data.eval_batches():
+        batch = {k: v.to(run.device) for k, v in batch.items()}
+        hiddens = run.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
+        labels = batch["labels"]
+        mask = labels != IGNORE_INDEX
+        count += int(mask.sum())
+        for k in range(1, K + 1):
+            logits = run.chunked.readout(hiddens[k]).float()
+            ce = torch.nn.functional.cross_entropy(logits[mask], labels[mask], reduction="sum")
+            sums[k] += float(ce)
+    out = {f"eval/chunk/{k}/ce": sums[k] / max(1, count) for k in range(1, K + 1)}
+    out["eval/ce"] = out[f"eval/chunk/{K}/ce"]
+    return out
+
+
+def _checkpoint(run: Run, step: int) -> None:
+    with quiet_mode(run.chunked):
+        extra = {"probes": {p.name: p.on_checkpoint(run.probe_ctx, step) for p in run.probes}}
+    params = {n: p for n, p in run.chunked.model.named_parameters() if p.requires_grad}
+    state = TrainState(
+        step, params, [o.state_dict() for o in run.step_fn.optimizers], capture_rng(), run.stream.state_dict(), extra
+    )
+    save_checkpoint(run.run_dir, state, keep=run.config.run.keep_checkpoints)
+
+
+def execute(run: Run) -> RunSummary:
+    """Run steps ``start_step .. steps-1``; log, evaluate, probe and checkpoint."""
+    from tqdm.auto import tqdm
+
+    cfg = run.config.run
+    logger = JsonlLogger(run.run_dir / "metrics.jsonl", keep_before=run.start_step)
+    t_start = time.perf_counter()
+    initial = final = None
+    with quiet_mode(run.chunked):
+        for probe in run.probes:
+            probe.on_start(run.probe_ctx)
+        if run.start_step == 0:
+            initial = evaluate(run)["eval/ce"]
+    bar = tqdm(total=cfg.steps, initial=run.start_step, disable=not cfg.progress, desc="train", unit="step")
+    try:
+        run.chunked.train()
+        for step in range(run.start_step, cfg.steps):
+            batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
+            tic = time.perf_counter()
+            metrics = run.step_fn.train_step(batch, step)
+            elapsed = time.perf_counter() - tic
+            tokens = int((batch["labels"] != IGNORE_INDEX).sum())
+            record: dict[str, Any] = {"step": step, **metrics, "train/tokens": tokens, "data/epoch": run.stream.epoch}
+            record["train/step_time_s"] = elapsed
+            record["train/tokens_per_s"] = tokens / max(elapsed, 1e-9)
+            if step == 0 and initial is not None:
+                record["eval/ce_initial"] = initial
+            with quiet_mode(run.chunked):
+                if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+                    record.update(evaluate(run))
+                    final = record["eval/ce"]
+                for probe in run.probes:
+                    record.update(probe.after_step(run.probe_ctx, step, record))
+            logger.log(record)
+            bar.update(1)
+            bar.set_postfix(loss=f"{record['train/final_ce']:.3f}", tok_s=f"{record['train/tokens_per_s']:.0f}")
+            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+                logger.flush()
+                _checkpoint(run, step + 1)
+    finally:
+        bar.close()
+        logger.close()
+        with quiet_mode(run.chunked):
+            for probe in run.probes:
+                probe.on_end(run.probe_ctx)
+    seconds = time.perf_counter() - t_start
+    return RunSummary(run.run_dir, cfg.steps, initial, final, seconds)
+
+
+def train(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> RunSummary:
+    """``setup`` then ``execute``."""
+    return execute(setup(config, out, resume=resume, overwrite=overwrite))

@@ -1,0 +1,62 @@
+"""The run manifest: versions, git commit and device, for reproducibility."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+__all__ = ["environment", "write_manifest"]
+
+PACKAGES = ("torch", "transformers", "peft", "tokenizers", "numpy", "scipy", "zerolock-theory")
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def environment(device: torch.device | str = "cpu") -> dict[str, object]:
+    """Versions, git commit, device and platform facts."""
+    dev = torch.device(device)
+    info: dict[str, object] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "versions": {name: _version(name) for name in PACKAGES},
+        "git_commit": _git_commit(),
+        "device": str(dev),
+        "torch_threads": torch.get_num_threads(),
+    }
+    if dev.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(dev)
+    return info
+
+
+def write_manifest(run_dir: Path, device: torch.device | str) -> Path:
+    """Write ``manifest.json`` (keeps the first start time across resumes)."""
+    path = Path(run_dir) / "manifest.json"
+    previous = json.loads(path.read_text()) if path.is_file() else {}
+    data = {**environment(device), "started": previous.get("started", time.strftime("%Y-%m-%dT%H:%M:%S"))}
+    if previous:
+        data["resumed"] = previous.get("resumed", 0) + 1
+    path.write_text(json.dumps(data, indent=2))
+    return path
