@@ -33,7 +33,8 @@ class ProbeContext:
     data: Any  # LMData: eval and probe batches
     device: Any
     start_step: int = 0
-    resume_state: dict[str, Any] = field(default_factory=dict)  # this probe's saved state
+    resume_state: dict[str, Any] = field(default_factory=dict)  # probe name -> its saved state
+    cache: dict[str, Any] = field(default_factory=dict)  # shared per-step results (e.g. readouts)
 
 
 @runtime_checkable
