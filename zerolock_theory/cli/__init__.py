@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ("theory", "train",)
+COMMANDS: tuple[str, ...] = ("theory", "train", "sweep",)
 
 
 class CLIError(Exception):

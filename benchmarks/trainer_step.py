@@ -1,0 +1,82 @@
+"""Benchmark (not a test): ZeroLock vs backprop step time and saved activations, one run.
+
+Prints, on the embedded model (or ``--model PATH``), for each K in ``--chunks``:
+
+* ZeroLock step time ÷ backprop step time (median over interleaved repetitions);
+* peak saved-for-backward activation bytes per step, ZeroLock ÷ backprop
+  (counted with ``torch.autograd.graph.saved_tensors_hooks``; ZeroLock frees chunk k's graph
+  before chunk k+1 runs, backprop holds all chunks' graphs until its backward).
+
+    python3 benchmarks/trainer_step.py --chunks 2 4 --repeats 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+import torch
+
+from zerolock_theory.config import TrainConfig
+from zerolock_theory.training.activations import count_saved_activations
+from zerolock_theory.training.loop import setup
+
+
+def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str) -> dict:
+    runs = {}
+    for method in ("zerolock", "backprop"):
+        cfg = TrainConfig.from_dict({
+            "model": {"path": model, "chunks": chunks, "device": device},
+            "data": {"seq_len": seq_len, "batch_size": batch},
+            "method": {"name": method},
+            "run": {"steps": 10_000, "progress": False},
+        })
+        runs[method] = setup(cfg, tempfile.mkdtemp(prefix=f"bench-{method}-"))
+    return runs
+
+
+def _one_step(run, step: int) -> tuple[float, int]:
+    batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
+    run.chunked.train()
+    with count_saved_activations() as counter:
+        tic = time.perf_counter()
+        run.step_fn.train_step(batch, step)
+        if run.device.type == "cuda":
+            torch.cuda.synchronize()
+        elapsed = time.perf_counter() - tic
+    return elapsed, counter.peak_bytes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--chunks", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    print(f"{'K':>3} {'zl step s':>10} {'bp step s':>10} {'time ratio':>10} "
+          f"{'zl peak MiB':>12} {'bp peak MiB':>12} {'mem ratio':>10}")
+    for chunks in args.chunks:
+        runs = _runs(args.model, chunks, args.seq_len, args.batch_size, args.device)
+        times = {m: [] for m in runs}
+        peaks = {m: 0 for m in runs}
+        for i in range(args.warmup + args.repeats):
+            order = list(runs) if i % 2 == 0 else list(reversed(list(runs)))
+            for method in order:
+                elapsed, peak = _one_step(runs[method], i)
+                if i >= args.warmup:
+                    times[method].append(elapsed)
+                    peaks[method] = max(peaks[method], peak)
+        zl, bp = statistics.median(times["zerolock"]), statistics.median(times["backprop"])
+        print(f"{chunks:>3} {zl:>10.4f} {bp:>10.4f} {zl / bp:>10.3f} "
+              f"{peaks['zerolock'] / 2**20:>12.2f} {peaks['backprop'] / 2**20:>12.2f} "
+              f"{peaks['zerolock'] / peaks['backprop']:>10.3f}")
+
+
+if __name__ == "__main__":
+    main()

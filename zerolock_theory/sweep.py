@@ -1,0 +1,96 @@
+"""Grids of runs, one after another, resumable.
+
+A grid is a list of axes, each a dotted config key with its values. Every combination
+becomes one run directory under the sweep directory, named from the values. Running a
+sweep again skips completed runs and resumes half-written ones from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zerolock_theory.config import TrainConfig, apply_overrides
+from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.training.loop import train
+
+__all__ = ["GridPoint", "expand_grid", "is_complete", "parse_axis", "run_grid"]
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One combination of the grid: its run name and its overrides."""
+
+    name: str
+    overrides: tuple[tuple[str, Any], ...]
+
+
+def parse_axis(text: str) -> tuple[str, list[Any]]:
+    """``"optim.lr=1e-3,3e-3"`` → ("optim.lr", [0.001, 0.003]) (values parsed as JSON when possible)."""
+    key, sep, values = text.partition("=")
+    if not sep or "." not in key or not values:
+        raise ValueError(f"grid axis {text!r} must look like section.key=v1,v2,...")
+    parsed = []
+    for item in values.split(","):
+        try:
+            parsed.append(json.loads(item))
+        except json.JSONDecodeError:
+            parsed.append(item)
+    return key, parsed
+
+
+def _label(key: str, value: Any) -> str:
+    short = key.split(".")[-1]
+    return re.sub(r"[^A-Za-z0-9.+-]", "_", f"{short}-{value}")
+
+
+def expand_grid(axes: Iterable[tuple[str, list[Any]]]) -> list[GridPoint]:
+    """Every combination of the axes, in order, with unique readable names."""
+    axes = list(axes)
+    points = []
+    for combo in itertools.product(*[[(k, v) for v in values] for k, values in axes]):
+        name = "_".join(_label(k, v) for k, v in combo) or "run"
+        points.append(GridPoint(name, tuple(combo)))
+    names = [p.name for p in points]
+    if len(set(names)) != len(names):
+        raise ValueError("grid produces duplicate run names; give each axis distinct values")
+    return points
+
+
+def is_complete(run_dir: Path, steps: int) -> bool:
+    """A run is complete when its metrics hold every step and its last checkpoint exists."""
+    metrics = run_dir / "metrics.jsonl"
+    final = run_dir / "checkpoints" / f"step_{steps:08d}" / "COMPLETE"
+    if not (metrics.is_file() and final.is_file()):
+        return False
+    return len({r.get("step") for r in read_metrics(metrics)}) >= steps
+
+
+def run_grid(
+    base: dict[str, Any],
+    points: list[GridPoint],
+    out: Path,
+    log: Callable[[str], None] = print,
+) -> list[Path]:
+    """Run every grid point under ``out``; skip complete runs, resume partial ones."""
+    out.mkdir(parents=True, exist_ok=True)
+    run_dirs = []
+    for i, point in enumerate(points, start=1):
+        overrides = [f"{k}={json.dumps(v)}" for k, v in point.overrides]
+        config = TrainConfig.from_dict(apply_overrides(base, overrides))
+        run_dir = out / point.name
+        run_dirs.append(run_dir)
+        if is_complete(run_dir, config.run.steps):
+            log(f"[{i}/{len(points)}] {point.name}: complete, skipped")
+            continue
+        resume = run_dir.exists() and any(run_dir.iterdir())
+        log(f"[{i}/{len(points)}] {point.name}: {'resuming' if resume else 'starting'}")
+        summary = train(config, run_dir, resume=resume)
+        log(f"[{i}/{len(points)}] {point.name}: held-out CE {summary.initial_eval_ce} -> "
+            f"{summary.final_eval_ce} in {summary.seconds:.1f}s")
+    return run_dirs
