@@ -1,0 +1,157 @@
+"""The verdict table: one ``Verdict`` per claim, from the analysis results (docs/ANALYSES.md).
+
+Verdicts are ``supported``, ``refuted``, ``inconclusive`` or ``not measured``; each row states
+the measured figure behind it and the reason. The rules:
+
+* Lemma 2 on the implemented loss — on-model: forward-trained chunks track m_k (TV gap
+  interval < 0) → refuted; track g_k → supported; undecided → inconclusive. Without the
+  on-model table, the toy check decides analytically (m_k ≠ g_k → refuted).
+* Assumption 5 for R / R̄ — the sweep slope verdict: unbounded → refuted, bounded →
+  supported, inconclusive → inconclusive; ρ_t measured but no sweep → inconclusive.
+* Theorem 1 rate (local / global) — among groups trained with η_t ∝ 1/√t: every group's β
+  interval reaches 0.5 → supported; otherwise refuted. No such group → inconclusive.
+* Proposition 1 — ``analyses.depth.depth_verdict``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from analyses.convergence import RateSet
+from analyses.depth import DepthSet
+from analyses.minimizers import MinimizerTable, ToyCheck
+from analyses.results import Result, Verdict
+from analyses.stability import StabilityScaling, StabilitySummary
+
+__all__ = ["CLAIMS", "verdicts"]
+
+LEMMA2 = "Lemma 2 on the implemented loss"
+A5_PAPER = "Assumption 5 for R (paper objective)"
+A5_IMPLEMENTED = "Assumption 5 for R̄ (implemented objective)"
+RATE_LOCAL = "Theorem 1 rate, local G_t"
+RATE_GLOBAL = "Theorem 1 rate, global ‖∇L‖²"
+DEPTH = "Proposition 1 depth monotonicity"
+CLAIMS: tuple[str, ...] = (LEMMA2, A5_PAPER, A5_IMPLEMENTED, RATE_LOCAL, RATE_GLOBAL, DEPTH)
+
+
+def fmt(value: float) -> str:
+    """Three significant digits; ``inf``/``n/a`` for non-finite values."""
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.3g}"
+
+
+def _lemma2(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdict:
+    table = results.get("minimizers")
+    tracking = table.tracking_of("forward") if isinstance(table, MinimizerTable) else None
+    if tracking is not None:
+        m, g = table.cell("forward", "m"), table.cell("forward", "g")
+        figure = (
+            f"forward-trained chunks: TV to m_k {m.tv}, TV to g_k {g.tv}; "
+            f"difference {tracking.tv_difference} over {m.n_runs} run(s)"
+        )
+        verdict, reason = {
+            "m_k": ("refuted", "trained chunks track the arithmetic mixture m_k, not g_k"),
+            "g_k": ("supported", "trained chunks track the geometric mean g_k"),
+        }.get(tracking.tracks, ("inconclusive", "the TV difference interval covers 0"))
+        return Verdict(LEMMA2, verdict, figure, reason)
+    toy = results.get("toy_check")
+    if isinstance(toy, ToyCheck):
+        row = toy.rows[0]
+        figure = (
+            f"toy check (alpha={fmt(toy.alpha)}, eps={fmt(row.epsilon)}): KL(p||p_y) = "
+            f"{fmt(row.kl_p_py)}, CE(p_y, p) = {fmt(row.ce_py_p)}; m_k = "
+            f"({', '.join(map(fmt, row.m))}), g_k = ({', '.join(map(fmt, row.g))}), "
+            f"TV {fmt(row.tv_m_g)}"
+        )
+        verdict = "refuted" if toy.minimizers_differ else "inconclusive"
+        reason = (
+            "analytic: the implemented (forward) loss is minimized by m_k, not g_k; "
+            f"on-model table not measured: {skipped.get('minimizers', 'no data')}"
+        )
+        return Verdict(LEMMA2, verdict, figure, reason)
+    return Verdict(LEMMA2, "not measured", "-", skipped.get("minimizers", "no data"))
+
+
+def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
+    scaling = results.get(f"scaling_{obj}")
+    summary = results.get(f"stability_{obj}")
+    total = summary.total() if isinstance(summary, StabilitySummary) else None
+    rho = (
+        f"median rho {fmt(total.median)}, p95 {fmt(total.p95)}, max {fmt(total.max)}, "
+        f"phi>0 at {fmt(100 * total.share_phi_positive)}% of {total.n_probe} steps"
+        if total is not None
+        else ""
+    )
+    if isinstance(scaling, StabilityScaling):
+        verdict = {"unbounded": "refuted", "bounded": "supported"}.get(scaling.verdict, "inconclusive")
+        figure = f"slope s = {scaling.slope} over lr in {{{', '.join(map(fmt, scaling.lrs))}}}"
+        figure += f" ({scaling.n_points} steps"
+        figure += f", {scaling.trained}-trained runs)" if scaling.trained else ")"
+        figure += f"; {rho}" if rho else ""
+        reason = {
+            "unbounded": "s interval < 0: rho_t grows as the step shrinks, no uniform C_fo"
+            + (" (contains -1: first order)" if scaling.first_order else ""),
+            "bounded": "s interval excludes the first-order regime and does not lie below 0",
+        }.get(scaling.verdict, "s interval covers 0 and reaches -0.5 or below")
+        if math.isnan(scaling.slope.estimate):
+            figure, reason = rho or "rho_t = 0 at every step", "phi_t <= 0 at every probed step"
+        return Verdict(claim, verdict, figure, reason)
+    if total is not None:
+        reason = f"no learning-rate sweep: {skipped.get(f'scaling_{obj}', 'no data')}"
+        return Verdict(claim, "inconclusive", rho, reason)
+    return Verdict(claim, "not measured", "-", skipped.get(f"stability_{obj}", "no data"))
+
+
+def _rate(name: str, claim: str, results, skipped) -> Verdict:
+    rates = results.get(name)
+    if not isinstance(rates, RateSet):
+        return Verdict(claim, "not measured", "-", skipped.get(name, "no data"))
+    backprop = results.get("convergence_backprop")
+    bp = ""
+    if isinstance(backprop, RateSet) and backprop.fits:
+        bp = "; backprop beta = " + ", ".join(str(f.beta) for f in backprop.fits)
+    fits = rates.theorem_fits()
+    if not fits:
+        worst = min(rates.fits, key=lambda f: f.beta.high)
+        figure = f"beta = {worst.beta} ({worst.label}){bp}"
+        reason = "no group trained with the theorem's step size eta_t ~ 1/sqrt(t) (optim.schedule = inv_sqrt)"
+        return Verdict(claim, "inconclusive", figure, reason)
+    worst = min(fits, key=lambda f: f.beta.high)
+    n_hold = sum(f.holds for f in fits)
+    figure = f"beta = {worst.beta} ({worst.label}); {n_hold}/{len(fits)} group(s) reach 0.5{bp}"
+    if n_hold == len(fits):
+        return Verdict(claim, "supported", figure, "every beta interval reaches 0.5")
+    return Verdict(claim, "refuted", figure, "a beta interval lies below 0.5: slower than T^-1/2")
+
+
+def _depth(results, skipped) -> Verdict:
+    depth = results.get("depth")
+    if not isinstance(depth, DepthSet):
+        return Verdict(DEPTH, "not measured", "-", skipped.get("depth", "no data"))
+    final = depth.profiles[0].final_ce
+    figure = (
+        f"CE non-increasing in k at {fmt(100 * depth.share_holds)}% of {depth.n_evaluated} "
+        f"evaluated steps; final CE by chunk ({depth.profiles[0].run}): "
+        + ", ".join(map(fmt, final))
+    )
+    reason = {
+        "supported": "share >= 90% and every final step holds",
+        "refuted": "share < 50%",
+    }.get(depth.verdict, "share in [50%, 90%) or a final step violates")
+    return Verdict(DEPTH, depth.verdict, figure, reason)
+
+
+def verdicts(results: Mapping[str, Result], skipped: Mapping[str, str]) -> list[Verdict]:
+    """The verdict table, one row per entry of ``CLAIMS``, in that order."""
+    return [
+        _lemma2(results, skipped),
+        _assumption5("paper", A5_PAPER, results, skipped),
+        _assumption5("implemented", A5_IMPLEMENTED, results, skipped),
+        _rate("convergence_local", RATE_LOCAL, results, skipped),
+        _rate("convergence_global", RATE_GLOBAL, results, skipped),
+        _depth(results, skipped),
+    ]

@@ -1,0 +1,131 @@
+"""Outcome: held-out CE of the final chunk over training, ZeroLock next to backprop.
+
+Per run, from ``eval/ce`` (CE(e_y, p_K) at ω^{t+1}, every ``eval_every`` steps) and
+``eval/ce_initial`` (at ω^0):
+
+* start = ``eval/ce_initial`` when present, else the first ``eval/ce``;
+* end = the last ``eval/ce``; best = the minimum over start and every ``eval/ce``;
+* relative improvement = (start − end) / start.
+
+Per group of runs (same method and settings, several seeds) each number is the mean over
+runs, and the curve is the mean ``eval/ce`` over the eval steps common to all runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analyses.io import numeric_column
+from analyses.results import NotMeasured, Result, register
+
+__all__ = ["OutcomeComparison", "OutcomeGroup", "OutcomeRun", "compare_outcomes", "outcome_run"]
+
+EVAL = "eval/ce"
+INITIAL = "eval/ce_initial"
+
+
+@dataclass(frozen=True)
+class OutcomeRun:
+    """Start, end, best and relative improvement of one run's held-out CE."""
+
+    run: str
+    start: float
+    end: float
+    best: float
+    relative_improvement: float
+    steps: list[int]
+    ce: list[float]
+
+
+def outcome_run(frame: pd.DataFrame, run: str = "run") -> OutcomeRun:
+    """The outcome numbers of one run (module docstring); ``NotMeasured`` without ``eval/ce``."""
+    if EVAL not in frame.columns:
+        raise NotMeasured(f"{run}: no {EVAL} column")
+    ce = numeric_column(frame, EVAL, where=run)
+    rows = ce.notna()
+    if not rows.any():
+        raise NotMeasured(f"{run}: {EVAL} is null at every step")
+    values = ce[rows].to_numpy()
+    steps = frame.loc[rows, "step"].astype(int).tolist()
+    start = values[0]
+    if INITIAL in frame.columns:
+        initial = numeric_column(frame, INITIAL, where=run).dropna()
+        if len(initial):
+            start = float(initial.iloc[0])
+    end = float(values[-1])
+    best = float(min(start, values.min()))
+    rel = (start - end) / start if start != 0 else math.nan
+    return OutcomeRun(run, float(start), end, best, float(rel), steps, values.tolist())
+
+
+@dataclass(frozen=True)
+class OutcomeGroup:
+    """Mean outcome numbers over the runs (seeds) of one group, and the mean curve."""
+
+    group: str
+    method: str
+    runs: list[OutcomeRun]
+    start: float
+    end: float
+    best: float
+    relative_improvement: float
+    steps: list[int]
+    mean_ce: list[float]
+
+
+@register
+@dataclass(frozen=True)
+class OutcomeComparison(Result):
+    """Outcome per group of runs (ZeroLock groups and backprop groups side by side)."""
+
+    kind = "outcome"
+    groups: list[OutcomeGroup]
+
+    def best_end(self, method: str) -> OutcomeGroup | None:
+        """The group of ``method`` with the lowest final CE."""
+        cands = [g for g in self.groups if g.method == method]
+        return min(cands, key=lambda g: g.end) if cands else None
+
+
+def compare_outcomes(
+    groups: Mapping[str, tuple[str, Sequence[tuple[str, pd.DataFrame]]]],
+) -> OutcomeComparison:
+    """``{group: (method, [(run, metrics), ...])}`` → per-group means (module docstring).
+
+    Guarantees: group numbers are means of the run numbers; ``mean_ce`` is the mean over runs
+    at their common eval steps. Raises ``NotMeasured`` when no run has ``eval/ce``.
+    """
+    out = []
+    for label, (method, runs) in groups.items():
+        measured = []
+        for name, frame in runs:
+            try:
+                measured.append(outcome_run(frame, name))
+            except NotMeasured:
+                continue
+        if not measured:
+            continue
+        common = sorted(set.intersection(*(set(r.steps) for r in measured)))
+        curves = [[dict(zip(r.steps, r.ce, strict=True))[s] for s in common] for r in measured]
+        mean = np.mean(curves, axis=0).tolist() if common else []
+        out.append(
+            OutcomeGroup(
+                group=label,
+                method=method,
+                runs=measured,
+                start=float(np.mean([r.start for r in measured])),
+                end=float(np.mean([r.end for r in measured])),
+                best=float(np.mean([r.best for r in measured])),
+                relative_improvement=float(np.mean([r.relative_improvement for r in measured])),
+                steps=common,
+                mean_ce=mean,
+            )
+        )
+    if not out:
+        raise NotMeasured(f"no run has {EVAL}")
+    return OutcomeComparison(out)

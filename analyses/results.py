@@ -1,0 +1,207 @@
+"""Result objects: frozen dataclasses that round-trip through JSON.
+
+Every analysis returns a subclass of ``Result`` registered with ``@register``. ``to_json``
+writes strict JSON (``±inf`` and NaN become ``{"__float__": "inf"}``-style objects, so
+``from_json(to_json(r)) == r`` holds also for non-finite values). ``load_result`` reloads any
+registered result from its ``kind`` field, which is how reports read saved analyses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+__all__ = [
+    "VERDICTS",
+    "Interval",
+    "NotMeasured",
+    "Result",
+    "Verdict",
+    "load_result",
+    "register",
+    "registered_kinds",
+]
+
+VERDICTS: tuple[str, ...] = ("supported", "refuted", "inconclusive", "not measured")
+
+R = TypeVar("R", bound="Result")
+_REGISTRY: dict[str, type[Result]] = {}
+
+
+class NotMeasured(Exception):
+    """The data an analysis needs is absent or undefined; ``str(exc)`` is the reason."""
+
+
+def register(cls: type[R]) -> type[R]:
+    """Class decorator: make ``cls`` reloadable by ``load_result`` under ``cls.kind``."""
+    kind = cls.__dict__.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"{cls.__name__} must define a class attribute 'kind'")
+    if kind in _REGISTRY and _REGISTRY[kind] is not cls:
+        raise TypeError(f"result kind {kind!r} is already registered")
+    _REGISTRY[kind] = cls
+    return cls
+
+
+def registered_kinds() -> tuple[str, ...]:
+    """Kinds known to ``load_result``, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Result):
+        out = {"kind": value.kind}
+        out.update({f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)})
+        return out
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else {"__float__": repr(value)}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return _decode_any(value)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _decode(inner, value)
+    if origin in (list, tuple):
+        args = typing.get_args(tp)
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return tuple(_decode(a, v) for a, v in zip(args, value, strict=True))
+        items = [_decode(args[0] if args else Any, v) for v in value]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        _, vt = typing.get_args(tp)
+        return {k: _decode(vt, v) for k, v in value.items()}
+    if tp is float:
+        if isinstance(value, dict):
+            return float(value["__float__"])
+        return float(value)
+    if isinstance(tp, type) and issubclass(tp, Result):
+        cls = _REGISTRY[value["kind"]] if tp is Result else tp
+        return cls.from_dict(value)
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        fields = {f.name for f in dataclasses.fields(tp)}
+        return tp(**{k: _decode(hints[k], v) for k, v in value.items() if k in fields})
+    return value
+
+
+def _decode_any(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"__float__"}:
+            return float(value["__float__"])
+        if "kind" in value and value["kind"] in _REGISTRY:
+            return _REGISTRY[value["kind"]].from_dict(value)
+        return {k: _decode_any(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_any(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Result:
+    """Base of every analysis result: ``to_json`` / ``from_json`` / ``save`` / ``load_result``."""
+
+    kind: ClassVar[str] = "result"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-safe dict with a ``kind`` field."""
+        return _encode(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """Strict JSON text (no NaN / Infinity tokens)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+        """Rebuild from ``to_dict`` output; the base class dispatches on ``kind``."""
+        target = _REGISTRY.get(data.get("kind", ""), cls) if cls is Result else cls
+        if target is Result:
+            raise ValueError(f"unknown result kind {data.get('kind')!r}")
+        if data.get("kind") != target.kind:
+            raise ValueError(f"expected kind {target.kind!r}, got {data.get('kind')!r}")
+        hints = typing.get_type_hints(target)
+        names = {f.name for f in dataclasses.fields(target)}
+        return target(**{k: _decode(hints[k], v) for k, v in data.items() if k in names})
+
+    @classmethod
+    def from_json(cls: type[R], text: str) -> R:
+        """Inverse of ``to_json``."""
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``to_json()`` to ``path`` (parents created); return the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return path
+
+
+def load_result(path_or_text: str | Path) -> Result:
+    """Reload any registered result from a JSON file path or JSON text."""
+    text = str(path_or_text)
+    if not text.lstrip().startswith("{"):
+        text = Path(path_or_text).read_text(encoding="utf-8")
+    data = json.loads(text)
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind not in _REGISTRY:
+        raise ValueError(f"unknown result kind {kind!r} (known: {', '.join(registered_kinds())})")
+    return _REGISTRY[kind].from_dict(data)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a two-sided interval ``[low, high]`` at ``level``."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float = 0.95
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def __str__(self) -> str:
+        return f"{self.estimate:.3g} [{self.low:.3g}, {self.high:.3g}]"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row of the verdict table: a claim, its verdict, the measured figure, the reason."""
+
+    claim: str
+    verdict: str
+    figure: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")

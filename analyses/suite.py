@@ -1,0 +1,311 @@
+"""Analyse a set of run directories: every analysis that has its data, and the claim verdicts.
+
+``analyze_runs(run_dirs)`` loads each run, groups runs by their config (method, direction,
+optimizer, lr, schedule, K, α, ε, model; seeds pooled within a group) and calls each
+analysis. An analysis without the data it needs is skipped and the reason recorded in
+``SuiteAnalysis.skipped``. ``SuiteAnalysis.claims`` holds one ``Verdict`` per claim under test
+(``CLAIMS``); the rules are those of the analysis modules, collected in docs/ANALYSES.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyses import claims as _claims
+from analyses.convergence import GLOBAL_COLUMN, LOCAL_COLUMN, RateSet, rate_fit, series_from_table
+from analyses.depth import depth_set
+from analyses.io import Run, RunDataError, load_run
+from analyses.minimizers import minimizer_table, toy_check
+from analyses.outcome import compare_outcomes
+from analyses.results import NotMeasured, Result, Verdict, load_result, register
+from analyses.stability import OBJECTIVES, stability_chunks, stability_scaling, stability_summary
+from analyses.systems import systems_comparison
+
+__all__ = ["CLAIMS", "RunInfo", "SuiteAnalysis", "analyze_loaded", "analyze_runs", "load_suite"]
+
+CLAIMS = _claims.CLAIMS
+INDEX = "analysis.json"
+# Which training direction each stability objective belongs to: R (paper) is the surrogate
+# of reverse training, R̄ (implemented) that of forward training.
+_OBJECTIVE_DIRECTION = {"paper": "reverse", "implemented": "forward"}
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the suite needs to know about one run, read from its config and manifest."""
+
+    name: str
+    path: str
+    method: str
+    direction: str
+    optimizer: str
+    lr: float
+    schedule: str
+    seed: int
+    chunks: int
+    alpha: float
+    epsilon: float
+    model: str
+    group: str
+    n_records: int
+    last_step: int
+    config: dict[str, Any]
+    manifest: dict[str, Any]
+    warnings: list[str]
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+def run_info(run: Run, name: str) -> RunInfo:
+    """Summarise ``run``; the group label leaves out only the seed."""
+    method = str(run.get("method.name", "unknown"))
+    direction = str(run.get("method.direction", "")) if method == "zerolock" else ""
+    optimizer = str(run.get("optim.name", ""))
+    lr = _float(run.get("optim.lr"))
+    schedule = str(run.get("optim.schedule", ""))
+    chunks = _int(run.get("model.chunks"))
+    alpha = _float(run.get("method.alpha"))
+    epsilon = _float(run.get("method.epsilon", 0.0))
+    model = str(run.get("model.path", ""))
+    seed = _int(run.get("run.seed", run.get("data.seed")))
+    head = f"{method}/{direction}" if direction else method
+    group = f"{head} {optimizer} lr={lr:g} {schedule} K={chunks}"
+    if method == "zerolock":
+        group += f" alpha={alpha:g} eps={epsilon:g}"
+    if model:
+        group += f" {Path(model).name}"
+    steps = run.metrics["step"]
+    return RunInfo(
+        name=name,
+        path=str(run.path),
+        method=method,
+        direction=direction,
+        optimizer=optimizer,
+        lr=lr,
+        schedule=schedule,
+        seed=seed,
+        chunks=chunks,
+        alpha=alpha,
+        epsilon=epsilon,
+        model=model,
+        group=group,
+        n_records=int(len(steps)),
+        last_step=int(steps.max()),
+        config=run.config,
+        manifest=run.manifest,
+        warnings=list(run.warnings),
+    )
+
+
+@register
+@dataclass(frozen=True)
+class SuiteAnalysis(Result):
+    """Every analysis result by name, the skipped analyses with reasons, and the verdicts."""
+
+    kind = "suite"
+    runs: list[RunInfo]
+    results: dict[str, Result]
+    skipped: dict[str, str]
+    claims: list[Verdict]
+    settings: dict[str, Any]
+
+    def get(self, name: str) -> Result | None:
+        return self.results.get(name)
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write ``NAME.json`` per result and the index ``analysis.json``; return the index path."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        files = {}
+        for name, result in sorted(self.results.items()):
+            files[name] = f"{name}.json"
+            result.save(out / files[name])
+        index = self.to_dict()
+        index["results"] = files
+        path = out / INDEX
+        path.write_text(json.dumps(index, indent=2, allow_nan=False, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+
+def load_suite(directory: str | Path) -> SuiteAnalysis:
+    """Inverse of ``SuiteAnalysis.save``; ``RunDataError`` when the index or a file is missing."""
+    root = Path(directory)
+    index_path = root / INDEX
+    if not index_path.is_file():
+        raise RunDataError(f"{root}: missing {INDEX} (not an analysis directory?)")
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunDataError(f"{index_path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    files = index.get("results", {})
+    results = {}
+    for name, file in files.items():
+        if not (root / file).is_file():
+            raise RunDataError(f"{root}: missing {file} listed in {INDEX}")
+        results[name] = load_result(root / file)
+    index["results"] = {}
+    suite = SuiteAnalysis.from_dict(index)
+    return SuiteAnalysis(suite.runs, results, suite.skipped, suite.claims, suite.settings)
+
+
+def _unique_names(paths: Sequence[Path]) -> list[str]:
+    names = [p.name for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    common = os.path.commonpath([str(p.resolve()) for p in paths])
+    return [os.path.relpath(str(p.resolve()), common) for p in paths]
+
+
+def analyze_runs(
+    run_dirs: Sequence[str | Path],
+    *,
+    systems: str | Path | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    tail: float = 0.5,
+    tol: float = 0.0,
+) -> SuiteAnalysis:
+    """Load ``run_dirs`` and analyse them (``analyze_loaded``).
+
+    A directory holding ``systems.json`` but no ``metrics.jsonl`` is taken as the systems
+    benchmark output (as is ``systems``). Raises ``RunDataError`` for an unreadable run.
+    """
+    paths = [Path(p) for p in run_dirs]
+    runs_paths = []
+    for path in paths:
+        if path.is_dir() and (path / "systems.json").is_file() and not (path / "metrics.jsonl").exists():
+            systems = systems or path
+        else:
+            runs_paths.append(path)
+    if not runs_paths:
+        raise RunDataError("no run directory given (only systems benchmark output)")
+    runs = [load_run(p) for p in runs_paths]
+    if systems is None:
+        systems = next((p for p in runs_paths if (p / "systems.json").is_file()), None)
+    return analyze_loaded(
+        runs, _unique_names(runs_paths), systems=systems, n_boot=n_boot, seed=seed,
+        level=level, tail=tail, tol=tol,
+    )
+
+
+def analyze_loaded(
+    runs: Sequence[Run],
+    names: Sequence[str] | None = None,
+    *,
+    systems: str | Path | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    tail: float = 0.5,
+    tol: float = 0.0,
+) -> SuiteAnalysis:
+    """Every analysis that has its data, over already loaded runs; then the claim verdicts."""
+    names = list(names) if names is not None else [r.name for r in runs]
+    infos = [run_info(r, n) for r, n in zip(runs, names, strict=True)]
+    table = list(zip(infos, [r.metrics for r in runs], strict=True))
+    results: dict[str, Result] = {}
+    skipped: dict[str, str] = {}
+
+    def attempt(name: str, fn: Callable[[], Result]) -> None:
+        try:
+            results[name] = fn()
+        except (RunDataError, NotMeasured) as exc:
+            skipped[name] = str(exc)
+
+    boot = {"n_boot": n_boot, "level": level, "seed": seed}
+    zl = [(i, f) for i, f in table if i.method == "zerolock"]
+    bp = [(i, f) for i, f in table if i.method == "backprop"]
+    attempt("toy_check", toy_check)
+    attempt("minimizers", lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot))
+    for obj in OBJECTIVES:
+        chosen = _stability_runs(zl, obj)
+        frames, fnames = [f for _, f in chosen], [i.name for i, _ in chosen]
+        lrs = [i.lr for i, _ in chosen]
+        trained = chosen[0][0].direction if chosen else ""
+        attempt(f"stability_{obj}", partial(stability_summary, frames, obj, fnames, trained=trained))
+        attempt(
+            f"scaling_{obj}",
+            partial(stability_scaling, frames, lrs, obj, names=fnames, trained=trained, **boot),
+        )
+    attempt("convergence_local", lambda: _rate_set("local", LOCAL_COLUMN, zl, boot))
+    attempt("convergence_global", lambda: _rate_set("global", GLOBAL_COLUMN, zl, boot))
+    attempt("convergence_backprop", lambda: _rate_set("backprop", LOCAL_COLUMN, bp, boot))
+    attempt("depth", lambda: depth_set([f for _, f in zl], [i.name for i, _ in zl], tol=tol))
+    attempt("outcome", lambda: compare_outcomes(_groups(table)))
+    if systems is not None:
+        attempt("systems", lambda: systems_comparison(systems))
+    else:
+        skipped["systems"] = "no systems.json given"
+    verdicts = _claims.verdicts(results, skipped)
+    settings = {"n_boot": n_boot, "seed": seed, "level": level, "tail": tail, "tol": tol}
+    return SuiteAnalysis(infos, results, skipped, verdicts, settings)
+
+
+def _stability_runs(zl: list[tuple[RunInfo, pd.DataFrame]], obj: str):
+    """The runs of one training direction that carry the objective's keys.
+
+    The direction with the most distinct learning rates wins (a sweep is what the scaling
+    diagnostic needs); on a tie, the objective's own direction (R: reverse, R̄: forward).
+    """
+    have = [(i, f) for i, f in zl if stability_chunks(f, obj)]
+    if not have:
+        return []
+
+    def rank(direction: str) -> tuple[int, bool]:
+        lrs = {i.lr for i, _ in have if i.direction == direction}
+        return len(lrs), direction == _OBJECTIVE_DIRECTION[obj]
+
+    best = max(sorted({i.direction for i, _ in have}), key=rank)
+    return [(i, f) for i, f in have if i.direction == best]
+
+
+def _groups(table: list[tuple[RunInfo, pd.DataFrame]]) -> dict[str, tuple[str, list]]:
+    groups: dict[str, tuple[str, list]] = {}
+    for info, frame in table:
+        groups.setdefault(info.group, (info.method, []))[1].append((info.name, frame))
+    return groups
+
+
+def _rate_set(quantity: str, column: str, runs, boot: dict[str, Any]) -> RateSet:
+    """One Theorem 1 fit per group of runs (seeds pooled); failures recorded as notes."""
+    if not runs:
+        raise NotMeasured(f"no run for the {quantity} rate")
+    fits, schedules, notes = [], [], []
+    by_group: dict[str, list[tuple[RunInfo, pd.DataFrame]]] = {}
+    for info, frame in runs:
+        by_group.setdefault(info.group, []).append((info, frame))
+    for group, members in sorted(by_group.items()):
+        try:
+            series, missing = [], 0
+            for info, frame in members:
+                t, g, m = series_from_table(frame, column, where=info.name)
+                series.append((t, g))
+                missing += m
+            fits.append(rate_fit(series, label=group, column=column, n_missing=missing, **boot))
+            schedules.append(members[0][0].schedule)
+        except (RunDataError, NotMeasured) as exc:
+            notes.append(f"{group}: {exc}")
+    if not fits:
+        raise NotMeasured("; ".join(notes))
+    return RateSet(quantity, column, fits, schedules, notes)

@@ -1,0 +1,199 @@
+"""Figures of a ``SuiteAnalysis``: matplotlib (Agg), deterministic PNG and SVG.
+
+Each builder takes the suite and returns a ``Figure`` or ``None`` when its analysis is absent.
+No pyplot and no global backend change: figures are ``matplotlib.figure.Figure`` objects
+drawn with the Agg canvas under fixed rc settings. Output is byte-identical across renders:
+PNG without the ``Software`` tag, SVG without ``Date``/``Creator`` and with a fixed
+``svg.hashsalt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from analyses.convergence import RateSet
+from analyses.depth import DepthSet
+from analyses.minimizers import MinimizerTable
+from analyses.outcome import OutcomeComparison
+from analyses.stability import StabilityScaling
+from analyses.suite import SuiteAnalysis
+
+__all__ = ["FIGURES", "RC", "render_figure", "render_figures", "save_figure"]
+
+RC = {
+    "svg.hashsalt": "zerolock-theory",
+    "svg.fonttype": "path",
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
+METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
+
+
+def _figure(ncols: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure, list]:
+    fig = Figure(figsize=(width * ncols, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, list(axes)
+
+
+def convergence_figure(suite: SuiteAnalysis) -> Figure | None:
+    """Ā_T against T (log–log) per group, with the fitted c·T^{−β} over [T_0, T_max]."""
+    sets = [r for n in ("convergence_local", "convergence_global", "convergence_backprop")
+            if isinstance(r := suite.get(n), RateSet)]
+    if not sets:
+        return None
+    fig, axes = _figure(len(sets))
+    for ax, rates in zip(axes, sets, strict=True):
+        for i, fit in enumerate(rates.fits):
+            color = COLORS[i % len(COLORS)]
+            ax.loglog(fit.curve_t, fit.curve_a, color=color, lw=1.2,
+                      label=f"{fit.label.split(' ')[0]} lr={_lr(fit.label)}: β={fit.beta.estimate:.2f}")
+            t = np.geomspace(fit.t0, fit.t_max, 50)
+            ax.loglog(t, np.exp(fit.log_c) * t ** (-fit.beta.estimate), color=color, ls="--", lw=1)
+        ax.set_title(f"Theorem 1, {rates.quantity}: Ā_T")
+        ax.set_xlabel("T (steps)")
+        ax.set_ylabel("Ā_T = mean G_t, t < T")
+        ax.legend(fontsize=6, loc="lower left")
+    return fig
+
+
+def _lr(label: str) -> str:
+    return next((p.split("=", 1)[1] for p in label.split() if p.startswith("lr=")), "?")
+
+
+def stability_figure(suite: SuiteAnalysis) -> Figure | None:
+    """log ρ_t against log ‖Δp̃_t‖ for the learning-rate sweep, with the fitted slope s."""
+    fits = [r for n in ("scaling_paper", "scaling_implemented")
+            if isinstance(r := suite.get(n), StabilityScaling)]
+    if not fits:
+        return None
+    fig, axes = _figure(len(fits))
+    for ax, fit in zip(axes, fits, strict=True):
+        lrs = sorted({p.lr for p in fit.points})
+        for p in fit.points:
+            color = COLORS[lrs.index(p.lr) % len(COLORS)]
+            ax.scatter(p.log_dp, p.log_rho, s=4, alpha=0.5, color=color, linewidths=0)
+        for lr in lrs:
+            ax.scatter([], [], s=12, color=COLORS[lrs.index(lr) % len(COLORS)], label=f"lr={lr:g}")
+        xs = np.concatenate([p.log_dp for p in fit.points if p.log_dp] or [np.zeros(1)])
+        grid = np.linspace(xs.min(), xs.max(), 20)
+        if np.isfinite(fit.slope.estimate):
+            ax.plot(grid, fit.intercept + fit.slope.estimate * grid, color="k",
+                    label=f"s = {fit.slope.estimate:.2f} [{fit.slope.low:.2f}, {fit.slope.high:.2f}]")
+        name = "R (paper)" if fit.objective == "paper" else "R̄ (implemented)"
+        ax.set_title(f"Assumption 5, {name}: ρ_t")
+        ax.set_xlabel("log ‖Δp̃_t‖")
+        ax.set_ylabel("log ρ_t")
+        ax.legend(fontsize=6)
+    return fig
+
+
+def depth_figure(suite: SuiteAnalysis) -> Figure | None:
+    """Final task CE by chunk for every run, and CE_k over training for the first run."""
+    depth = suite.get("depth")
+    if not isinstance(depth, DepthSet):
+        return None
+    fig, (left, right) = _figure(2)
+    for i, prof in enumerate(depth.profiles):
+        left.plot(prof.chunks, prof.final_ce, marker="o", lw=1, color=COLORS[i % len(COLORS)],
+                  label=prof.run)
+    left.set_xlabel("chunk k")
+    left.set_ylabel("CE(e_y, p_k), final")
+    left.set_title("Proposition 1: CE by chunk")
+    left.legend(fontsize=6)
+    first = depth.profiles[0]
+    for j, (k, values) in enumerate(zip(first.chunks, first.ce, strict=True)):
+        right.plot(first.ce_steps, values, color=COLORS[j % len(COLORS)], lw=1, label=f"k={k}")
+    right.set_xlabel("step")
+    right.set_ylabel("CE(e_y, p_k)")
+    right.set_title(f"CE by chunk over training ({first.run})", fontsize=8)
+    right.legend(fontsize=6)
+    return fig
+
+
+def outcome_figure(suite: SuiteAnalysis) -> Figure | None:
+    """Mean held-out CE of the final chunk over training, ZeroLock (solid) and backprop (dashed)."""
+    outcome = suite.get("outcome")
+    if not isinstance(outcome, OutcomeComparison):
+        return None
+    fig, (ax,) = _figure(1, width=6.0)
+    for i, group in enumerate(outcome.groups):
+        ls = "--" if group.method == "backprop" else "-"
+        ax.plot(group.steps, group.mean_ce, ls=ls, lw=1.2, color=COLORS[i % len(COLORS)],
+                label=f"{group.group.split(' ')[0]} lr={_lr(group.group)}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("held-out CE(e_y, p_K)")
+    ax.set_title("Outcome: eval/ce, ZeroLock vs backprop")
+    ax.legend(fontsize=6)
+    return fig
+
+
+def minimizers_figure(suite: SuiteAnalysis) -> Figure | None:
+    """The 2×2 table as bars: trained direction × target (m_k, g_k), for TV and KL."""
+    table = suite.get("minimizers")
+    if not isinstance(table, MinimizerTable):
+        return None
+    fig, axes = _figure(2)
+    directions = sorted({c.trained for c in table.cells})
+    x = np.arange(len(directions))
+    for ax, metric in zip(axes, ("tv", "kl"), strict=True):
+        for j, target in enumerate(("m", "g")):
+            cells = [table.cell(d, target) for d in directions]
+            vals = np.array([getattr(c, metric).estimate for c in cells])
+            err = np.array([[v - getattr(c, metric).low, getattr(c, metric).high - v]
+                            for v, c in zip(vals, cells, strict=True)]).T
+            ax.bar(x + (j - 0.5) * 0.38, vals, 0.36, yerr=np.nan_to_num(err), capsize=3,
+                   color=COLORS[j], label=f"to {target}_k")
+        ax.set_xticks(x, [f"trained {d}" for d in directions])
+        ax.set_ylabel("TV" if metric == "tv" else "KL (m‖p or p‖g)")
+        ax.set_title(f"Lemma 2: {metric.upper()} of p_k to m_k and g_k")
+        ax.legend(fontsize=7)
+    return fig
+
+
+FIGURES: dict[str, Callable[[SuiteAnalysis], Figure | None]] = {
+    "convergence": convergence_figure,
+    "stability": stability_figure,
+    "depth": depth_figure,
+    "outcome": outcome_figure,
+    "minimizers": minimizers_figure,
+}
+
+
+def save_figure(fig: Figure, path: Path, fmt: str) -> Path:
+    """Save ``fig`` as ``fmt`` ("png" or "svg") without dates or software versions."""
+    with mpl.rc_context(RC):
+        fig.savefig(path, format=fmt, metadata=METADATA[fmt])
+    return path
+
+
+def render_figure(name: str, suite: SuiteAnalysis) -> Figure | None:
+    """Build one figure of ``FIGURES`` under the fixed rc settings."""
+    with mpl.rc_context(RC):
+        return FIGURES[name](suite)
+
+
+def render_figures(
+    suite: SuiteAnalysis, out_dir: str | Path, formats: Sequence[str] = ("png", "svg")
+) -> dict[str, dict[str, Path]]:
+    """Write every available figure as ``out_dir/NAME.FMT``; return ``{name: {fmt: path}}``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, dict[str, Path]] = {}
+    for name in FIGURES:
+        fig = render_figure(name, suite)
+        if fig is None:
+            continue
+        written[name] = {fmt: save_figure(fig, out / f"{name}.{fmt}", fmt) for fmt in formats}
+    return written

@@ -1,0 +1,177 @@
+"""Synthetic run directories with known answers (config.json, manifest.json, metrics.jsonl).
+
+Import from tests in other folders with::
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
+    from synthetic_runs import write_run, write_suite
+
+Known answers: E[Ā_T] = c·T^{−β} exactly (G_t has mean c·(T^{1−β} − (T−1)^{1−β}) and
+mean-one lognormal AR(1) noise); log ρ_t = log C + s·log ‖Δp̃_t‖ + noise; chunk CE strictly
+decreasing in k when ``monotone``; the minimizer probe makes chunks track m_k or g_k.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["power_law_series", "write_run", "write_suite", "write_systems"]
+
+
+def power_law_series(
+    rng: np.random.Generator, n: int, beta: float, c: float = 2.0, sigma: float = 0.4, phi: float = 0.5
+) -> np.ndarray:
+    """G_t, t = 0..n-1, with E[(1/T) Σ_{t<T} G_t] = c·T^{−β} and AR(1) lognormal noise."""
+    t = np.arange(1, n + 1, dtype=float)
+    mean = c * (t ** (1 - beta) - (t - 1) ** (1 - beta))
+    z = np.empty(n)
+    e = rng.normal(size=n)
+    z[0] = e[0]
+    for i in range(1, n):
+        z[i] = phi * z[i - 1] + math.sqrt(1 - phi**2) * e[i]
+    return mean * np.exp(sigma * z - sigma**2 / 2)
+
+
+def _config(method: str, direction: str, lr: float, seed: int, steps: int, chunks: int,
+            schedule: str, alpha: float, epsilon: float) -> dict[str, Any]:
+    return {
+        "model": {"path": "tiny-random-llama", "chunks": chunks, "dtype": "float32",
+                  "device": "cpu", "lora": {"rank": 4, "alpha": 8}},
+        "data": {"source": "synthetic", "seq_len": 16, "batch_size": 2, "seed": seed},
+        "method": {"name": method, "direction": direction, "alpha": alpha,
+                   "epsilon": epsilon, "p0": "embedding"},
+        "optim": {"name": "sgd", "lr": lr, "schedule": schedule},
+        "run": {"steps": steps, "seed": seed, "eval_every": 10},
+        "probes": {"stability": True, "minimizer": True, "gradient_every": 5},
+    }
+
+
+def _stability(rng, rec, obj, chunks, lr_t, slope, defined):
+    if not defined:
+        rec[f"probe/stability/{obj}/defined"] = False
+        rec[f"probe/stability/{obj}/reason"] = "one-hot labels: KL(p || p_y) is infinite"
+        for k in [*map(str, range(1, chunks + 1)), "total"]:
+            for f in ("phi", "dp_sq", "ratio", "actual", "remainder"):
+                rec[f"probe/stability/{obj}/{k}/{f}"] = None
+        return
+    rec[f"probe/stability/{obj}/defined"] = True
+    for k in [*map(str, range(1, chunks + 1)), "total"]:
+        dp = lr_t * 10.0 * math.exp(0.3 * rng.normal())
+        rho = 0.5 * dp**slope * math.exp(0.3 * rng.normal())
+        positive = rng.random() > 0.2
+        phi = rho * dp * dp if positive else -0.1 * dp
+        remainder = 0.3 * dp * dp * rng.normal()
+        rec[f"probe/stability/{obj}/{k}/phi"] = phi
+        rec[f"probe/stability/{obj}/{k}/dp_sq"] = dp * dp
+        rec[f"probe/stability/{obj}/{k}/ratio"] = max(phi, 0.0) / (dp * dp)
+        rec[f"probe/stability/{obj}/{k}/actual"] = phi + remainder
+        rec[f"probe/stability/{obj}/{k}/remainder"] = remainder
+
+
+def _minimizer(rng, rec, chunks, t, tracks, base):
+    near, far = (0.03, 0.2) if tracks == "m" else (0.2, 0.03)
+    for k in range(1, chunks + 1):
+        shrink = 1.0 + 1.0 / (1 + t)
+        rec[f"probe/minimizer/{k}/tv_m"] = near * shrink * math.exp(0.1 * rng.normal())
+        rec[f"probe/minimizer/{k}/tv_g"] = far * shrink * math.exp(0.1 * rng.normal())
+        rec[f"probe/minimizer/{k}/kl_m_p"] = 2 * rec[f"probe/minimizer/{k}/tv_m"] ** 2
+        rec[f"probe/minimizer/{k}/kl_p_g"] = 2 * rec[f"probe/minimizer/{k}/tv_g"] ** 2
+        rec[f"probe/minimizer/{k}/gap"] = 0.1 * shrink / k
+        rec[f"probe/minimizer/{k}/ce"] = base - 0.2 * k
+
+
+def write_run(
+    root: Path,
+    name: str,
+    *,
+    method: str = "zerolock",
+    direction: str = "forward",
+    lr: float = 1e-3,
+    seed: int = 0,
+    steps: int = 120,
+    chunks: int = 3,
+    schedule: str = "inv_sqrt",
+    alpha: float = 0.5,
+    epsilon: float = 0.1,
+    beta: float = 0.5,
+    beta_global: float = 0.5,
+    global_every: int = 5,
+    eval_every: int = 10,
+    stability_slope: float = -1.0,
+    tracks: str = "m",
+    monotone: bool = True,
+    probes: bool = True,
+    final_ce_drop: float = 1.0,
+) -> Path:
+    """Write one synthetic run directory ``root/name`` and return its path."""
+    rng = np.random.default_rng(seed * 1000 + int(round(lr * 1e6)) + (direction == "reverse"))
+    run = Path(root) / name
+    run.mkdir(parents=True, exist_ok=True)
+    config = _config(method, direction, lr, seed, steps, chunks, schedule, alpha, epsilon)
+    (run / "config.json").write_text(json.dumps(config, indent=2))
+    manifest = {"versions": {"python": "3.11", "torch": "2.13"}, "git_commit": "abc1234",
+                "device": "cpu", "start_time": "2025-01-01T00:00:00"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    g_local = power_law_series(rng, steps, beta)
+    g_global = power_law_series(rng, steps, beta_global, c=5.0)
+    lines = []
+    for t in range(steps):
+        lr_t = lr / math.sqrt(t + 1) if schedule == "inv_sqrt" else lr
+        base = 4.0 - final_ce_drop * (1 - 1 / math.sqrt(1 + t / 10))
+        sign = -1.0 if monotone else 1.0
+        ce = [base + sign * 0.2 * k + 0.01 * rng.normal() for k in range(1, chunks + 1)]
+        rec: dict[str, Any] = {"step": t, "train/lr": lr_t, "train/tokens": 32,
+                               "train/grad_norm_sq": float(g_local[t]), "train/final_ce": ce[-1]}
+        for k in range(1, chunks + 1):
+            rec[f"chunk/{k}/ce"] = ce[k - 1]
+            rec[f"chunk/{k}/grad_norm_sq"] = float(g_local[t]) / chunks
+        rec["probe/gradient/global_sq"] = (
+            float(g_global[t]) if method == "backprop" or t % global_every == 0 else None
+        )
+        if t == 0:
+            rec["eval/ce_initial"] = 4.1
+        if t % eval_every == eval_every - 1:
+            rec["eval/ce"] = ce[-1] + 0.05
+            for k in range(1, chunks + 1):
+                rec[f"eval/chunk/{k}/ce"] = ce[k - 1] + 0.05
+        if probes and method == "zerolock":
+            _stability(rng, rec, "implemented", chunks, lr_t, stability_slope, True)
+            _stability(rng, rec, "paper", chunks, lr_t, stability_slope, epsilon > 0)
+            if t % 2 == 0:
+                _minimizer(rng, rec, chunks, t, tracks, base)
+        lines.append(json.dumps(rec))
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    return run
+
+
+def write_systems(directory: Path) -> Path:
+    """A ``systems.json`` in the nested layout with a 20% memory cut and 5% throughput gain."""
+    directory.mkdir(parents=True, exist_ok=True)
+    data = {
+        "zerolock": {"4": {"peak_saved_activation_bytes": [800, 600, 400, 200], "tokens_per_s": 1050.0}},
+        "1f1b": {"4": {"peak_saved_activation_bytes": [1000, 900, 800, 700], "tokens_per_s": 1000.0}},
+        "gpipe": {"4": {"peak_saved_activation_bytes": [2000] * 4, "tokens_per_s": 900.0}},
+    }
+    path = directory / "systems.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def write_suite(
+    root: Path, *, steps: int = 120, seeds=(0, 1), lrs=(1e-3, 3e-3, 1e-2)
+) -> list[Path]:
+    """A forward lr sweep × seeds, one reverse run, one backprop run, and a systems dir."""
+    runs = [
+        write_run(root, f"zl_fwd_lr{lr:g}_s{seed}", lr=lr, seed=seed, steps=steps)
+        for lr in lrs
+        for seed in seeds
+    ]
+    runs.append(write_run(root, "zl_rev_s0", direction="reverse", tracks="g", steps=steps))
+    runs.append(write_run(root, "bp_s0", method="backprop", direction="", steps=steps, probes=False))
+    write_systems(root / "systems")
+    runs.append(root / "systems")
+    return runs

@@ -1,0 +1,258 @@
+"""Assumption 5: the stability ratio (MATH.md, "Assumption 5: the stability ratio").
+
+On a fixed probe batch of N positions, with the chunk outputs p_k(ω^t) held fixed,
+
+    R(ω^t; p̃) = (1/N) Σ_n Σ_k D_k(n; p̃),
+    D_k = KL(p_k ‖ g_k(p_{k-1}))  (paper)   or   KL(m_k(p_{k-1}) ‖ p_k)  (implemented),
+
+where p̃ = (p_0, …, p_{K-1}) are the upstream readouts. For one step t → t+1:
+
+* φ_t = ⟨∇_p̃ R(ω^t; p̃^t), Δp̃_t⟩ (Euclidean, all K·N·V coordinates), from the closed forms
+  ∂/∂p_{k-1} KL(p_k ‖ g_k) = (1-α)(g_k − p_k)/p_{k-1} and
+  ∂/∂p_{k-1} KL(m_k ‖ p_k) = (1-α)(log(m_k/p_k) + 1), each divided by N (the fast path);
+  optionally also by autograd through the definition of R (the check);
+* ‖Δp̃_t‖², the ratio ρ_t = max(φ_t, 0)/‖Δp̃_t‖², the actual change
+  R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) and the remainder (actual − φ_t).
+
+Chunk k (1-based) pairs p̃[k-1] = p_{k-1} with p_out[k-1] = p_k; every quantity is reported
+per chunk (a [K] tensor; R, φ and ‖Δp̃‖² add over chunks) and in total. Everything is float64.
+
+Undefined values: ρ is NaN where ‖Δp̃‖² = 0 (always so for chunk 1 when p_0 is the frozen
+embedding readout). Where R itself is +inf (the paper objective with a one-hot p_y) the
+affected φ, ρ, actual change and remainder are +inf, never NaN, and ``defined`` is False
+with a ``reason``. ``as_metric`` turns NaN into ``None`` for logging and keeps ±inf.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from zerolock_theory.surrogate import check_objective
+from zerolock_theory.targets import arithmetic_target, geometric_target
+
+__all__ = ["StabilityTerms", "as_metric", "chunk_divergence", "stability_terms"]
+
+Objective = Literal["paper", "implemented"]
+_TENSOR_FIELDS = ("r_before", "r_after", "phi", "dp_sq", "ratio", "actual", "remainder")
+_TOTALS = ("r_before", "r_after", "phi", "phi_autograd", "dp_sq", "ratio", "actual", "remainder")
+
+
+def as_metric(x: torch.Tensor | float | None) -> float | None:
+    """A loggable float: NaN (undefined) → ``None``; ±inf stay ±inf; finite values as is."""
+    if x is None:
+        return None
+    value = float(x)
+    return None if math.isnan(value) else value
+
+
+@dataclass(frozen=True)
+class StabilityTerms:
+    """Assumption 5 quantities for one step: per chunk ([K], float64) and ``*_total`` (scalars)."""
+
+    objective: str
+    alpha: float
+    r_before: torch.Tensor  # R_k(ω^t; p̃^t) = (1/N) Σ_n D_k
+    r_after: torch.Tensor  # R_k(ω^t; p̃^{t+1})
+    phi: torch.Tensor  # φ_k from the closed-form gradient
+    phi_autograd: torch.Tensor | None  # φ_k by autograd (None unless requested)
+    dp_sq: torch.Tensor  # ‖p_{k-1}^{t+1} − p_{k-1}^t‖²
+    ratio: torch.Tensor  # max(φ_k, 0) / dp_sq_k
+    actual: torch.Tensor  # r_after − r_before
+    remainder: torch.Tensor  # actual − phi
+    r_before_total: torch.Tensor
+    r_after_total: torch.Tensor
+    phi_total: torch.Tensor
+    phi_autograd_total: torch.Tensor | None
+    dp_sq_total: torch.Tensor
+    ratio_total: torch.Tensor
+    actual_total: torch.Tensor
+    remainder_total: torch.Tensor
+    defined: bool  # False: the total ratio is NaN (Δp̃ = 0) or R is +inf; see reason
+    reason: str
+
+    def __post_init__(self) -> None:
+        check_objective(self.objective)
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
+        shape = self.phi.shape
+        for name in (*_TENSOR_FIELDS, "phi_autograd"):
+            value = getattr(self, name)
+            if value is not None and (value.ndim != 1 or value.shape != shape):
+                raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(value.shape)}")
+
+    @property
+    def num_chunks(self) -> int:
+        """K."""
+        return int(self.phi.shape[0])
+
+    def as_dict(self) -> dict[str, float | None | bool | str]:
+        """Totals under their names, chunk k values under ``chunk/{k}/NAME``, via ``as_metric``."""
+        out: dict[str, float | None | bool | str] = {
+            name: as_metric(getattr(self, f"{name}_total")) for name in _TOTALS
+        }
+        for name in (*_TENSOR_FIELDS, "phi_autograd"):
+            values = getattr(self, name)
+            for k in range(self.num_chunks):
+                out[f"chunk/{k + 1}/{name}"] = None if values is None else as_metric(values[k])
+        out.update(defined=self.defined, reason=self.reason)
+        return out
+
+
+def _kl(p: torch.Tensor, log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """Σ p (log p − log q) with 0·log 0 = 0 and +inf where q misses mass of p.
+
+    The lean form of ``divergences.kl`` (one ``where``, no clamp, so R differences are not
+    biased by clamping) for large probe arrays.
+    """
+    return torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
+
+
+def chunk_divergence(
+    p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: Objective
+) -> torch.Tensor:
+    """D_k per position: KL(p_k ‖ g_k(p_{k-1})) (paper) or KL(m_k(p_{k-1}) ‖ p_k) (implemented)."""
+    if objective == "paper":
+        log_g, _ = geometric_target(p_y, p_prev, alpha)
+        return _kl(p_k, torch.log(p_k), log_g)
+    m = arithmetic_target(p_y, p_prev, alpha)
+    return _kl(m, torch.log(m), torch.log(p_k))
+
+
+def _closed_form_grad(
+    p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: Objective
+) -> torch.Tensor:
+    """∂D_k/∂p_{k-1} per position and coordinate (the 1/N is applied by the caller)."""
+    if alpha == 1.0:  # the targets do not depend on p_{k-1}
+        return torch.zeros_like(p_prev)
+    if objective == "paper":
+        g = geometric_target(p_y, p_prev, alpha)[0].exp()
+        return (1.0 - alpha) * (g - p_k) / p_prev
+    m = arithmetic_target(p_y, p_prev, alpha)
+    return (1.0 - alpha) * (torch.log(m) - torch.log(p_k) + 1.0)
+
+
+def _inner(grad: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
+    """Σ grad·Δ over all coordinates, with coordinates where Δ = 0 contributing exactly 0."""
+    return torch.where(delta == 0, torch.zeros_like(grad), grad * delta).sum()
+
+
+def _autograd_phi(prev, delta, p_k, p_y, alpha, objective) -> torch.Tensor:
+    leaf = prev.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        r = chunk_divergence(leaf, p_k, p_y, alpha, objective).mean()
+        (grad,) = torch.autograd.grad(r, leaf)
+    return _inner(grad, delta)
+
+
+def _ratio(phi: torch.Tensor, dp_sq: torch.Tensor) -> torch.Tensor:
+    """max(φ, 0)/‖Δp̃‖²; NaN where ‖Δp̃‖² = 0 (and φ finite)."""
+    undefined = (dp_sq == 0) & torch.isfinite(phi)
+    safe = torch.where(dp_sq == 0, torch.ones_like(dp_sq), dp_sq)
+    return torch.where(undefined, torch.full_like(phi, math.nan), phi.clamp_min(0.0) / safe)
+
+
+def _assemble(rows: dict[str, torch.Tensor | None], alpha: float, objective: str) -> StabilityTerms:
+    """Per-chunk and total terms, with +inf (never NaN) wherever R is infinite."""
+    r_b, r_a, phi, auto, dp = (rows[n] for n in ("r_before", "r_after", "phi", "auto", "dp"))
+    infinite = ~torch.isfinite(r_b) | ~torch.isfinite(r_a)
+    inf = torch.tensor(math.inf, dtype=torch.float64, device=phi.device)
+
+    def flag(x: torch.Tensor) -> torch.Tensor:
+        return torch.where(infinite, inf, x)
+
+    phi, auto = flag(phi), None if auto is None else flag(auto)
+    actual = flag(r_a - r_b)
+    any_inf = bool(infinite.any())
+    phi_total = inf if any_inf else phi.sum()
+    actual_total = inf if any_inf else r_a.sum() - r_b.sum()
+    dp_total = dp.sum()
+    if any_inf:
+        chunks = [k + 1 for k in infinite.nonzero().flatten().tolist()]
+        what = (
+            "KL(p_k || g_k) with g_k = 0 where p_k > 0 (one-hot p_y: use label smoothing epsilon > 0)"
+            if objective == "paper"
+            else "KL(m_k || p_k) with p_k = 0 where m_k > 0"
+        )
+        reason = f"R is +inf for chunk(s) {chunks}: {what}"
+    elif not bool(torch.isfinite(phi_total)):
+        reason = "the first-order term is not finite (zero upstream probabilities)"
+    elif float(dp_total) == 0.0:
+        reason = "the upstream readouts did not change (Δp̃ = 0): the ratio is undefined"
+    else:
+        reason = ""
+    return StabilityTerms(
+        objective=objective,
+        alpha=alpha,
+        r_before=r_b,
+        r_after=r_a,
+        phi=phi,
+        phi_autograd=auto,
+        dp_sq=dp,
+        ratio=flag(_ratio(phi, dp)),
+        actual=actual,
+        remainder=flag(actual - phi),
+        r_before_total=r_b.sum(),
+        r_after_total=r_a.sum(),
+        phi_total=phi_total,
+        phi_autograd_total=None if auto is None else (inf if any_inf else auto.sum()),
+        dp_sq_total=dp_total,
+        ratio_total=inf if any_inf else _ratio(phi_total, dp_total),
+        actual_total=actual_total,
+        remainder_total=inf if any_inf else actual_total - phi_total,
+        defined=not reason,
+        reason=reason,
+    )
+
+
+def _to64(x: torch.Tensor, log_input: bool) -> torch.Tensor:
+    x = x.detach().to(torch.float64)
+    return x.exp() if log_input else x
+
+
+def stability_terms(
+    p_tilde_t: torch.Tensor,
+    p_tilde_next: torch.Tensor,
+    p_out: torch.Tensor,
+    p_y: torch.Tensor,
+    alpha: float,
+    objective: Objective,
+    *,
+    log_input: bool = False,
+    check_autograd: bool = False,
+) -> StabilityTerms:
+    """Assumption 5 terms for one step from [K, N, V] readouts (see the module docstring).
+
+    ``p_tilde_t``/``p_tilde_next``: p_0..p_{K-1} at steps t and t+1; ``p_out``: p_1..p_K at
+    ω^t; ``p_y`` [N, V] (or broadcastable), label-smoothed for the paper objective.
+    ``log_input=True``: all four hold log-probabilities. ``check_autograd=True`` adds φ by
+    autograd (one small graph per chunk). Runs on the inputs' device, one chunk at a time.
+    """
+    check_objective(objective)
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+    alpha = float(alpha)
+    if p_tilde_t.ndim != 3 or not p_tilde_t.shape == p_tilde_next.shape == p_out.shape:
+        raise ValueError(
+            "p_tilde_t, p_tilde_next and p_out must share one [K, N, V] shape, got "
+            f"{tuple(p_tilde_t.shape)}, {tuple(p_tilde_next.shape)}, {tuple(p_out.shape)}"
+        )
+    y = _to64(p_y, log_input).expand(p_tilde_t.shape[1:])
+    rows: dict[str, list[torch.Tensor]] = {
+        n: [] for n in ("r_before", "r_after", "phi", "auto", "dp")
+    }
+    for k in range(p_tilde_t.shape[0]):
+        prev, nxt, out = (_to64(x[k], log_input) for x in (p_tilde_t, p_tilde_next, p_out))
+        delta = nxt - prev
+        n = prev.shape[0]
+        rows["r_before"].append(chunk_divergence(prev, out, y, alpha, objective).mean())
+        rows["r_after"].append(chunk_divergence(nxt, out, y, alpha, objective).mean())
+        rows["phi"].append(_inner(_closed_form_grad(prev, out, y, alpha, objective) / n, delta))
+        rows["dp"].append(delta.pow(2).sum())
+        if check_autograd:
+            rows["auto"].append(_autograd_phi(prev, delta, out, y, alpha, objective))
+    stacked = {name: torch.stack(v) if v else None for name, v in rows.items()}
+    return _assemble(stacked, alpha, objective)
