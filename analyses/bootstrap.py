@@ -44,12 +44,20 @@ def ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return slope, intercept
 
 
-def percentile_interval(estimate: float, samples: np.ndarray, level: float = 0.95) -> Interval:
-    """Percentile interval of the finite bootstrap ``samples`` around ``estimate``."""
+def percentile_interval(
+    estimate: float, samples: np.ndarray, level: float = 0.95, *, recentre: bool = False
+) -> Interval:
+    """Percentile interval of the finite bootstrap ``samples`` around ``estimate``.
+
+    With ``recentre`` the quantiles are shifted by ``estimate − median(samples)``, so the
+    interval always contains the estimate (used when the resampling scheme itself shifts the
+    bootstrap distribution, as residual resampling around a smoothed trend does).
+    """
     finite = np.asarray(samples, dtype=float)
     finite = finite[np.isfinite(finite)]
     if finite.size == 0:
         return Interval(float(estimate), float("nan"), float("nan"), level)
     tail = 100.0 * (1.0 - level) / 2.0
     low, high = np.percentile(finite, [tail, 100.0 - tail])
-    return Interval(float(estimate), float(low), float(high), level)
+    shift = float(estimate) - float(np.median(finite)) if recentre else 0.0
+    return Interval(float(estimate), float(low + shift), float(high + shift), level)

@@ -87,7 +87,9 @@ def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
         else ""
     )
     if isinstance(scaling, StabilityScaling):
-        verdict = {"unbounded": "refuted", "bounded": "supported"}.get(scaling.verdict, "inconclusive")
+        verdict = {"unbounded": "refuted", "bounded": "supported"}.get(
+            scaling.verdict, "inconclusive"
+        )
         figure = f"slope s = {scaling.slope} over lr in {{{', '.join(map(fmt, scaling.lrs))}}}"
         figure += f" ({scaling.n_points} steps"
         figure += f", {scaling.trained}-trained runs)" if scaling.trained else ")"

@@ -208,9 +208,7 @@ def numeric_column(frame: pd.DataFrame, column: str, *, where: str = "table") ->
         ):
             values.append(float(value))
         else:
-            raise RunDataError(
-                f"{where}: column {column!r} is not numeric (row {row}: {value!r})"
-            )
+            raise RunDataError(f"{where}: column {column!r} is not numeric (row {row}: {value!r})")
     return pd.Series(values, index=series.index, name=column, dtype="float64")
 
 

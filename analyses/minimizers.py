@@ -192,7 +192,9 @@ def _chunk_mean(frame: pd.DataFrame, metric: str) -> tuple[np.ndarray, int]:
     return values[finite].mean(axis=1), dropped
 
 
-def _pooled(series: list[np.ndarray], n_boot: int, rng: np.random.Generator, level: float) -> Interval:
+def _pooled(
+    series: list[np.ndarray], n_boot: int, rng: np.random.Generator, level: float
+) -> Interval:
     series = [s for s in series if s.size]
     if not series:
         nan = float("nan")

@@ -51,8 +51,16 @@ def register(cls: type[R]) -> type[R]:
     return cls
 
 
+def _lookup(kind: object) -> type[Result] | None:
+    """The class registered under ``kind``, importing every analysis module if needed."""
+    if kind not in _REGISTRY:
+        import analyses.suite  # noqa: F401  (imports and registers every result class)
+    return _REGISTRY.get(kind) if isinstance(kind, str) else None
+
+
 def registered_kinds() -> tuple[str, ...]:
-    """Kinds known to ``load_result``, sorted."""
+    """Kinds known to ``load_result`` (every result class of the package), sorted."""
+    _lookup("suite")
     return tuple(sorted(_REGISTRY))
 
 
@@ -105,7 +113,9 @@ def _decode(tp: Any, value: Any) -> Any:
             return float(value["__float__"])
         return float(value)
     if isinstance(tp, type) and issubclass(tp, Result):
-        cls = _REGISTRY[value["kind"]] if tp is Result else tp
+        cls = _lookup(value.get("kind")) if tp is Result else tp
+        if cls is None:
+            raise ValueError(f"unknown result kind {value.get('kind')!r}")
         return cls.from_dict(value)
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
@@ -118,8 +128,6 @@ def _decode_any(value: Any) -> Any:
     if isinstance(value, dict):
         if set(value) == {"__float__"}:
             return float(value["__float__"])
-        if "kind" in value and value["kind"] in _REGISTRY:
-            return _REGISTRY[value["kind"]].from_dict(value)
         return {k: _decode_any(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_decode_any(v) for v in value]
@@ -143,7 +151,7 @@ class Result:
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
         """Rebuild from ``to_dict`` output; the base class dispatches on ``kind``."""
-        target = _REGISTRY.get(data.get("kind", ""), cls) if cls is Result else cls
+        target = (_lookup(data.get("kind")) or cls) if cls is Result else cls
         if target is Result:
             raise ValueError(f"unknown result kind {data.get('kind')!r}")
         if data.get("kind") != target.kind:
@@ -172,9 +180,10 @@ def load_result(path_or_text: str | Path) -> Result:
         text = Path(path_or_text).read_text(encoding="utf-8")
     data = json.loads(text)
     kind = data.get("kind") if isinstance(data, dict) else None
-    if kind not in _REGISTRY:
+    cls = _lookup(kind)
+    if cls is None:
         raise ValueError(f"unknown result kind {kind!r} (known: {', '.join(registered_kinds())})")
-    return _REGISTRY[kind].from_dict(data)
+    return cls.from_dict(data)
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,9 @@ class StabilitySummary(Result):
         return next((c for c in self.chunks if c.chunk == "total"), None)
 
 
-def _stats(chunk: str, phi: np.ndarray, dp_sq: np.ndarray, rho: np.ndarray, rem: np.ndarray) -> RatioStats:
+def _stats(
+    chunk: str, phi: np.ndarray, dp_sq: np.ndarray, rho: np.ndarray, rem: np.ndarray
+) -> RatioStats:
     probe = ~np.isnan(dp_sq)
     defined = probe & ~np.isnan(rho)
     values = rho[defined]
@@ -294,11 +296,24 @@ def stability_scaling(
     if n_points == 0 and sum(p.n_zero for p in points) > 0:
         nan = float("nan")
         return StabilityScaling(
-            obj, chunk, Interval(nan, nan, nan, level), nan, 0, len(runs), distinct, 0,
-            int(n_boot), "bounded", False, points, trained,
+            obj,
+            chunk,
+            Interval(nan, nan, nan, level),
+            nan,
+            0,
+            len(runs),
+            distinct,
+            0,
+            int(n_boot),
+            "bounded",
+            False,
+            points,
+            trained,
         )
     if n_points < MIN_POINTS:
-        raise NotMeasured(f"{PREFIX}/{obj}/{chunk}: too few positive ratios ({n_points} < {MIN_POINTS})")
+        raise NotMeasured(
+            f"{PREFIX}/{obj}/{chunk}: too few positive ratios ({n_points} < {MIN_POINTS})"
+        )
     slope, intercept = ols_slope(np.concatenate(xs), np.concatenate(ys))
     rng = np.random.default_rng(seed)
     idx = [block_indices(x.size, n_boot, rng) for x in xs]

@@ -143,7 +143,10 @@ class SuiteAnalysis(Result):
         index = self.to_dict()
         index["results"] = files
         path = out / INDEX
-        path.write_text(json.dumps(index, indent=2, allow_nan=False, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps(index, indent=2, allow_nan=False, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
         return path
 
 
@@ -194,7 +197,11 @@ def analyze_runs(
     paths = [Path(p) for p in run_dirs]
     runs_paths = []
     for path in paths:
-        if path.is_dir() and (path / "systems.json").is_file() and not (path / "metrics.jsonl").exists():
+        if (
+            path.is_dir()
+            and (path / "systems.json").is_file()
+            and not (path / "metrics.jsonl").exists()
+        ):
             systems = systems or path
         else:
             runs_paths.append(path)
@@ -204,8 +211,14 @@ def analyze_runs(
     if systems is None:
         systems = next((p for p in runs_paths if (p / "systems.json").is_file()), None)
     return analyze_loaded(
-        runs, _unique_names(runs_paths), systems=systems, n_boot=n_boot, seed=seed,
-        level=level, tail=tail, tol=tol,
+        runs,
+        _unique_names(runs_paths),
+        systems=systems,
+        n_boot=n_boot,
+        seed=seed,
+        level=level,
+        tail=tail,
+        tol=tol,
     )
 
 
@@ -237,13 +250,17 @@ def analyze_loaded(
     zl = [(i, f) for i, f in table if i.method == "zerolock"]
     bp = [(i, f) for i, f in table if i.method == "backprop"]
     attempt("toy_check", toy_check)
-    attempt("minimizers", lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot))
+    attempt(
+        "minimizers", lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot)
+    )
     for obj in OBJECTIVES:
         chosen = _stability_runs(zl, obj)
         frames, fnames = [f for _, f in chosen], [i.name for i, _ in chosen]
         lrs = [i.lr for i, _ in chosen]
         trained = chosen[0][0].direction if chosen else ""
-        attempt(f"stability_{obj}", partial(stability_summary, frames, obj, fnames, trained=trained))
+        attempt(
+            f"stability_{obj}", partial(stability_summary, frames, obj, fnames, trained=trained)
+        )
         attempt(
             f"scaling_{obj}",
             partial(stability_scaling, frames, lrs, obj, names=fnames, trained=trained, **boot),

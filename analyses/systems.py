@@ -123,7 +123,9 @@ def read_systems(path: str | Path) -> list[SystemsRow]:
                 continue
             for chunks, entry in per_k.items():
                 if isinstance(entry, dict):
-                    rows.append(_row(str(method).lower(), chunks, entry, f"{path}: {method}/{chunks}"))
+                    rows.append(
+                        _row(str(method).lower(), chunks, entry, f"{path}: {method}/{chunks}")
+                    )
     else:
         raise RunDataError(f"{path}: expected a JSON object or list")
     if not rows:
@@ -147,6 +149,11 @@ def systems_comparison(path: str | Path) -> SystemsComparison:
             if zl is None or b is None or b.peak_bytes <= 0 or b.tokens_per_s <= 0:
                 continue
             ratios.append(
-                SystemsRatio(k, base, 1.0 - zl.peak_bytes / b.peak_bytes, zl.tokens_per_s / b.tokens_per_s - 1.0)
+                SystemsRatio(
+                    k,
+                    base,
+                    1.0 - zl.peak_bytes / b.peak_bytes,
+                    zl.tokens_per_s / b.tokens_per_s - 1.0,
+                )
             )
     return SystemsComparison(str(path), rows, ratios)

@@ -49,16 +49,24 @@ def _figure(ncols: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure
 
 def convergence_figure(suite: SuiteAnalysis) -> Figure | None:
     """Ā_T against T (log–log) per group, with the fitted c·T^{−β} over [T_0, T_max]."""
-    sets = [r for n in ("convergence_local", "convergence_global", "convergence_backprop")
-            if isinstance(r := suite.get(n), RateSet)]
+    sets = [
+        r
+        for n in ("convergence_local", "convergence_global", "convergence_backprop")
+        if isinstance(r := suite.get(n), RateSet)
+    ]
     if not sets:
         return None
     fig, axes = _figure(len(sets))
     for ax, rates in zip(axes, sets, strict=True):
         for i, fit in enumerate(rates.fits):
             color = COLORS[i % len(COLORS)]
-            ax.loglog(fit.curve_t, fit.curve_a, color=color, lw=1.2,
-                      label=f"{fit.label.split(' ')[0]} lr={_lr(fit.label)}: β={fit.beta.estimate:.2f}")
+            ax.loglog(
+                fit.curve_t,
+                fit.curve_a,
+                color=color,
+                lw=1.2,
+                label=f"{fit.label.split(' ')[0]} lr={_lr(fit.label)}: β={fit.beta.estimate:.2f}",
+            )
             t = np.geomspace(fit.t0, fit.t_max, 50)
             ax.loglog(t, np.exp(fit.log_c) * t ** (-fit.beta.estimate), color=color, ls="--", lw=1)
         ax.set_title(f"Theorem 1, {rates.quantity}: Ā_T")
@@ -74,8 +82,11 @@ def _lr(label: str) -> str:
 
 def stability_figure(suite: SuiteAnalysis) -> Figure | None:
     """log ρ_t against log ‖Δp̃_t‖ for the learning-rate sweep, with the fitted slope s."""
-    fits = [r for n in ("scaling_paper", "scaling_implemented")
-            if isinstance(r := suite.get(n), StabilityScaling)]
+    fits = [
+        r
+        for n in ("scaling_paper", "scaling_implemented")
+        if isinstance(r := suite.get(n), StabilityScaling)
+    ]
     if not fits:
         return None
     fig, axes = _figure(len(fits))
@@ -89,8 +100,12 @@ def stability_figure(suite: SuiteAnalysis) -> Figure | None:
         xs = np.concatenate([p.log_dp for p in fit.points if p.log_dp] or [np.zeros(1)])
         grid = np.linspace(xs.min(), xs.max(), 20)
         if np.isfinite(fit.slope.estimate):
-            ax.plot(grid, fit.intercept + fit.slope.estimate * grid, color="k",
-                    label=f"s = {fit.slope.estimate:.2f} [{fit.slope.low:.2f}, {fit.slope.high:.2f}]")
+            ax.plot(
+                grid,
+                fit.intercept + fit.slope.estimate * grid,
+                color="k",
+                label=f"s = {fit.slope.estimate:.2f} [{fit.slope.low:.2f}, {fit.slope.high:.2f}]",
+            )
         name = "R (paper)" if fit.objective == "paper" else "R̄ (implemented)"
         ax.set_title(f"Assumption 5, {name}: ρ_t")
         ax.set_xlabel("log ‖Δp̃_t‖")
@@ -106,8 +121,15 @@ def depth_figure(suite: SuiteAnalysis) -> Figure | None:
         return None
     fig, (left, right) = _figure(2)
     for i, prof in enumerate(depth.profiles):
-        left.plot(prof.chunks, prof.final_ce, marker="o", lw=1, color=COLORS[i % len(COLORS)],
-                  label=prof.run)
+        left.plot(
+            prof.chunks,
+            prof.final_ce,
+            marker="o",
+            lw=1,
+            color=COLORS[i % len(COLORS)],
+            label=prof.run,
+        )
+    left.set_xticks(sorted({k for p in depth.profiles for k in p.chunks}))
     left.set_xlabel("chunk k")
     left.set_ylabel("CE(e_y, p_k), final")
     left.set_title("Proposition 1: CE by chunk")
@@ -130,8 +152,14 @@ def outcome_figure(suite: SuiteAnalysis) -> Figure | None:
     fig, (ax,) = _figure(1, width=6.0)
     for i, group in enumerate(outcome.groups):
         ls = "--" if group.method == "backprop" else "-"
-        ax.plot(group.steps, group.mean_ce, ls=ls, lw=1.2, color=COLORS[i % len(COLORS)],
-                label=f"{group.group.split(' ')[0]} lr={_lr(group.group)}")
+        ax.plot(
+            group.steps,
+            group.mean_ce,
+            ls=ls,
+            lw=1.2,
+            color=COLORS[i % len(COLORS)],
+            label=f"{group.group.split(' ')[0]} lr={_lr(group.group)}",
+        )
     ax.set_xlabel("step")
     ax.set_ylabel("held-out CE(e_y, p_K)")
     ax.set_title("Outcome: eval/ce, ZeroLock vs backprop")
@@ -151,10 +179,21 @@ def minimizers_figure(suite: SuiteAnalysis) -> Figure | None:
         for j, target in enumerate(("m", "g")):
             cells = [table.cell(d, target) for d in directions]
             vals = np.array([getattr(c, metric).estimate for c in cells])
-            err = np.array([[v - getattr(c, metric).low, getattr(c, metric).high - v]
-                            for v, c in zip(vals, cells, strict=True)]).T
-            ax.bar(x + (j - 0.5) * 0.38, vals, 0.36, yerr=np.nan_to_num(err), capsize=3,
-                   color=COLORS[j], label=f"to {target}_k")
+            err = np.array(
+                [
+                    [v - getattr(c, metric).low, getattr(c, metric).high - v]
+                    for v, c in zip(vals, cells, strict=True)
+                ]
+            ).T
+            ax.bar(
+                x + (j - 0.5) * 0.38,
+                vals,
+                0.36,
+                yerr=np.nan_to_num(err),
+                capsize=3,
+                color=COLORS[j],
+                label=f"to {target}_k",
+            )
         ax.set_xticks(x, [f"trained {d}" for d in directions])
         ax.set_ylabel("TV" if metric == "tv" else "KL (m‖p or p‖g)")
         ax.set_title(f"Lemma 2: {metric.upper()} of p_k to m_k and g_k")

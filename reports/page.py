@@ -27,7 +27,14 @@ from analyses.suite import SuiteAnalysis
 from analyses.systems import SystemsComparison
 from reports.figures import render_figures
 
-__all__ = ["Block", "ReportFiles", "render_html", "render_markdown", "report_blocks", "write_report"]
+__all__ = [
+    "Block",
+    "ReportFiles",
+    "render_html",
+    "render_markdown",
+    "report_blocks",
+    "write_report",
+]
 
 TITLE = "ZeroLock (arXiv 2608.07974): do the claims hold?"
 CAPTIONS = {
@@ -54,8 +61,14 @@ def _pct(x: float) -> str:
     return f"{fmt(100 * x)}%"
 
 
+def _vec(values: list[float]) -> str:
+    return "(" + ", ".join(map(fmt, values)) + ")"
+
+
 def _table(headers: list[str], rows: list[list[Any]], css: tuple[str, ...] = ()) -> Block:
-    return Block("table", headers=tuple(headers), rows=tuple(tuple(map(str, r)) for r in rows), css=css)
+    return Block(
+        "table", headers=tuple(headers), rows=tuple(tuple(map(str, r)) for r in rows), css=css
+    )
 
 
 def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -65,13 +78,21 @@ def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 
 def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
-    out = [Block("h2", "Systems claims (26.5% lower peak memory, 4.9% higher throughput than 1F1B)")]
+    out = [
+        Block("h2", "Systems claims (26.5% lower peak memory, 4.9% higher throughput than 1F1B)")
+    ]
     sys_ = suite.get("systems")
     if not isinstance(sys_, SystemsComparison):
         return out + [Block("p", f"Not measured: {suite.skipped.get('systems', 'no data')}.")]
     rows = [
-        [r.chunks, r.baseline, _pct(r.memory_reduction), _pct(sys_.claimed_memory_reduction),
-         _pct(r.throughput_gain), _pct(sys_.claimed_throughput_gain)]
+        [
+            r.chunks,
+            r.baseline,
+            _pct(r.memory_reduction),
+            _pct(sys_.claimed_memory_reduction),
+            _pct(r.throughput_gain),
+            _pct(sys_.claimed_throughput_gain),
+        ]
         for r in sys_.ratios
     ]
     headers = ["K", "baseline", "memory reduction", "claimed", "throughput gain", "claimed"]
@@ -82,42 +103,122 @@ def _lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", "Lemma 2: which target does a trained chunk track?")]
     toy = suite.get("toy_check")
     if isinstance(toy, ToyCheck):
-        out.append(Block("p", f"Two-token check: p_y = e_1, p_(k-1) = p = (0.5, 0.5), alpha = {fmt(toy.alpha)}."))
-        rows = [[fmt(r.epsilon), r.p_y, [fmt(v) for v in r.m], [fmt(v) for v in r.g], fmt(r.kl_p_py),
-                 fmt(r.ce_py_p), fmt(r.reverse_loss), fmt(r.forward_loss), fmt(r.tv_m_g)] for r in toy.rows]
-        out.append(_table(["eps", "p_y", "m_k", "g_k", "KL(p||p_y)", "CE(p_y,p)", "l^R(p)", "l^F(p)",
-                           "TV(m_k,g_k)"], rows))
+        out.append(
+            Block(
+                "p",
+                f"Two-token check: p_y = e_1, p_(k-1) = p = (0.5, 0.5), alpha = {fmt(toy.alpha)}.",
+            )
+        )
+        rows = [
+            [
+                fmt(r.epsilon),
+                _vec(r.p_y),
+                _vec(r.m),
+                _vec(r.g),
+                fmt(r.kl_p_py),
+                fmt(r.ce_py_p),
+                fmt(r.reverse_loss),
+                fmt(r.forward_loss),
+                fmt(r.tv_m_g),
+            ]
+            for r in toy.rows
+        ]
+        out.append(
+            _table(
+                [
+                    "eps",
+                    "p_y",
+                    "m_k",
+                    "g_k",
+                    "KL(p||p_y)",
+                    "CE(p_y,p)",
+                    "l^R(p)",
+                    "l^F(p)",
+                    "TV(m_k,g_k)",
+                ],
+                rows,
+            )
+        )
     table = suite.get("minimizers")
     if isinstance(table, MinimizerTable):
-        rows = [[c.trained, f"{c.target}_k", str(c.kl), str(c.tv), c.n_steps, c.n_runs] for c in table.cells]
+        rows = [
+            [c.trained, f"{c.target}_k", str(c.kl), str(c.tv), c.n_steps, c.n_runs]
+            for c in table.cells
+        ]
         out.append(_table(["trained", "target", "KL", "TV", "steps", "runs"], rows))
         rows = [[t.trained, str(t.tv_difference), t.tracks] for t in table.tracking]
         out.append(_table(["trained", "TV to m_k - TV to g_k", "tracks"], rows))
         out.append(Block("figure", "minimizers"))
     else:
-        out.append(Block("p", f"On-model table not measured: {suite.skipped.get('minimizers', 'no data')}."))
+        out.append(
+            Block(
+                "p", f"On-model table not measured: {suite.skipped.get('minimizers', 'no data')}."
+            )
+        )
     return out
 
 
 def _stability_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", "Assumption 5: the stability ratio rho_t = max(phi_t, 0) / ||dp||^2")]
-    for obj, name in (("paper", "R (paper objective)"), ("implemented", "R̄ (implemented objective)")):
+    for obj, name in (
+        ("paper", "R (paper objective)"),
+        ("implemented", "R̄ (implemented objective)"),
+    ):
         out.append(Block("h3", name))
         summary = suite.get(f"stability_{obj}")
         if isinstance(summary, StabilitySummary):
-            rows = [[c.chunk, c.n_probe, c.n_defined, c.n_undefined, fmt(c.median), fmt(c.p95), fmt(c.max),
-                     _pct(c.share_phi_positive), fmt(c.remainder_ratio_median)] for c in summary.chunks]
-            out.append(_table(["chunk", "probed", "defined", "undefined", "median", "p95", "max", "phi>0",
-                               "median |rem|/||dp||^2"], rows))
+            rows = [
+                [
+                    c.chunk,
+                    c.n_probe,
+                    c.n_defined,
+                    c.n_undefined,
+                    fmt(c.median),
+                    fmt(c.p95),
+                    fmt(c.max),
+                    _pct(c.share_phi_positive),
+                    fmt(c.remainder_ratio_median),
+                ]
+                for c in summary.chunks
+            ]
+            out.append(
+                _table(
+                    [
+                        "chunk",
+                        "probed",
+                        "defined",
+                        "undefined",
+                        "median",
+                        "p95",
+                        "max",
+                        "phi>0",
+                        "median |rem|/||dp||^2",
+                    ],
+                    rows,
+                )
+            )
         else:
-            out.append(Block("p", f"Not measured: {suite.skipped.get(f'stability_{obj}', 'no data')}."))
+            out.append(
+                Block("p", f"Not measured: {suite.skipped.get(f'stability_{obj}', 'no data')}.")
+            )
         scaling = suite.get(f"scaling_{obj}")
         if isinstance(scaling, StabilityScaling):
-            out.append(Block("p", f"Slope of log rho_t on log ||dp_t||: s = {scaling.slope} over "
-                                  f"{scaling.n_points} steps of {scaling.n_runs} runs; verdict: {scaling.verdict}."))
+            out.append(
+                Block(
+                    "p",
+                    f"Slope of log rho_t on log ||dp_t||: s = {scaling.slope} over "
+                    f"{scaling.n_points} steps of {scaling.n_runs} runs; verdict: {scaling.verdict}.",
+                )
+            )
         else:
-            out.append(Block("p", f"Scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}."))
-    if any(isinstance(suite.get(f"scaling_{o}"), StabilityScaling) for o in ("paper", "implemented")):
+            out.append(
+                Block(
+                    "p", f"Scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}."
+                )
+            )
+    if any(
+        isinstance(suite.get(f"scaling_{o}"), StabilityScaling) for o in ("paper", "implemented")
+    ):
         out.append(Block("figure", "stability"))
     return out
 
@@ -132,11 +233,36 @@ def _convergence_blocks(suite: SuiteAnalysis) -> list[Block]:
             continue
         notes.extend(f"{name}: {n}" for n in rates.notes)
         for fit, sched in zip(rates.fits, rates.schedules, strict=True):
-            rows.append([rates.quantity, fit.label, sched, fit.n_series, f"[{fit.t0}, {fit.t_max}]",
-                         fit.n_points, str(fit.beta), str(fit.gamma), "yes" if fit.holds else "no"])
+            rows.append(
+                [
+                    rates.quantity,
+                    fit.label,
+                    sched,
+                    fit.n_series,
+                    f"[{fit.t0}, {fit.t_max}]",
+                    fit.n_points,
+                    str(fit.beta),
+                    str(fit.gamma),
+                    "yes" if fit.holds else "no",
+                ]
+            )
     if rows:
-        out.append(_table(["quantity", "group", "schedule", "seeds", "T window", "points", "beta", "gamma",
-                           "reaches 0.5"], rows))
+        out.append(
+            _table(
+                [
+                    "quantity",
+                    "group",
+                    "schedule",
+                    "seeds",
+                    "T window",
+                    "points",
+                    "beta",
+                    "gamma",
+                    "reaches 0.5",
+                ],
+                rows,
+            )
+        )
         out.append(Block("figure", "convergence"))
     out.extend(Block("p", n) for n in notes)
     return out
@@ -147,9 +273,22 @@ def _depth_blocks(suite: SuiteAnalysis) -> list[Block]:
     depth = suite.get("depth")
     if not isinstance(depth, DepthSet):
         return out + [Block("p", f"Not measured: {suite.skipped.get('depth', 'no data')}.")]
-    rows = [[p.run, p.source, p.n_evaluated, _pct(p.share_holds), ", ".join(map(fmt, p.final_ce)),
-             ", ".join(map(fmt, p.gap_final)) or "-"] for p in depth.profiles]
-    out.append(_table(["run", "source", "evaluated", "non-increasing", "final CE by k", "final delta_k"], rows))
+    rows = [
+        [
+            p.run,
+            p.source,
+            p.n_evaluated,
+            _pct(p.share_holds),
+            ", ".join(map(fmt, p.final_ce)),
+            ", ".join(map(fmt, p.gap_final)) or "-",
+        ]
+        for p in depth.profiles
+    ]
+    out.append(
+        _table(
+            ["run", "source", "evaluated", "non-increasing", "final CE by k", "final delta_k"], rows
+        )
+    )
     out.append(Block("figure", "depth"))
     return out
 
@@ -159,8 +298,18 @@ def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
     outcome = suite.get("outcome")
     if not isinstance(outcome, OutcomeComparison):
         return out + [Block("p", f"Not measured: {suite.skipped.get('outcome', 'no data')}.")]
-    rows = [[g.group, g.method, len(g.runs), fmt(g.start), fmt(g.end), fmt(g.best),
-             _pct(g.relative_improvement)] for g in outcome.groups]
+    rows = [
+        [
+            g.group,
+            g.method,
+            len(g.runs),
+            fmt(g.start),
+            fmt(g.end),
+            fmt(g.best),
+            _pct(g.relative_improvement),
+        ]
+        for g in outcome.groups
+    ]
     out.append(_table(["group", "method", "runs", "start", "end", "best", "improvement"], rows))
     out.append(Block("figure", "outcome"))
     return out
@@ -189,12 +338,21 @@ def _runs_blocks(suite: SuiteAnalysis) -> list[Block]:
     keys = sorted({k for f in flats for k in f if any(g.get(k) != base.get(k) for g in flats)})
     if keys:
         out.append(Block("h3", "Config differences between runs"))
-        out.append(_table(["run", *keys], [[r.name, *[f.get(k, "-") for k in keys]]
-                                           for r, f in zip(suite.runs, flats, strict=True)]))
+        out.append(
+            _table(
+                ["run", *keys],
+                [
+                    [r.name, *[f.get(k, "-") for k in keys]]
+                    for r, f in zip(suite.runs, flats, strict=True)
+                ],
+            )
+        )
     out.append(Block("h3", "Environment"))
     envs: dict[str, list[str]] = {}
     for r in suite.runs:
-        text = "; ".join(f"{k}={v}" for k, v in sorted(_flatten(r.manifest).items())) or "no manifest"
+        text = (
+            "; ".join(f"{k}={v}" for k, v in sorted(_flatten(r.manifest).items())) or "no manifest"
+        )
         envs.setdefault(text, []).append(r.name)
     out.append(_table(["runs", "manifest"], [[", ".join(n), e] for e, n in envs.items()]))
     settings = ", ".join(f"{k}={v}" for k, v in sorted(suite.settings.items()))
@@ -205,12 +363,21 @@ def _runs_blocks(suite: SuiteAnalysis) -> list[Block]:
 def report_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The page content in order (module docstring)."""
     blocks = [Block("h1", TITLE)]
-    for part in (_verdict_blocks, _systems_blocks, _lemma2_blocks, _stability_blocks,
-                 _convergence_blocks, _depth_blocks, _outcome_blocks):
+    for part in (
+        _verdict_blocks,
+        _systems_blocks,
+        _lemma2_blocks,
+        _stability_blocks,
+        _convergence_blocks,
+        _depth_blocks,
+        _outcome_blocks,
+    ):
         blocks.extend(part(suite))
     if suite.skipped:
         blocks.append(Block("h2", "Skipped analyses"))
-        blocks.append(_table(["analysis", "reason"], [[k, v] for k, v in sorted(suite.skipped.items())]))
+        blocks.append(
+            _table(["analysis", "reason"], [[k, v] for k, v in sorted(suite.skipped.items())])
+        )
     return blocks + _runs_blocks(suite)
 
 
@@ -229,8 +396,11 @@ th{background:#f3f3f3} img{max-width:100%} figure{margin:1em 0}
 def render_html(blocks: list[Block], figures_png: Mapping[str, bytes]) -> str:
     """A self-contained HTML page; figures embedded as base64 PNG (missing ones skipped)."""
     esc = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{esc(TITLE)}</title><style>{STYLE}</style></head><body>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{esc(TITLE)}</title><style>{STYLE}</style></head><body>",
+    ]
     for b in blocks:
         if b.kind in ("h1", "h2", "h3"):
             parts.append(f"<{b.kind}>{esc(b.text)}</{b.kind}>")
@@ -242,12 +412,16 @@ def render_html(blocks: list[Block], figures_png: Mapping[str, bytes]) -> str:
             for i, row in enumerate(b.rows):
                 cls = f' class="{b.css[i]}"' if i < len(b.css) else ""
                 body.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+            parts.append(
+                f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            )
         elif b.kind == "figure" and b.text in figures_png:
             data = base64.b64encode(figures_png[b.text]).decode("ascii")
             caption = esc(CAPTIONS.get(b.text, b.text))
-            parts.append(f'<figure><img alt="{esc(b.text)}" src="data:image/png;base64,{data}">'
-                         f"<figcaption>{caption}</figcaption></figure>")
+            parts.append(
+                f'<figure><img alt="{esc(b.text)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{caption}</figcaption></figure>"
+            )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -291,7 +465,9 @@ def write_report(suite: SuiteAnalysis, out_dir: str | Path) -> ReportFiles:
     png = {name: paths["png"].read_bytes() for name, paths in figures.items() if "png" in paths}
     html_path = out / "report.html"
     html_path.write_text(render_html(blocks, png), encoding="utf-8")
-    files = {name: f"figures/{paths['png'].name}" for name, paths in figures.items() if "png" in paths}
+    files = {
+        name: f"figures/{paths['png'].name}" for name, paths in figures.items() if "png" in paths
+    }
     md_path = out / "report.md"
     md_path.write_text(render_markdown(blocks, files), encoding="utf-8")
     return ReportFiles(html_path, md_path, figures)

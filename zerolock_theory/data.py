@@ -153,9 +153,8 @@ def pad_batch(
 
 
 def _tokenize(tokenizer: Any, texts: list[str]) -> list[list[int]]:
-    if callable(tokenizer):
-        return list(tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"])
-    return [tokenizer.encode(t, add_special_tokens=False) for t in texts]
+    """Token ids without bos/eos added by the tokenizer (packing adds eos itself)."""
+    return list(tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"])
 
 
 def pack_blocks(token_lists: list[list[int]], eos_id: int, width: int) -> torch.Tensor:

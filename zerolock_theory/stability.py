@@ -111,28 +111,44 @@ def _kl(p: torch.Tensor, log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tens
     return torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
 
 
+def _target(p_prev: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: str) -> torch.Tensor:
+    """log g_k (paper) or m_k (implemented) from the upstream readout p_{k-1}."""
+    if objective == "paper":
+        return geometric_target(p_y, p_prev, alpha)[0]
+    return arithmetic_target(p_y, p_prev, alpha)
+
+
+def _divergence(
+    target: torch.Tensor, p_k: torch.Tensor, log_p_k: torch.Tensor, objective: str
+) -> torch.Tensor:
+    """D_k per position from a target made by ``_target``."""
+    if objective == "paper":
+        return _kl(p_k, log_p_k, target)
+    return _kl(target, torch.log(target), log_p_k)
+
+
 def chunk_divergence(
     p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: Objective
 ) -> torch.Tensor:
     """D_k per position: KL(p_k ‖ g_k(p_{k-1})) (paper) or KL(m_k(p_{k-1}) ‖ p_k) (implemented)."""
-    if objective == "paper":
-        log_g, _ = geometric_target(p_y, p_prev, alpha)
-        return _kl(p_k, torch.log(p_k), log_g)
-    m = arithmetic_target(p_y, p_prev, alpha)
-    return _kl(m, torch.log(m), torch.log(p_k))
+    check_objective(objective)
+    return _divergence(_target(p_prev, p_y, alpha, objective), p_k, torch.log(p_k), objective)
 
 
 def _closed_form_grad(
-    p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: Objective
+    target: torch.Tensor,
+    p_prev: torch.Tensor,
+    p_k: torch.Tensor,
+    log_p_k: torch.Tensor,
+    alpha: float,
+    objective: str,
 ) -> torch.Tensor:
     """∂D_k/∂p_{k-1} per position and coordinate (the 1/N is applied by the caller)."""
     if alpha == 1.0:  # the targets do not depend on p_{k-1}
         return torch.zeros_like(p_prev)
     if objective == "paper":
-        g = geometric_target(p_y, p_prev, alpha)[0].exp()
-        return (1.0 - alpha) * (g - p_k) / p_prev
-    m = arithmetic_target(p_y, p_prev, alpha)
-    return (1.0 - alpha) * (torch.log(m) - torch.log(p_k) + 1.0)
+        return (1.0 - alpha) * (target.exp() - p_k) / p_prev
+    return (1.0 - alpha) * (torch.log(target) - log_p_k + 1.0)
 
 
 def _inner(grad: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
@@ -140,7 +156,15 @@ def _inner(grad: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
     return torch.where(delta == 0, torch.zeros_like(grad), grad * delta).sum()
 
 
-def _autograd_phi(prev, delta, p_k, p_y, alpha, objective) -> torch.Tensor:
+def _autograd_phi(
+    prev: torch.Tensor,
+    delta: torch.Tensor,
+    p_k: torch.Tensor,
+    p_y: torch.Tensor,
+    alpha: float,
+    objective: str,
+) -> torch.Tensor:
+    """φ_k by autograd through the definition of R_k (the check on the closed form)."""
     leaf = prev.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         r = chunk_divergence(leaf, p_k, p_y, alpha, objective).mean()
@@ -246,11 +270,14 @@ def stability_terms(
     }
     for k in range(p_tilde_t.shape[0]):
         prev, nxt, out = (_to64(x[k], log_input) for x in (p_tilde_t, p_tilde_next, p_out))
+        log_out = p_out[k].detach().to(torch.float64) if log_input else torch.log(out)
         delta = nxt - prev
-        n = prev.shape[0]
-        rows["r_before"].append(chunk_divergence(prev, out, y, alpha, objective).mean())
-        rows["r_after"].append(chunk_divergence(nxt, out, y, alpha, objective).mean())
-        rows["phi"].append(_inner(_closed_form_grad(prev, out, y, alpha, objective) / n, delta))
+        target = _target(prev, y, alpha, objective)
+        grad = _closed_form_grad(target, prev, out, log_out, alpha, objective)
+        rows["r_before"].append(_divergence(target, out, log_out, objective).mean())
+        target = _target(nxt, y, alpha, objective)
+        rows["r_after"].append(_divergence(target, out, log_out, objective).mean())
+        rows["phi"].append(_inner(grad, delta) / prev.shape[0])
         rows["dp"].append(delta.pow(2).sum())
         if check_autograd:
             rows["auto"].append(_autograd_phi(prev, delta, out, y, alpha, objective))

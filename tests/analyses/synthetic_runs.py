@@ -23,7 +23,12 @@ __all__ = ["power_law_series", "write_run", "write_suite", "write_systems"]
 
 
 def power_law_series(
-    rng: np.random.Generator, n: int, beta: float, c: float = 2.0, sigma: float = 0.4, phi: float = 0.5
+    rng: np.random.Generator,
+    n: int,
+    beta: float,
+    c: float = 2.0,
+    sigma: float = 0.4,
+    phi: float = 0.5,
 ) -> np.ndarray:
     """G_t, t = 0..n-1, with E[(1/T) Σ_{t<T} G_t] = c·T^{−β} and AR(1) lognormal noise."""
     t = np.arange(1, n + 1, dtype=float)
@@ -36,14 +41,33 @@ def power_law_series(
     return mean * np.exp(sigma * z - sigma**2 / 2)
 
 
-def _config(method: str, direction: str, lr: float, seed: int, steps: int, chunks: int,
-            schedule: str, alpha: float, epsilon: float) -> dict[str, Any]:
+def _config(
+    method: str,
+    direction: str,
+    lr: float,
+    seed: int,
+    steps: int,
+    chunks: int,
+    schedule: str,
+    alpha: float,
+    epsilon: float,
+) -> dict[str, Any]:
     return {
-        "model": {"path": "tiny-random-llama", "chunks": chunks, "dtype": "float32",
-                  "device": "cpu", "lora": {"rank": 4, "alpha": 8}},
+        "model": {
+            "path": "tiny-random-llama",
+            "chunks": chunks,
+            "dtype": "float32",
+            "device": "cpu",
+            "lora": {"rank": 4, "alpha": 8},
+        },
         "data": {"source": "synthetic", "seq_len": 16, "batch_size": 2, "seed": seed},
-        "method": {"name": method, "direction": direction, "alpha": alpha,
-                   "epsilon": epsilon, "p0": "embedding"},
+        "method": {
+            "name": method,
+            "direction": direction,
+            "alpha": alpha,
+            "epsilon": epsilon,
+            "p0": "embedding",
+        },
         "optim": {"name": "sgd", "lr": lr, "schedule": schedule},
         "run": {"steps": steps, "seed": seed, "eval_every": 10},
         "probes": {"stability": True, "minimizer": True, "gradient_every": 5},
@@ -113,8 +137,12 @@ def write_run(
     run.mkdir(parents=True, exist_ok=True)
     config = _config(method, direction, lr, seed, steps, chunks, schedule, alpha, epsilon)
     (run / "config.json").write_text(json.dumps(config, indent=2))
-    manifest = {"versions": {"python": "3.11", "torch": "2.13"}, "git_commit": "abc1234",
-                "device": "cpu", "start_time": "2025-01-01T00:00:00"}
+    manifest = {
+        "versions": {"python": "3.11", "torch": "2.13"},
+        "git_commit": "abc1234",
+        "device": "cpu",
+        "start_time": "2025-01-01T00:00:00",
+    }
     (run / "manifest.json").write_text(json.dumps(manifest))
     g_local = power_law_series(rng, steps, beta)
     g_global = power_law_series(rng, steps, beta_global, c=5.0)
@@ -124,8 +152,13 @@ def write_run(
         base = 4.0 - final_ce_drop * (1 - 1 / math.sqrt(1 + t / 10))
         sign = -1.0 if monotone else 1.0
         ce = [base + sign * 0.2 * k + 0.01 * rng.normal() for k in range(1, chunks + 1)]
-        rec: dict[str, Any] = {"step": t, "train/lr": lr_t, "train/tokens": 32,
-                               "train/grad_norm_sq": float(g_local[t]), "train/final_ce": ce[-1]}
+        rec: dict[str, Any] = {
+            "step": t,
+            "train/lr": lr_t,
+            "train/tokens": 32,
+            "train/grad_norm_sq": float(g_local[t]),
+            "train/final_ce": ce[-1],
+        }
         for k in range(1, chunks + 1):
             rec[f"chunk/{k}/ce"] = ce[k - 1]
             rec[f"chunk/{k}/grad_norm_sq"] = float(g_local[t]) / chunks
@@ -152,8 +185,12 @@ def write_systems(directory: Path) -> Path:
     """A ``systems.json`` in the nested layout with a 20% memory cut and 5% throughput gain."""
     directory.mkdir(parents=True, exist_ok=True)
     data = {
-        "zerolock": {"4": {"peak_saved_activation_bytes": [800, 600, 400, 200], "tokens_per_s": 1050.0}},
-        "1f1b": {"4": {"peak_saved_activation_bytes": [1000, 900, 800, 700], "tokens_per_s": 1000.0}},
+        "zerolock": {
+            "4": {"peak_saved_activation_bytes": [800, 600, 400, 200], "tokens_per_s": 1050.0}
+        },
+        "1f1b": {
+            "4": {"peak_saved_activation_bytes": [1000, 900, 800, 700], "tokens_per_s": 1000.0}
+        },
         "gpipe": {"4": {"peak_saved_activation_bytes": [2000] * 4, "tokens_per_s": 900.0}},
     }
     path = directory / "systems.json"
@@ -171,7 +208,9 @@ def write_suite(
         for seed in seeds
     ]
     runs.append(write_run(root, "zl_rev_s0", direction="reverse", tracks="g", steps=steps))
-    runs.append(write_run(root, "bp_s0", method="backprop", direction="", steps=steps, probes=False))
+    runs.append(
+        write_run(root, "bp_s0", method="backprop", direction="", steps=steps, probes=False)
+    )
     write_systems(root / "systems")
     runs.append(root / "systems")
     return runs

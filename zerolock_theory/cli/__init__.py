@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ("theory", "train", "sweep",)
+COMMANDS: tuple[str, ...] = ("theory", "train", "sweep", "analyze", "report")
 
 
 class CLIError(Exception):

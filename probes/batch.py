@@ -1,0 +1,150 @@
+"""The fixed probe batch B and the readouts p̃ on it (MATH.md, "Assumption 5").
+
+B is N labelled token positions from the held-out data, chosen by a seed (default: the
+run seed), the same tokens at every step. Its ids and labels are saved once as
+``run_dir/probe_batch.json``. Every probe shares one B: probes that ask for a different
+``(n_positions, seed)`` in the same run get a ``ValueError``.
+
+``readouts(ctx, t)`` computes p̃ = (p_0, …, p_K) on B at the current parameters ω^t, once
+per t, and caches it in ``ctx.cache``: log-probabilities, float32, shape [K+1, N, V], rows
+in chunk order (row 0 = p_0: the embedding readout, or uniform when ``method.p0 =
+"uniform"``; row k = p_k). ``t`` counts completed updates, so ``after_step(ctx, t, ...)``
+reads the state after the step as ``readouts(ctx, t + 1)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from probes.protocol import ProbeContext
+from zerolock_theory.targets import label_smooth, one_hot
+
+__all__ = [
+    "DEFAULT_N_POSITIONS",
+    "ProbeBatch",
+    "label_targets",
+    "probe_batch",
+    "readouts",
+    "smoothing_for_g",
+]
+
+DEFAULT_N_POSITIONS = 256
+BATCH_FILE = "probe_batch.json"
+_BATCH_KEY = "probe_batch"
+_READOUT_KEY = "readouts"
+
+
+@dataclass(frozen=True)
+class ProbeBatch:
+    """The fixed probe batch: whole held-out rows, ``labels`` −100 beyond the N positions."""
+
+    input_ids: torch.Tensor  # [B, T] long, on the run's device
+    attention_mask: torch.Tensor  # [B, T]
+    labels: torch.Tensor  # [B, T], -100 marks "no label"
+    n_positions: int
+    seed: int
+
+    @property
+    def mask(self) -> torch.Tensor:
+        """[B, T] bool: the N labelled positions, in row-major order."""
+        return self.labels != -100
+
+    @property
+    def targets(self) -> torch.Tensor:
+        """[N] long: the label y of each probe position."""
+        return self.labels[self.mask]
+
+    def as_dict(self) -> dict[str, torch.Tensor]:
+        """The batch as the step objects take it (``input_ids``, ``attention_mask``, ``labels``)."""
+        return {"input_ids": self.input_ids, "attention_mask": self.attention_mask, "labels": self.labels}
+
+
+def _write_json(path: Any, payload: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def probe_batch(ctx: ProbeContext, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None) -> ProbeBatch:
+    """The run's probe batch (built, saved to ``probe_batch.json`` and cached on first use)."""
+    seed = ctx.config.run.seed if seed is None else int(seed)
+    cached: ProbeBatch | None = ctx.cache.get(_BATCH_KEY)
+    if cached is not None:
+        if (cached.n_positions, cached.seed) != (n_positions, seed):
+            raise ValueError(
+                f"probes must share one probe batch: it is (n_positions={cached.n_positions}, "
+                f"seed={cached.seed}) but a probe asks for (n_positions={n_positions}, seed={seed}); "
+                "set the same n_positions and seed on every probe"
+            )
+        return cached
+    raw = ctx.data.probe_batch(n_positions, seed)
+    batch = ProbeBatch(
+        raw["input_ids"].to(ctx.device),
+        raw["attention_mask"].to(ctx.device),
+        raw["labels"].to(ctx.device),
+        n_positions,
+        seed,
+    )
+    _write_json(
+        ctx.run_dir / BATCH_FILE,
+        {
+            "n_positions": n_positions,
+            "seed": seed,
+            "input_ids": raw["input_ids"].tolist(),
+            "labels": raw["labels"].tolist(),
+        },
+    )
+    ctx.cache[_BATCH_KEY] = batch
+    return batch
+
+
+@torch.no_grad()
+def _compute_readouts(ctx: ProbeContext, batch: ProbeBatch) -> torch.Tensor:
+    chunked = ctx.chunked
+    with ctx.step_fn.autocast():
+        hiddens = chunked.hiddens(batch.input_ids, batch.attention_mask)
+    mask = batch.mask
+    rows = []
+    for k, hidden in enumerate(hiddens):
+        with ctx.step_fn.autocast():
+            logits = chunked.readout(hidden[mask])
+        if k == 0 and ctx.config.method.p0 == "uniform":
+            rows.append(torch.full(logits.shape, -math.log(logits.shape[-1]), device=logits.device))
+        else:
+            rows.append(F.log_softmax(logits.float(), dim=-1))
+    return torch.stack(rows)
+
+
+def readouts(
+    ctx: ProbeContext, step: int, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None
+) -> torch.Tensor:
+    """log p̃ at ω^step on the probe batch: float32 [K+1, N, V], computed once per ``step``.
+
+    The caller must ask at the moment the model holds ω^step (``on_start``: ``ctx.start_step``;
+    ``after_step(ctx, t, ...)``: t + 1). Only the latest step is cached; callers that need an
+    older p̃ keep their own reference.
+    """
+    batch = probe_batch(ctx, n_positions, seed)
+    cached = ctx.cache.get(_READOUT_KEY)
+    if cached is not None and cached[0] == step:
+        return cached[1]
+    value = _compute_readouts(ctx, batch)
+    ctx.cache[_READOUT_KEY] = (step, value)
+    return value
+
+
+def label_targets(targets: torch.Tensor, vocab_size: int, epsilon: float) -> torch.Tensor:
+    """p_y^ε = (1-ε)·e_y + ε/V for each probe position: float64 [N, V]."""
+    return label_smooth(one_hot(targets, vocab_size, torch.float64), epsilon)
+
+
+def smoothing_for_g(method_epsilon: float, probe_epsilon: float) -> float:
+    """ε of p_y in g_k and the paper's R: ``method.epsilon`` when > 0, else the probe's."""
+    return float(method_epsilon) if method_epsilon > 0 else float(probe_epsilon)

@@ -1,0 +1,108 @@
+"""Probe ``gradients``: the global gradient and its alignment with the local ones (MATH.md, "Theorem 1").
+
+On the probe batch, at ω^t, for t ≡ 0 (mod ``every``) (every step for the backprop baseline):
+
+* ``probe/gradient/global_sq`` = G^glob_t = ‖∇_ω L(ω^t)‖², L = CE(p_y^ε, p_K) by backprop
+  through all chunks (``step_fn.global_gradient``); per chunk ``probe/gradient/{k}/global_sq``;
+* ``probe/gradient/{k}/cos`` = cos(∇_{ω_k} ℓ_k, ∇_{ω_k} L), ℓ_k the chunk's local loss on
+  detached inputs (``step_fn.local_gradients``); null when either gradient is zero;
+  ``probe/gradient/{k}/local_sq`` and ``probe/gradient/local_sq`` = Σ_k ‖∇_{ω_k} ℓ_k‖²
+  (only at t ≡ 0 mod ``every``, also for backprop).
+
+Record t carries the values at ω^t, like ``train/grad_norm_sq`` (G_t): they are measured in
+``after_step(t-1)`` (``on_start`` for the first step) and logged with step t. Gradients come
+from ``torch.autograd.grad``: no ``.grad``, optimizer or training RNG is touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from probes.batch import DEFAULT_N_POSITIONS, probe_batch
+from probes.protocol import ProbeContext
+from probes.registry import register
+
+__all__ = ["GradientProbe", "gradient_metrics"]
+
+PREFIX = "probe/gradient"
+
+
+def _flat(blocks: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([g.detach().reshape(-1).double() for g in blocks])
+
+
+def gradient_metrics(
+    global_blocks: list[list[torch.Tensor]], local_blocks: list[list[torch.Tensor]] | None
+) -> dict[str, float | None]:
+    """Squared norms per chunk and in total, and the per-chunk cosine when local blocks are given."""
+    out: dict[str, float | None] = {}
+    total = 0.0
+    for k, blocks in enumerate(global_blocks, start=1):
+        sq = float(_flat(blocks).pow(2).sum())
+        out[f"{PREFIX}/{k}/global_sq"] = sq
+        total += sq
+    out[f"{PREFIX}/global_sq"] = total
+    if local_blocks is None:
+        return out
+    local_total = 0.0
+    for k, (glob, loc) in enumerate(zip(global_blocks, local_blocks, strict=True), start=1):
+        g, lo = _flat(glob), _flat(loc)
+        norms = float(g.norm()) * float(lo.norm())
+        out[f"{PREFIX}/{k}/local_sq"] = float(lo.pow(2).sum())
+        out[f"{PREFIX}/{k}/cos"] = float(torch.dot(g, lo)) / norms if norms > 0 else None
+        local_total += out[f"{PREFIX}/{k}/local_sq"]  # type: ignore[operator]
+    out[f"{PREFIX}/local_sq"] = local_total
+    return out
+
+
+@register("gradients")
+@dataclass
+class GradientProbe:
+    """G^glob_t and cos(local, global) per chunk every ``every`` steps."""
+
+    name: ClassVar[str] = "gradients"
+    every: int = 10
+    n_positions: int = DEFAULT_N_POSITIONS
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError(f"gradients.every must be >= 1, got {self.every}")
+        self.pending: dict[str, float | None] = {}
+        self.total_steps = 0
+        self.backprop = False
+
+    def _due(self, t: int) -> bool:
+        return t < self.total_steps and (self.backprop or t % self.every == 0)
+
+    def _measure(self, ctx: ProbeContext, t: int) -> dict[str, float | None]:
+        batch = probe_batch(ctx, self.n_positions, self.seed).as_dict()
+        with torch.enable_grad():
+            glob = ctx.step_fn.global_gradient(batch)
+            loc = ctx.step_fn.local_gradients(batch) if t % self.every == 0 else None
+        return gradient_metrics(glob, loc)
+
+    def on_start(self, ctx: ProbeContext) -> None:
+        """Measure at ω^{start} for the first record (recomputed on resume)."""
+        self.total_steps = ctx.config.run.steps
+        self.backprop = ctx.config.method.name == "backprop"
+        start = ctx.start_step
+        self.pending = self._measure(ctx, start) if self._due(start) else {}
+
+    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Log the values at ω^t; measure at ω^{t+1} when due for the next record."""
+        out, self.pending = self.pending, {}
+        if self._due(step + 1):
+            self.pending = self._measure(ctx, step + 1)
+        return dict(out)
+
+    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
+        """Nothing to save: ``on_start`` re-measures at the resumed step."""
+        return {}
+
+    def on_end(self, ctx: ProbeContext) -> None:
+        """Drop a pending measurement."""
+        self.pending = {}

@@ -1,0 +1,132 @@
+"""Probe ``readouts``: log p̃^t on the probe batch at every step, into ``run_dir/readouts/``.
+
+Record t holds p̃^t = (p_0, …, p_K) at ω^t (t = completed updates: t = 0 is written by
+``on_start``, t + 1 by ``after_step(ctx, t)``), for t ≡ 0 (mod ``every``) and the last step.
+Modes (``mode``):
+
+* ``"topk"``: the k largest probabilities (float16) and their token ids (int32) per position
+  and row, plus the exact remaining tail mass (float32):
+  (K+1)·N·(k·(2+4)+4) bytes per step;
+* ``"full"``: every probability, float16 by default (``dtype = "float32"`` for exact
+  recomputation): (K+1)·N·V·2 (or ·4) bytes per step;
+* ``"auto"`` (default): ``full`` when V ≤ ``full_max_vocab``, else ``topk``.
+
+Each record adds a 24-byte header (step, length, crc32) and ≤ 7 bytes of padding; the
+format and the reader (``ReadoutStore``) are in ``probes.store``. On resume the store is
+truncated after the checkpoint's step. The probe logs no metrics; it prints its bytes per
+step once at start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from probes.batch import DEFAULT_N_POSITIONS, readouts
+from probes.protocol import ProbeContext
+from probes.registry import register
+from probes.store import HEADER, ReadoutStore, ReadoutWriter, payload_bytes
+
+__all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode"]
+
+STORE_DIR = "readouts"
+MODES = ("auto", "topk", "full")
+
+
+def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The stored arrays of one record from log p̃ [K+1, N, V] (see the module docstring)."""
+    if meta["mode"] == "full":
+        dtype = torch.float16 if meta["dtype"] == "float16" else torch.float32
+        return {"probs": log_probs.exp().to(dtype).cpu().numpy()}
+    top, idx = torch.topk(log_probs, meta["topk"], dim=-1)
+    rest = log_probs.scatter(-1, idx, float("-inf"))
+    tail = torch.logsumexp(rest, dim=-1).exp()
+    return {
+        "indices": idx.to(torch.int32).cpu().numpy(),
+        "tail": tail.float().cpu().numpy(),
+        "probs": top.exp().to(torch.float16).cpu().numpy(),
+    }
+
+
+@register("readouts")
+@dataclass
+class ReadoutLogger:
+    """Append p̃^t to the readout store every ``every`` steps."""
+
+    name: ClassVar[str] = "readouts"
+    every: int = 1
+    mode: str = "auto"  # auto | topk | full
+    topk: int = 32
+    full_max_vocab: int = 256  # auto: full distributions up to this vocabulary size
+    dtype: str = "float16"  # full mode: float16 or float32
+    n_positions: int = DEFAULT_N_POSITIONS
+    seed: int | None = None  # probe batch seed; None = run seed
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError(f"readouts.every must be >= 1, got {self.every}")
+        if self.mode not in MODES:
+            raise ValueError(f"readouts.mode must be one of {MODES}, got {self.mode!r}")
+        if self.topk < 1:
+            raise ValueError(f"readouts.topk must be >= 1, got {self.topk}")
+        if self.dtype not in ("float16", "float32"):
+            raise ValueError(f"readouts.dtype must be 'float16' or 'float32', got {self.dtype!r}")
+        self.writer: ReadoutWriter | None = None
+        self.total_steps = 0
+
+    def _meta(self, rows: int, n: int, vocab: int) -> dict[str, Any]:
+        full = self.mode == "full" or (self.mode == "auto" and vocab <= self.full_max_vocab)
+        meta = {"format": "zerolock-readouts", "version": 1, "rows": rows, "n_positions": n, "vocab_size": vocab}
+        if full:
+            return {**meta, "mode": "full", "dtype": self.dtype}
+        if self.topk >= vocab:
+            raise ValueError(f"readouts.topk = {self.topk} must be < V = {vocab}; use mode = 'full'")
+        return {**meta, "mode": "topk", "topk": self.topk, "dtype": "float16", "tail_dtype": "float32"}
+
+    def _due(self, t: int) -> bool:
+        return t % self.every == 0 or t == self.total_steps
+
+    def _write(self, ctx: ProbeContext, t: int) -> None:
+        assert self.writer is not None
+        log_p = readouts(ctx, t, self.n_positions, self.seed)
+        self.writer.append(t, encode(log_p, self.writer.meta))
+
+    def on_start(self, ctx: ProbeContext) -> None:
+        """Open (and on resume truncate) the store; write p̃ at the start step."""
+        self.total_steps = ctx.config.run.steps
+        start = ctx.start_step
+        rows, n, vocab = readouts(ctx, start, self.n_positions, self.seed).shape
+        meta = self._meta(rows, n, vocab)
+        self.writer = ReadoutWriter(ctx.run_dir / STORE_DIR, meta, keep_through=start if start > 0 else None)
+        per_step = HEADER.size + payload_bytes(meta) + (-payload_bytes(meta)) % 8
+        records = len([t for t in range(start, self.total_steps + 1) if self._due(t)])
+        what = f"top-{meta['topk']}" if meta["mode"] == "topk" else f"full {meta['dtype']}"
+        print(
+            f"probe readouts: {what} store, {per_step:,} bytes per recorded step "
+            f"((K+1)={rows} x N={n}, V={vocab}), ~{per_step * records / 2**20:.1f} MiB for {records} records"
+        )
+        if self.writer.dropped:
+            print(f"probe readouts: dropped a torn tail of the store: {self.writer.dropped}")
+        if self._due(start) and start not in self.writer.steps:
+            self._write(ctx, start)
+
+    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Record p̃^{t+1} when due; no metrics."""
+        if self._due(step + 1):
+            self._write(ctx, step + 1)
+        return {}
+
+    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
+        """Sync the store; the resumable state is the last stored step."""
+        if self.writer is None:
+            return {}
+        self.writer.sync()
+        return {"last_step": self.writer.steps[-1] if self.writer.steps else None}
+
+    def on_end(self, ctx: ProbeContext) -> None:
+        """Close the store."""
+        if self.writer is not None:
+            self.writer.close()

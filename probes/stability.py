@@ -1,0 +1,127 @@
+"""Probe ``stability``: Assumption 5's stability ratio, online (MATH.md, "Assumption 5").
+
+Record t (the update ω^t → ω^{t+1}) holds, on the probe batch, for both objectives
+
+* ``paper``: R(ω^t; p̃) = (1/N) Σ_n Σ_k KL(p_k ‖ g_k(p_{k-1})), g_k built from p_y^ε with
+  ε = ``method.epsilon`` when > 0, else this probe's ``epsilon`` (default 0.1). With ε = 0
+  (one-hot p_y) R is +inf: ``paper/defined`` is false with a ``reason``, values are "inf";
+* ``implemented``: R̄(ω^t; p̃) = (1/N) Σ_n Σ_k KL(m_k(p_{k-1}) ‖ p_k), m_k built from the
+  trained target p_y^{method.epsilon}; computed whichever direction is trained,
+
+per chunk k and in total: φ_t, ‖Δp̃_t‖², ρ_t = max(φ_t, 0)/‖Δp̃_t‖², the actual change
+R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) and the remainder (actual − φ_t). p̃^t is rows 0..K-1 of the
+readouts at ω^t (kept from the previous ``after_step``, or computed by ``on_start``),
+p̃^{t+1} rows 0..K-1 at ω^{t+1}, and the chunk outputs p_k(ω^t) rows 1..K at ω^t, held
+fixed. α comes from ``method.alpha``. The formulas are ``zerolock_theory.stability``'s.
+
+Undefined values are null, never NaN: ρ = 0/0 (Δp_{k-1} = 0, e.g. chunk 1 with the frozen
+embedding readout p_0). Resumable without state: ``on_start`` recomputes p̃ at the start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
+from probes.protocol import ProbeContext
+from probes.registry import register
+from zerolock_theory.stability import StabilityTerms, as_metric, stability_terms
+
+__all__ = ["FIELDS", "StabilityProbe", "stability_metrics"]
+
+FIELDS = ("phi", "dp_sq", "ratio", "actual", "remainder")
+PREFIX = "probe/stability"
+
+
+def stability_metrics(terms: StabilityTerms, objective: str) -> dict[str, Any]:
+    """``probe/stability/{objective}/{k|total}/{field}`` plus ``defined`` (and ``reason``)."""
+    out: dict[str, Any] = {}
+    for name in (*FIELDS, "phi_autograd"):
+        values = getattr(terms, name)
+        if values is None:
+            continue
+        for k in range(terms.num_chunks):
+            out[f"{PREFIX}/{objective}/{k + 1}/{name}"] = as_metric(values[k])
+        out[f"{PREFIX}/{objective}/total/{name}"] = as_metric(getattr(terms, f"{name}_total"))
+    out[f"{PREFIX}/{objective}/defined"] = terms.defined
+    if not terms.defined:
+        out[f"{PREFIX}/{objective}/reason"] = terms.reason
+    return out
+
+
+@register("stability")
+@dataclass
+class StabilityProbe:
+    """φ_t, ‖Δp̃_t‖², ρ_t, actual change and remainder for R (paper) and R̄ (implemented)."""
+
+    name: ClassVar[str] = "stability"
+    every: int = 1
+    epsilon: float = 0.1  # ε of p_y in g_k when method.epsilon = 0
+    check_autograd: bool = False  # also log φ by autograd (``.../phi_autograd``)
+    n_positions: int = DEFAULT_N_POSITIONS
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError(f"stability.every must be >= 1, got {self.every}")
+        if not 0.0 <= self.epsilon < 1.0:
+            raise ValueError(f"stability.epsilon must lie in [0, 1), got {self.epsilon}")
+        self.previous: torch.Tensor | None = None  # log p̃ at ω^t when step t is due
+        self.targets: dict[str, torch.Tensor] = {}
+
+    def _readouts(self, ctx: ProbeContext, t: int) -> torch.Tensor:
+        return readouts(ctx, t, self.n_positions, self.seed)
+
+    def _targets(self, ctx: ProbeContext, vocab: int, device: torch.device) -> dict[str, torch.Tensor]:
+        """log p_y per objective, [N, V] float64."""
+        if not self.targets:
+            method = ctx.config.method
+            labels = probe_batch(ctx, self.n_positions, self.seed).targets
+            eps = {"paper": smoothing_for_g(method.epsilon, self.epsilon), "implemented": method.epsilon}
+            self.targets = {obj: label_targets(labels, vocab, e).log().to(device) for obj, e in eps.items()}
+        return self.targets
+
+    def on_start(self, ctx: ProbeContext) -> None:
+        """Keep p̃ at the start step (recomputed on resume)."""
+        start = ctx.start_step
+        self.previous = self._readouts(ctx, start) if start % self.every == 0 else None
+
+    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The terms of step t from p̃^t (kept) and p̃^{t+1} (now)."""
+        out: dict[str, Any] = {}
+        due_now, due_next = step % self.every == 0, (step + 1) % self.every == 0
+        if due_now and self.previous is not None:
+            current = self._readouts(ctx, step + 1)
+            out = self.terms(ctx, self.previous, current)
+        self.previous = self._readouts(ctx, step + 1) if due_next else None
+        return out
+
+    def terms(self, ctx: ProbeContext, before: torch.Tensor, after: torch.Tensor) -> dict[str, Any]:
+        """Metrics of one step from log p̃ at ω^t (``before``) and ω^{t+1} (``after``), [K+1, N, V]."""
+        alpha = ctx.config.method.alpha
+        targets = self._targets(ctx, before.shape[-1], before.device)
+        out: dict[str, Any] = {}
+        for objective, log_y in targets.items():
+            terms = stability_terms(
+                before[:-1],
+                after[:-1],
+                before[1:],
+                log_y,
+                alpha,
+                objective,  # type: ignore[arg-type]
+                log_input=True,
+                check_autograd=self.check_autograd,
+            )
+            out.update(stability_metrics(terms, objective))
+        return out
+
+    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
+        """Nothing to save: ``on_start`` recomputes p̃ at the resumed step."""
+        return {}
+
+    def on_end(self, ctx: ProbeContext) -> None:
+        """Drop the kept readouts."""
+        self.previous = None

@@ -1,0 +1,137 @@
+"""``zerolock analyze``: both forms, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic_runs import power_law_series, write_run
+
+import zerolock_theory.cli as cli
+
+REGISTERED = cli.COMMANDS  # read before the fixture narrows it
+
+
+@pytest.fixture(autouse=True)
+def _only_our_commands(monkeypatch):
+    # Other sub-commands are developed in parallel; keep these tests independent of them.
+    monkeypatch.setattr(cli, "COMMANDS", ("analyze", "report"))
+
+
+def _fail(capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("zerolock analyze: error:") and message in err
+
+
+def test_commands_are_registered():
+    assert {"analyze", "report"} <= set(REGISTERED)
+
+
+def test_run_form_writes_the_analysis(tmp_path, capsys):
+    runs = [write_run(tmp_path, f"r{i}", lr=lr, steps=60) for i, lr in enumerate([1e-3, 1e-2])]
+    out = tmp_path / "out"
+    assert cli.main(["analyze", *map(str, runs), "--out", str(out), "--n-boot", "50"]) == 0
+    assert (out / "analysis.json").is_file() and (out / "convergence_local.json").is_file()
+    assert "Theorem 1 rate, local" in capsys.readouterr().out
+    _fail(capsys, ["analyze", str(runs[0]), "--out", str(out)], "not empty")
+    assert (
+        cli.main(["analyze", str(runs[0]), "--out", str(out), "--overwrite", "--n-boot", "20"]) == 0
+    )
+
+
+@pytest.fixture()
+def table(tmp_path):
+    g = power_law_series(np.random.default_rng(0), 300, 0.5)
+    path = tmp_path / "g.csv"
+    pd.DataFrame({"it": range(300), "gsq": g}).to_csv(path, index=False)
+    return path
+
+
+def test_rate_form_text_and_json(table, capsys):
+    assert (
+        cli.main(
+            [
+                "analyze",
+                "rate",
+                "--table",
+                str(table),
+                "--column",
+                "gsq",
+                "--step-column",
+                "it",
+                "--n-boot",
+                "100",
+            ]
+        )
+        == 0
+    )
+    assert "beta =" in capsys.readouterr().out
+    assert (
+        cli.main(
+            [
+                "analyze",
+                "rate",
+                "--table",
+                str(table),
+                "--column",
+                "gsq",
+                "--step-column",
+                "it",
+                "--n-boot",
+                "100",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "rate_fit" and data["beta"]["low"] <= 0.5 <= data["beta"]["high"]
+
+
+def test_rate_form_errors(table, tmp_path, capsys):
+    base = ["analyze", "rate", "--table", str(table)]
+    _fail(capsys, base, "needs --table FILE and --column NAME")
+    _fail(capsys, [*base, "--column", "nope", "--step-column", "it"], "missing column 'nope'")
+    _fail(capsys, [*base, "--column", "gsq"], "missing column 'step'")
+    _fail(
+        capsys,
+        ["analyze", "rate", "extra", "--table", str(table), "--column", "gsq"],
+        "no run directories",
+    )
+    _fail(
+        capsys,
+        ["analyze", "rate", "--table", str(tmp_path / "x.csv"), "--column", "g"],
+        "no such file",
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"step": 0, "g": 1}\n{"step": 1,\n{"step": 2, "g": 1}\n')
+    _fail(capsys, ["analyze", "rate", "--table", str(bad), "--column", "g"], "line 2: invalid JSON")
+    _fail(capsys, [*base, "--column", "gsq", "--n-boot", "0"], "--n-boot")
+
+
+def test_run_form_errors(tmp_path, capsys):
+    run = write_run(tmp_path, "r", steps=30)
+    _fail(capsys, ["analyze", str(run)], "needs --out")
+    _fail(
+        capsys,
+        ["analyze", str(tmp_path / "none"), "--out", str(tmp_path / "o")],
+        "no such run directory",
+    )
+    (run / "metrics.jsonl").write_text('{"step": 0}\n{bad\n{"step": 2}\n')
+    _fail(capsys, ["analyze", str(run), "--out", str(tmp_path / "o")], "line 2")
+    _fail(capsys, ["analyze", str(run), "--column", "x", "--out", str(tmp_path / "o")], "rate form")
+    assert not (tmp_path / "o").exists()  # nothing created on failure
+
+
+def test_help_documents_both_forms(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["analyze", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    assert (
+        "zerolock analyze RUN_DIR" in text
+        and "zerolock analyze rate --table FILE --column NAME" in text
+    )

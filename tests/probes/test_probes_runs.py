@@ -1,0 +1,175 @@
+"""Probes on short real runs (embedded model, K = 2): they change nothing, φ_t checks out
+against the stored distributions, reverse-KL ratios are finite, resume equals uninterrupted."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from probes.readouts import ReadoutStore
+from probes.registry import register
+from zerolock_theory.config import TrainConfig
+from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.training.loop import TIMING_KEYS, train
+
+MODEL = "/tmp/embedded_dev"
+N, K, STEPS, ALPHA = 32, 2, 5, 0.5
+ALL_PROBES = {
+    "readouts": {"mode": "full", "dtype": "float32", "n_positions": N},
+    "stability": {"n_positions": N, "check_autograd": True},
+    "minimizers": {"n_positions": N},
+    "gradients": {"n_positions": N, "every": 2},
+}
+
+
+def _config(probes: dict[str, Any], steps: int = STEPS, **method: Any) -> TrainConfig:
+    return TrainConfig.from_dict({
+        "model": {"path": MODEL, "chunks": K, "device": "cpu", "lora": {"rank": 4}},
+        "data": {"seq_len": 32, "batch_size": 2, "eval_batches": 1},
+        "method": {"alpha": ALPHA, **method},
+        "optim": {"lr": 0.2},
+        "run": {"steps": steps, "eval_every": 5, "checkpoint_every": 3, "progress": False},
+        "probes": probes,
+    })
+
+
+@register("crash_once")
+@dataclass
+class CrashOnce:
+    """Test-only probe: raise once in ``after_step(at_step)``, as a crash would."""
+
+    name: ClassVar[str] = "crash_once"
+    at_step: int = 3
+
+    def on_start(self, ctx) -> None:
+        pass
+
+    def after_step(self, ctx, step, metrics):
+        marker = ctx.run_dir / "crashed"
+        if step == self.at_step and not marker.exists():
+            marker.write_text("simulated")
+            raise RuntimeError("simulated crash")
+        return {}
+
+    def on_checkpoint(self, ctx, step):
+        return {}
+
+    def on_end(self, ctx) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("probe_runs")
+    train(_config(ALL_PROBES), root / "all")
+    train(_config({}), root / "none")
+    return {"all": root / "all", "none": root / "none"}
+
+
+def _training_view(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS and not k.startswith("probe/")} for r in records]
+
+
+def test_probes_change_nothing(runs):
+    for step in (3, STEPS):
+        name = f"checkpoints/step_{step:08d}/adapters.safetensors"
+        with_probes, without = load_file(runs["all"] / name), load_file(runs["none"] / name)
+        assert with_probes.keys() == without.keys()
+        for key in with_probes:
+            assert torch.equal(with_probes[key], without[key]), key
+    records = read_metrics(runs["all"] / "metrics.jsonl")
+    assert _training_view(records) == _training_view(read_metrics(runs["none"] / "metrics.jsonl"))
+    assert all("probe/stability/implemented/total/phi" in r for r in records)
+    assert all("probe/minimizer/2/gap" in r for r in records)
+    assert [r["step"] for r in records if "probe/gradient/global_sq" in r] == [0, 2, 4]
+    assert [r["step"] for r in records if "probe/gradient/2/cos" in r] == [0, 2, 4]
+
+
+def _phi_by_hand(before: np.ndarray, after: np.ndarray, labels: np.ndarray, epsilon: float, objective: str):
+    """φ_k = Σ_{n,v} ∂R/∂p_{k-1}·Δp_{k-1} with MATH.md's closed forms, float64, per chunk."""
+    vocab = before.shape[-1]
+    p_y = np.full((len(labels), vocab), epsilon / vocab)
+    p_y[np.arange(len(labels)), labels] += 1.0 - epsilon
+    phis = []
+    for k in range(1, K + 1):
+        prev, nxt, p_k = before[k - 1], after[k - 1], before[k]
+        if objective == "implemented":
+            m = ALPHA * p_y + (1 - ALPHA) * prev
+            grad = (1 - ALPHA) * (np.log(m / p_k) + 1.0)
+        else:
+            g = p_y**ALPHA * prev ** (1 - ALPHA)
+            g /= g.sum(-1, keepdims=True)
+            grad = (1 - ALPHA) * (g - p_k) / prev
+        phis.append(float((grad / len(labels) * (nxt - prev)).sum()))
+    return phis
+
+
+def test_online_phi_equals_recomputation_from_stored_full_distributions(runs):
+    store = ReadoutStore(runs["all"] / "readouts", verify=True)
+    assert store.steps == list(range(STEPS + 1)) and store.mode == "full" and not store.torn
+    batch = json.loads((runs["all"] / "probe_batch.json").read_text())
+    labels = np.array(batch["labels"]).reshape(-1)
+    labels = labels[labels != -100]
+    assert len(labels) == N == batch["n_positions"]
+    records = read_metrics(runs["all"] / "metrics.jsonl")
+    for t, record in enumerate(records):
+        before, after = store.dense(t).astype(np.float64), store.dense(t + 1).astype(np.float64)
+        for objective, eps in (("implemented", 0.0), ("paper", 0.1)):
+            phis = _phi_by_hand(before, after, labels, eps, objective)
+            got = [record[f"probe/stability/{objective}/{k}/phi"] for k in range(1, K + 1)]
+            np.testing.assert_allclose(got, phis, rtol=1e-5, atol=1e-12, err_msg=f"{objective} step {t}")
+            total = record[f"probe/stability/{objective}/total/phi"]
+            assert total == pytest.approx(sum(phis), rel=1e-5)
+            dp_sq = float(((after[:-1] - before[:-1]) ** 2).sum())
+            assert record[f"probe/stability/{objective}/total/dp_sq"] == pytest.approx(dp_sq, rel=1e-3)
+            # the closed-form gradient equals autograd, in the run
+            for k in [*range(1, K + 1), "total"]:
+                auto = record[f"probe/stability/{objective}/{k}/phi_autograd"]
+                assert auto == pytest.approx(record[f"probe/stability/{objective}/{k}/phi"], rel=1e-6, abs=1e-15)
+        assert record["probe/stability/implemented/1/ratio"] is None  # 0/0: p_0 is the frozen embedding readout
+        assert record["probe/stability/implemented/1/dp_sq"] == 0.0
+
+
+def test_reverse_run_gives_finite_ratios_for_both_objectives(tmp_path):
+    probes = {"stability": {"n_positions": N}, "minimizers": {"n_positions": N}}
+    train(_config(probes, steps=3, direction="reverse", epsilon=0.1), tmp_path / "rev")
+    records = read_metrics(tmp_path / "rev" / "metrics.jsonl")
+    assert len(records) == 3
+    for record in records:
+        for objective in ("paper", "implemented"):
+            assert record[f"probe/stability/{objective}/defined"] is True
+            for k in (2, "total"):
+                ratio = record[f"probe/stability/{objective}/{k}/ratio"]
+                assert isinstance(ratio, float) and math.isfinite(ratio) and ratio >= 0.0
+        assert record["probe/minimizer/2/gap"] == record["probe/minimizer/2/kl_p_g"]
+
+
+def test_resume_with_probes_equals_uninterrupted(runs, tmp_path, capsys):
+    out = tmp_path / "resumed"
+    config = _config({**ALL_PROBES, "crash_once": {"at_step": 3}})
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(config, out)  # crashes after the checkpoint of step 3, with record 4 stored
+    data = out / "readouts" / "records.bin"
+    with open(data, "r+b") as fh:  # and tear the last record, as a kill mid-write would
+        fh.truncate(data.stat().st_size - 1000)
+    assert ReadoutStore(out / "readouts").torn
+    capsys.readouterr()
+    train(config, out, resume=True)
+    assert "dropped a torn tail" in capsys.readouterr().out
+    reference = read_metrics(runs["all"] / "metrics.jsonl")
+    resumed = read_metrics(out / "metrics.jsonl")
+    strip = [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in (*reference, *resumed)]
+    assert strip[: len(reference)] == strip[len(reference) :]
+    assert data.read_bytes() == (runs["all"] / "readouts" / "records.bin").read_bytes()
+    name = f"checkpoints/step_{STEPS:08d}/adapters.safetensors"
+    a, b = load_file(runs["all"] / name), load_file(out / name)
+    assert all(torch.equal(a[key], b[key]) for key in a)

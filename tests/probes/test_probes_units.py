@@ -1,0 +1,107 @@
+"""Probe pieces without a model: registry and recipe, the one-hot paper objective, metrics."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from probes.batch import probe_batch
+from probes.gradients import gradient_metrics
+from probes.minimizers import minimizer_metrics
+from probes.protocol import ProbeContext
+from probes.registry import build_probes
+from probes.stability import StabilityProbe
+from zerolock_theory.config import TrainConfig, load_config
+from zerolock_theory.targets import arithmetic_target, label_smooth, one_hot
+from zerolock_theory.training.logger import to_json_value
+
+V, N, K = 12, 6, 3
+
+
+class FakeData:
+    """Stands in for LMData: one row of N labelled positions."""
+
+    def probe_batch(self, n_positions: int, seed: int) -> dict[str, torch.Tensor]:
+        g = torch.Generator().manual_seed(seed)
+        ids = torch.randint(0, V, (1, n_positions), generator=g)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": torch.randint(0, V, (1, n_positions), generator=g)}
+
+
+def _ctx(tmp_path, **method) -> ProbeContext:
+    config = TrainConfig.from_dict({"method": method})
+    return ProbeContext(config, tmp_path, None, None, FakeData(), torch.device("cpu"))
+
+
+def _log_p(seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.log_softmax(torch.randn(K + 1, N, V, generator=g), dim=-1)
+
+
+def test_shipped_recipe_turns_every_probe_on():
+    config = load_config("zerolock_theory/recipes/probes.toml")
+    assert sorted(p.name for p in build_probes(config.probes)) == ["gradients", "minimizers", "readouts", "stability"]
+
+
+@pytest.mark.parametrize(
+    "table",
+    [{"readouts": {"mode": "bogus"}}, {"stability": {"every": 0}}, {"gradients": {"nope": 1}}, {"minimizers": {"epsilon": 0.0}}],
+)
+def test_bad_probe_options_raise_value_error(table):
+    with pytest.raises(ValueError):
+        build_probes(table)
+
+
+def test_probes_must_share_one_probe_batch(tmp_path):
+    ctx = _ctx(tmp_path)
+    batch = probe_batch(ctx, N)
+    assert batch.targets.shape == (N,)
+    saved = json.loads((tmp_path / "probe_batch.json").read_text())
+    assert saved["n_positions"] == N and saved["labels"] == batch.labels.tolist()
+    with pytest.raises(ValueError, match="share one probe batch"):
+        probe_batch(ctx, N + 1)
+
+
+def test_one_hot_paper_objective_is_undefined_with_a_reason_never_nan(tmp_path):
+    ctx = _ctx(tmp_path, epsilon=0.0)
+    probe_batch(ctx, N)
+    out = StabilityProbe(epsilon=0.0, n_positions=N).terms(ctx, _log_p(0), _log_p(1))
+    assert out["probe/stability/paper/defined"] is False
+    assert "one-hot" in out["probe/stability/paper/reason"]
+    assert out["probe/stability/paper/total/phi"] == math.inf
+    assert to_json_value(out["probe/stability/paper/total/ratio"]) == "inf"
+    assert out["probe/stability/implemented/defined"] is True
+    values = [v for v in out.values() if isinstance(v, float)]
+    assert not any(math.isnan(v) for v in values)
+    smoothed = StabilityProbe(epsilon=0.1, n_positions=N).terms(ctx, _log_p(0), _log_p(1))
+    assert smoothed["probe/stability/paper/defined"] is True
+    assert math.isfinite(smoothed["probe/stability/paper/total/ratio"])
+
+
+def test_gradient_metrics_norms_and_cosines():
+    glob = [[torch.tensor([3.0, 0.0]), torch.tensor([4.0])], [torch.tensor([1.0, 1.0])]]
+    loc = [[torch.tensor([3.0, 0.0]), torch.tensor([4.0])], [torch.tensor([0.0, 0.0])]]
+    out = gradient_metrics(glob, loc)
+    assert out["probe/gradient/global_sq"] == pytest.approx(27.0)
+    assert out["probe/gradient/1/cos"] == pytest.approx(1.0)
+    assert out["probe/gradient/2/cos"] is None  # 0/0: a zero local gradient
+    assert out["probe/gradient/local_sq"] == pytest.approx(25.0)
+    assert "probe/gradient/1/cos" not in gradient_metrics(glob, None)
+
+
+def test_minimizer_metrics_vanish_at_the_tracked_target():
+    labels = torch.arange(N) % V
+    y = one_hot(labels, V, torch.float64)
+    log_p = _log_p(3).double()
+    for k in range(1, K + 1):  # make every chunk sit exactly at m_k
+        log_p[k] = arithmetic_target(y, log_p[k - 1].exp(), 0.5).log()
+    out = minimizer_metrics(log_p, labels, label_smooth(y, 0.1), y, 0.5, "forward")
+    for k in range(1, K + 1):
+        assert out[f"probe/minimizer/{k}/kl_m_p"] == pytest.approx(0.0, abs=1e-12)
+        assert out[f"probe/minimizer/{k}/tv_m"] == pytest.approx(0.0, abs=1e-12)
+        assert out[f"probe/minimizer/{k}/gap"] == out[f"probe/minimizer/{k}/kl_m_p"]
+        assert out[f"probe/minimizer/{k}/kl_p_g"] > 0 and 0 < out[f"probe/minimizer/{k}/tv_g"] <= 1
+        ce = -log_p[k].gather(-1, labels.unsqueeze(-1)).mean()
+        assert out[f"probe/minimizer/{k}/ce"] == pytest.approx(float(ce))

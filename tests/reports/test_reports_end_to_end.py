@@ -1,0 +1,116 @@
+"""Synthetic runs → ``zerolock analyze`` → ``zerolock report``: page, figures, determinism."""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from matplotlib.image import imread
+
+import zerolock_theory.cli as cli
+from analyses.claims import CLAIMS
+from analyses.suite import load_suite
+from reports.figures import FIGURES, render_figures
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
+from synthetic_runs import write_suite  # noqa: E402
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _only_our_commands():
+    # Other sub-commands are developed in parallel; keep these tests independent of them.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "COMMANDS", ("analyze", "report"))
+        yield
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    runs = write_suite(root / "runs", steps=100)
+    out = root / "analysis"
+    assert cli.main(["analyze", *map(str, runs), "--out", str(out), "--n-boot", "100"]) == 0
+    return runs, out
+
+
+@pytest.fixture(scope="module")
+def report(analysed, tmp_path_factory):
+    _, analysis = analysed
+    out = tmp_path_factory.mktemp("report")
+    assert cli.main(["report", str(analysis), "--out", str(out), "--overwrite"]) == 0
+    return out
+
+
+def test_html_holds_every_verdict_row_first(report):
+    text = (report / "report.html").read_text(encoding="utf-8")
+    table = text.split("<h2>Verdicts</h2>", 1)[1].split("</table>", 1)[0]
+    for claim in CLAIMS:
+        assert html.escape(claim) in table
+    assert len(re.findall(r'<tr class="verdict-', table)) == len(CLAIMS)
+    assert text.index("<h2>Verdicts</h2>") < text.index("<h2>Systems")
+    assert "Environment" in text and "abc1234" in text  # configs and manifests of the runs
+
+
+def test_html_is_self_contained(report):
+    text = (report / "report.html").read_text(encoding="utf-8")
+    sources = re.findall(r'src="([^"]+)"', text)
+    assert len(sources) == len(FIGURES)
+    assert all(s.startswith("data:image/png;base64,") for s in sources)
+    assert "href=" not in text
+
+
+def test_every_figure_is_a_valid_nontrivial_png(report):
+    pngs = sorted((report / "figures").glob("*.png"))
+    assert {p.stem for p in pngs} == set(FIGURES)
+    for path in pngs:
+        data = path.read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 2048, path.name
+        image = imread(path)
+        assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+        assert (image != image[0, 0]).any(), f"{path.name} is a single colour"
+        assert (report / "figures" / f"{path.stem}.svg").stat().st_size > 2048
+
+
+def test_markdown_links_existing_figures(report):
+    text = (report / "report.md").read_text(encoding="utf-8")
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(links) == len(FIGURES) and all((report / link).is_file() for link in links)
+    assert all(claim in text for claim in CLAIMS)
+
+
+def test_figures_are_byte_identical_across_renders(analysed, report, tmp_path):
+    again = render_figures(load_suite(analysed[1]), tmp_path)
+    assert set(again) == set(FIGURES)
+    for name, paths in again.items():
+        for fmt, path in paths.items():
+            assert path.read_bytes() == (report / "figures" / path.name).read_bytes(), (
+                f"{name}.{fmt}"
+            )
+
+
+def test_report_from_run_dirs_and_overwrite_guard(analysed, tmp_path, capsys):
+    runs, _ = analysed
+    out = tmp_path / "rep"
+    assert cli.main(["report", *map(str, runs), "--out", str(out), "--n-boot", "30"]) == 0
+    assert (out / "analysis" / "analysis.json").is_file() and (out / "report.html").is_file()
+    capsys.readouterr()
+    assert cli.main(["report", *map(str, runs), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not empty" in err
+
+
+def test_report_input_errors(analysed, tmp_path, capsys):
+    runs, analysis = analysed
+    cases = [
+        (["report", str(tmp_path / "none"), "--out", str(tmp_path / "o")], "no such directory"),
+        (["report", str(analysis), str(runs[0]), "--out", str(tmp_path / "o")], "not both"),
+    ]
+    for argv, message in cases:
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err

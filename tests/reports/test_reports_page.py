@@ -1,0 +1,40 @@
+"""The page with missing analyses: every claim row present, skipped ones say why."""
+
+from __future__ import annotations
+
+import html
+import sys
+from pathlib import Path
+
+from analyses.claims import CLAIMS
+from analyses.suite import analyze_runs
+from reports.page import render_html, render_markdown, report_blocks, write_report
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
+from synthetic_runs import write_run  # noqa: E402
+
+
+def test_backprop_only_report_marks_claims_not_measured(tmp_path):
+    run = write_run(tmp_path, "bp", method="backprop", direction="", probes=False, steps=60)
+    suite = analyze_runs([run], n_boot=20)
+    files = write_report(suite, tmp_path / "out")
+    text = files.html.read_text(encoding="utf-8")
+    assert all(html.escape(claim) in text for claim in CLAIMS)
+    assert text.count("not measured") >= 4
+    assert set(files.figures) == {"convergence", "outcome"}
+    assert "Skipped analyses" in text and "no systems.json given" in text
+
+
+def test_html_and_markdown_escape_cells():
+    from reports.page import Block
+
+    blocks = [Block("h1", "T"), Block("table", headers=("a|b",), rows=(("<x> & y",),))]
+    assert "&lt;x&gt; &amp; y" in render_html(blocks, {})
+    assert "a\\|b" in render_markdown(blocks, {})
+
+
+def test_blocks_open_with_the_verdict_table(tmp_path):
+    suite = analyze_runs([write_run(tmp_path, "z", steps=40)], n_boot=10)
+    blocks = report_blocks(suite)
+    assert [b.kind for b in blocks[:3]] == ["h1", "h2", "table"] and blocks[1].text == "Verdicts"
+    assert [row[0] for row in blocks[2].rows] == list(CLAIMS)
