@@ -17,48 +17,65 @@ Units: nats (KL, CE), TV in [0, 1]. α comes from ``method.alpha``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
+from probes.batch import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.protocol import ProbeContext
 from probes.registry import register
-from zerolock_theory.divergences import kl, total_variation
-from zerolock_theory.targets import arithmetic_target, geometric_target
 
 __all__ = ["MinimizerProbe", "minimizer_metrics"]
 
 PREFIX = "probe/minimizer"
 
 
+def _label_values(vocab: int, epsilon: float) -> tuple[float, float]:
+    """(off-label, on-label) values of p_y^ε = (1-ε)·e_y + ε/V."""
+    return epsilon / vocab, 1.0 - epsilon + epsilon / vocab
+
+
 def minimizer_metrics(
-    log_p: torch.Tensor,
-    targets: torch.Tensor,
-    y_g: torch.Tensor,
-    y_m: torch.Tensor,
-    alpha: float,
-    direction: str,
+    log_p: torch.Tensor, targets: torch.Tensor, eps_g: float, eps_m: float, alpha: float, direction: str
 ) -> dict[str, float]:
-    """The keys of the module docstring from log p̃ [K+1, N, V], labels [N] and p_y for g and m ([N, V])."""
+    """The keys of the module docstring from log p̃ [K+1, N, V] and labels [N], in float64.
+
+    p_y^ε takes two values (on and off the label), so g_k and m_k are built in one pass
+    each: log g_k = α·log p_y^ε + (1-α)·log p_{k-1} − log Z_k and
+    m_k = (1-α)·p_{k-1} + α·p_y^ε. ``eps_g`` > 0 smooths p_y in g_k, ``eps_m`` in m_k.
+    """
+    if eps_g <= 0.0:
+        raise ValueError("g_k needs a label-smoothed p_y (eps_g > 0)")
+    vocab = log_p.shape[-1]
+    idx = targets.long().unsqueeze(-1)
+    off_g, on_g = _label_values(vocab, eps_g)
+    off_m, on_m = _label_values(vocab, eps_m)
     out: dict[str, float] = {}
+    log_prev = log_p[0].double()
+    prev = log_prev.exp()
     for k in range(1, log_p.shape[0]):
-        prev = log_p[k - 1].double().exp()
         log_pk = log_p[k].double()
         p_k = log_pk.exp()
-        log_g, _ = geometric_target(y_g, prev, alpha)
-        m = arithmetic_target(y_m, prev, alpha)
+        log_g = (1.0 - alpha) * log_prev + alpha * math.log(off_g)
+        log_g.scatter_add_(-1, idx, torch.full_like(idx, alpha * math.log(on_g / off_g), dtype=log_g.dtype))
+        log_g -= torch.logsumexp(log_g, dim=-1, keepdim=True)
+        g = log_g.exp()
+        m = (1.0 - alpha) * prev + alpha * off_m
+        m.scatter_add_(-1, idx, torch.full_like(idx, alpha * (on_m - off_m), dtype=m.dtype))
+        log_m = torch.where(m > 0, m, torch.ones_like(m)).log()
         values = {
-            "kl_p_g": kl(log_pk, log_g, log_input=True),
-            "kl_m_p": kl(m, p_k),
-            "tv_g": total_variation(p_k, log_g.exp()),
-            "tv_m": total_variation(p_k, m),
-            "ce": -log_pk.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1),
+            "kl_p_g": (p_k * (log_pk - log_g)).sum(-1).clamp_min(0.0),
+            "kl_m_p": (m * (log_m - log_pk)).sum(-1).clamp_min(0.0),
+            "tv_g": 0.5 * (p_k - g).abs().sum(-1),
+            "tv_m": 0.5 * (p_k - m).abs().sum(-1),
+            "ce": -log_pk.gather(-1, idx).squeeze(-1),
         }
         for name, value in values.items():
             out[f"{PREFIX}/{k}/{name}"] = float(value.mean())
         out[f"{PREFIX}/{k}/gap"] = out[f"{PREFIX}/{k}/{'kl_p_g' if direction == 'reverse' else 'kl_m_p'}"]
+        log_prev, prev = log_pk, p_k
     return out
 
 
@@ -78,7 +95,6 @@ class MinimizerProbe:
             raise ValueError(f"minimizers.every must be >= 1, got {self.every}")
         if not 0.0 < self.epsilon < 1.0:
             raise ValueError(f"minimizers.epsilon must lie in (0, 1), got {self.epsilon}")
-        self.y: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
     def on_start(self, ctx: ProbeContext) -> None:
         """Fix the probe batch."""
@@ -90,14 +106,10 @@ class MinimizerProbe:
             return {}
         method = ctx.config.method
         log_p = readouts(ctx, step + 1, self.n_positions, self.seed)
-        if self.y is None:
-            labels = probe_batch(ctx, self.n_positions, self.seed).targets
-            vocab = log_p.shape[-1]
-            eps_g = smoothing_for_g(method.epsilon, self.epsilon)
-            self.y = (labels, label_targets(labels, vocab, eps_g), label_targets(labels, vocab, method.epsilon))
-        labels, y_g, y_m = self.y
+        labels = probe_batch(ctx, self.n_positions, self.seed).targets
+        eps_g = smoothing_for_g(method.epsilon, self.epsilon)
         with torch.no_grad():
-            return minimizer_metrics(log_p, labels, y_g, y_m, method.alpha, method.direction)
+            return minimizer_metrics(log_p, labels, eps_g, method.epsilon, method.alpha, method.direction)
 
     def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
         """Stateless."""
@@ -105,4 +117,3 @@ class MinimizerProbe:
 
     def on_end(self, ctx: ProbeContext) -> None:
         """Nothing to release."""
-        self.y = None

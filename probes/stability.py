@@ -59,7 +59,7 @@ class StabilityProbe:
 
     name: ClassVar[str] = "stability"
     every: int = 1
-    epsilon: float = 0.1  # ε of p_y in g_k when method.epsilon = 0
+    epsilon: float = 0.1  # ε of p_y in the paper's R (g_k) when method.epsilon = 0
     check_autograd: bool = False  # also log φ by autograd (``.../phi_autograd``)
     n_positions: int = DEFAULT_N_POSITIONS
     seed: int | None = None
@@ -69,50 +69,50 @@ class StabilityProbe:
             raise ValueError(f"stability.every must be >= 1, got {self.every}")
         if not 0.0 <= self.epsilon < 1.0:
             raise ValueError(f"stability.epsilon must lie in [0, 1), got {self.epsilon}")
-        self.previous: torch.Tensor | None = None  # log p̃ at ω^t when step t is due
+        self.previous: torch.Tensor | None = None  # p̃ at ω^t (float64) when step t is due
         self.targets: dict[str, torch.Tensor] = {}
 
-    def _readouts(self, ctx: ProbeContext, t: int) -> torch.Tensor:
-        return readouts(ctx, t, self.n_positions, self.seed)
+    def _probs(self, ctx: ProbeContext, t: int) -> torch.Tensor:
+        """p̃ at ω^t as float64 probabilities [K+1, N, V] (exponentiated once, used twice)."""
+        return readouts(ctx, t, self.n_positions, self.seed).double().exp()
 
-    def _targets(self, ctx: ProbeContext, vocab: int, device: torch.device) -> dict[str, torch.Tensor]:
-        """log p_y per objective, [N, V] float64."""
+    def _targets(self, ctx: ProbeContext, vocab: int) -> dict[str, torch.Tensor]:
+        """p_y per objective, [N, V] float64."""
         if not self.targets:
             method = ctx.config.method
             labels = probe_batch(ctx, self.n_positions, self.seed).targets
             eps = {"paper": smoothing_for_g(method.epsilon, self.epsilon), "implemented": method.epsilon}
-            self.targets = {obj: label_targets(labels, vocab, e).log().to(device) for obj, e in eps.items()}
+            self.targets = {obj: label_targets(labels, vocab, e) for obj, e in eps.items()}
         return self.targets
 
     def on_start(self, ctx: ProbeContext) -> None:
         """Keep p̃ at the start step (recomputed on resume)."""
         start = ctx.start_step
-        self.previous = self._readouts(ctx, start) if start % self.every == 0 else None
+        self.previous = self._probs(ctx, start) if start % self.every == 0 else None
 
     def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         """The terms of step t from p̃^t (kept) and p̃^{t+1} (now)."""
         out: dict[str, Any] = {}
         due_now, due_next = step % self.every == 0, (step + 1) % self.every == 0
-        if due_now and self.previous is not None:
-            current = self._readouts(ctx, step + 1)
+        current = self._probs(ctx, step + 1) if due_now or due_next else None
+        if due_now and self.previous is not None and current is not None:
             out = self.terms(ctx, self.previous, current)
-        self.previous = self._readouts(ctx, step + 1) if due_next else None
+        self.previous = current if due_next else None
         return out
 
     def terms(self, ctx: ProbeContext, before: torch.Tensor, after: torch.Tensor) -> dict[str, Any]:
-        """Metrics of one step from log p̃ at ω^t (``before``) and ω^{t+1} (``after``), [K+1, N, V]."""
+        """Metrics of one step from p̃ at ω^t (``before``) and ω^{t+1} (``after``): float64 [K+1, N, V]."""
         alpha = ctx.config.method.alpha
-        targets = self._targets(ctx, before.shape[-1], before.device)
+        targets = self._targets(ctx, before.shape[-1])
         out: dict[str, Any] = {}
-        for objective, log_y in targets.items():
+        for objective, p_y in targets.items():
             terms = stability_terms(
                 before[:-1],
                 after[:-1],
                 before[1:],
-                log_y,
+                p_y,
                 alpha,
                 objective,  # type: ignore[arg-type]
-                log_input=True,
                 check_autograd=self.check_autograd,
             )
             out.update(stability_metrics(terms, objective))

@@ -15,7 +15,8 @@ from probes.protocol import ProbeContext
 from probes.registry import build_probes
 from probes.stability import StabilityProbe
 from zerolock_theory.config import TrainConfig, load_config
-from zerolock_theory.targets import arithmetic_target, label_smooth, one_hot
+from zerolock_theory.divergences import kl, total_variation
+from zerolock_theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
 from zerolock_theory.training.logger import to_json_value
 
 V, N, K = 12, 6, 3
@@ -67,7 +68,7 @@ def test_probes_must_share_one_probe_batch(tmp_path):
 def test_one_hot_paper_objective_is_undefined_with_a_reason_never_nan(tmp_path):
     ctx = _ctx(tmp_path, epsilon=0.0)
     probe_batch(ctx, N)
-    out = StabilityProbe(epsilon=0.0, n_positions=N).terms(ctx, _log_p(0), _log_p(1))
+    out = StabilityProbe(epsilon=0.0, n_positions=N).terms(ctx, _log_p(0).double().exp(), _log_p(1).double().exp())
     assert out["probe/stability/paper/defined"] is False
     assert "one-hot" in out["probe/stability/paper/reason"]
     assert out["probe/stability/paper/total/phi"] == math.inf
@@ -75,7 +76,7 @@ def test_one_hot_paper_objective_is_undefined_with_a_reason_never_nan(tmp_path):
     assert out["probe/stability/implemented/defined"] is True
     values = [v for v in out.values() if isinstance(v, float)]
     assert not any(math.isnan(v) for v in values)
-    smoothed = StabilityProbe(epsilon=0.1, n_positions=N).terms(ctx, _log_p(0), _log_p(1))
+    smoothed = StabilityProbe(epsilon=0.1, n_positions=N).terms(ctx, _log_p(0).double().exp(), _log_p(1).double().exp())
     assert smoothed["probe/stability/paper/defined"] is True
     assert math.isfinite(smoothed["probe/stability/paper/total/ratio"])
 
@@ -91,17 +92,37 @@ def test_gradient_metrics_norms_and_cosines():
     assert "probe/gradient/1/cos" not in gradient_metrics(glob, None)
 
 
+@pytest.mark.parametrize("alpha, eps_m, direction", [(0.5, 0.0, "forward"), (0.3, 0.1, "reverse"), (1.0, 0.0, "forward")])
+def test_minimizer_metrics_match_the_generic_definitions(alpha, eps_m, direction):
+    labels = torch.arange(N) % V
+    y = one_hot(labels, V, torch.float64)
+    log_p = _log_p(3)
+    out = minimizer_metrics(log_p, labels, 0.1, eps_m, alpha, direction)
+    for k in range(1, K + 1):
+        prev, p_k = log_p[k - 1].double().exp(), log_p[k].double().exp()
+        log_g, _ = geometric_target(label_smooth(y, 0.1), prev, alpha)
+        m = arithmetic_target(label_smooth(y, eps_m), prev, alpha)
+        want = {
+            "kl_p_g": kl(p_k.log(), log_g, log_input=True),
+            "kl_m_p": kl(m, p_k),
+            "tv_g": total_variation(p_k, log_g.exp()),
+            "tv_m": total_variation(p_k, m),
+            "ce": -p_k.log().gather(-1, labels.unsqueeze(-1)).squeeze(-1),
+        }
+        for name, value in want.items():
+            assert out[f"probe/minimizer/{k}/{name}"] == pytest.approx(float(value.mean()), rel=1e-9, abs=1e-12), name
+        tracked = "kl_p_g" if direction == "reverse" else "kl_m_p"
+        assert out[f"probe/minimizer/{k}/gap"] == out[f"probe/minimizer/{k}/{tracked}"]
+
+
 def test_minimizer_metrics_vanish_at_the_tracked_target():
     labels = torch.arange(N) % V
     y = one_hot(labels, V, torch.float64)
     log_p = _log_p(3).double()
     for k in range(1, K + 1):  # make every chunk sit exactly at m_k
         log_p[k] = arithmetic_target(y, log_p[k - 1].exp(), 0.5).log()
-    out = minimizer_metrics(log_p, labels, label_smooth(y, 0.1), y, 0.5, "forward")
+    out = minimizer_metrics(log_p, labels, 0.1, 0.0, 0.5, "forward")
     for k in range(1, K + 1):
         assert out[f"probe/minimizer/{k}/kl_m_p"] == pytest.approx(0.0, abs=1e-12)
         assert out[f"probe/minimizer/{k}/tv_m"] == pytest.approx(0.0, abs=1e-12)
-        assert out[f"probe/minimizer/{k}/gap"] == out[f"probe/minimizer/{k}/kl_m_p"]
         assert out[f"probe/minimizer/{k}/kl_p_g"] > 0 and 0 < out[f"probe/minimizer/{k}/tv_g"] <= 1
-        ce = -log_p[k].gather(-1, labels.unsqueeze(-1)).mean()
-        assert out[f"probe/minimizer/{k}/ce"] == pytest.approx(float(ce))

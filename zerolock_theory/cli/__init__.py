@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ("theory", "train", "sweep", "analyze", "report")
+COMMANDS: tuple[str, ...] = ("verify", "train", "sweep", "analyze", "report", "theory", "pipeline")
 
 
 class CLIError(Exception):

@@ -1,0 +1,101 @@
+"""``zerolock pipeline``: ZeroLock (or a GPipe/1F1B baseline) with one process per stage.
+
+Examples::
+
+    zerolock pipeline --stages 4 --out runs/pipe                 # 4 local stage processes
+    zerolock pipeline --stages 4 --micro-batches 4 --pipeline-schedule 1f1b --out runs/1f1b
+    zerolock pipeline --stages 4 --checkpoint-every 5 --fail-stage 2 --fail-at-step 12 --out runs/ft
+    torchrun --nproc-per-node 4 -m zerolock_theory pipeline --stages 4 --out runs/pipe
+
+Training flags are those of ``zerolock train``; the stage count K sets ``model.chunks``.
+The run directory holds the run-level files of docs/SCHEMA.md (merged from the stages) and
+``stages/stage_k/`` with each stage's own checkpoints and metrics (docs/PIPELINE.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from zerolock_theory.cli import CLIError
+from zerolock_theory.cli.train import add_config_arguments, config_from_args
+
+# flag → (PipelineOptions field, type, help)
+OPTION_FLAGS: dict[str, tuple[str, Any, str]] = {
+    "micro_batches": ("micro_batches", int, "micro-batches M per step (divides the batch size)"),
+    "max_lead": ("max_lead", int, "steps a stage may run ahead of its downstream (L)"),
+    "backend": ("backend", str, "auto (nccl on GPU, gloo on CPU), gloo or nccl"),
+    "threads": ("threads", int, "CPU threads per stage process"),
+    "comm_timeout": ("comm_timeout_s", float, "seconds before a silent peer is an error"),
+    "recovery_timeout": ("recovery_timeout_s", float, "seconds survivors wait for a restarted stage"),
+    "max_restarts": ("max_restarts", int, "stage restarts allowed in the run (0 = fail fast)"),
+    "fail_stage": ("fail_stage", int, "fault injection: this stage (1-based) fails ..."),
+    "fail_at_step": ("fail_at_step", int, "... during this step"),
+    "fail_mode": ("fail_mode", str, "exit (abrupt os._exit) or hang"),
+    "warmup_steps": ("warmup_steps", int, "steps excluded from the throughput timing"),
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("pipeline", help="pipelined training, one process per stage",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_arguments(parser)
+    parser.add_argument("--stages", type=int, required=True, help="number of stages K (= model.chunks)")
+    parser.add_argument("--pipeline-schedule", dest="pipeline_schedule", choices=("zerolock", "gpipe", "1f1b"),
+                        default="zerolock", help="ZeroLock pipeline, or a backprop baseline on "
+                        "torch.distributed.pipelining (--schedule is the learning-rate schedule)")
+    for flag, (_, kind, help_text) in OPTION_FLAGS.items():
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=help_text)
+    parser.add_argument("--measure-memory", action="store_true", help="count saved-for-backward bytes")
+    parser.add_argument("--out", type=Path, required=True, help="run directory")
+    parser.add_argument("--overwrite", action="store_true", help="delete a non-empty --out first")
+    parser.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace):
+    from zerolock_theory.pipeline import PipelineOptions
+
+    values = {field: getattr(args, flag) for flag, (field, _, _) in OPTION_FLAGS.items()
+              if getattr(args, flag, None) is not None}
+    try:
+        return PipelineOptions(schedule=args.pipeline_schedule, measure_memory=args.measure_memory, **values)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def _config(args: argparse.Namespace):
+    if args.chunks is not None and args.chunks != args.stages:
+        raise CLIError(f"--chunks {args.chunks} contradicts --stages {args.stages}")
+    method = "zerolock" if args.pipeline_schedule == "zerolock" else "backprop"
+    if args.method is not None and args.method != method:
+        raise CLIError(f"--pipeline-schedule {args.pipeline_schedule} trains method {method!r}, not {args.method!r}")
+    args.overrides = [f"model.chunks={args.stages}", f"method.name={method}", *args.overrides]
+    return config_from_args(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zerolock_theory.pipeline import PipelineError, launch, launch_torchrun
+    from zerolock_theory.pipeline.launch import under_torchrun
+
+    config, options = _config(args), _options(args)
+    try:
+        if under_torchrun():
+            summary = launch_torchrun(config, options, args.out, overwrite=args.overwrite)
+            if summary is None:  # not rank 0
+                return 0
+        else:
+            summary = launch(config, options, args.out, overwrite=args.overwrite)
+    except (PipelineError, FileExistsError, ValueError) as exc:
+        raise CLIError(str(exc)) from exc
+    ce = "n/a" if summary.final_train_ce is None else f"{summary.final_train_ce:.4f}"
+    rates = [r.get("tokens_per_s") for r in summary.results if r.get("tokens_per_s")]
+    rate = f"{rates[-1]:.0f} tok/s" if rates else "n/a"
+    print(f"run: {summary.run_dir}  schedule: {options.schedule}  stages: {summary.stages}  "
+          f"steps: {summary.steps}  final train CE: {ce}  throughput: {rate}  time: {summary.seconds:.1f}s")
+    for rec in summary.recoveries:
+        print(f"recovery: stage {rec['stage']} failed in step {rec['failed_at_step']}, restarted from "
+              f"checkpoint step {rec['restart_step']}, replayed {rec['replayed_steps']} step(s); caught up "
+              f"{rec.get('latency_s', float('nan')):.2f}s after the failure (restart "
+              f"{rec['restart_s']:.2f}s + replay {rec.get('replay_s', float('nan')):.2f}s)")
+    return 0

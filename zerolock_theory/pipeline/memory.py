@@ -1,0 +1,95 @@
+"""Peak activation memory of a stage: bytes saved for backward, counted while alive.
+
+``SavedTensorMeter`` installs ``torch.autograd.graph.saved_tensors_hooks``: every tensor
+autograd saves for backward is wrapped in a handle that adds its storage's bytes to a running
+total and subtracts them when the graph releases it. Parameters and buffers are excluded
+(they are weights, not activations); a storage saved several times counts once. ``peak`` is
+the largest total seen: the activation memory the schedule needs, independent of allocator
+caching. On CUDA, ``cuda_peak_bytes`` adds ``torch.cuda.max_memory_allocated``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+__all__ = ["SavedTensorMeter", "cuda_peak_bytes"]
+
+
+class _Held:
+    """A saved tensor plus the meter that counts it; uncounted when garbage collected."""
+
+    __slots__ = ("key", "meter", "tensor")
+
+    def __init__(self, tensor: torch.Tensor, key: int, meter: SavedTensorMeter) -> None:
+        self.tensor, self.key, self.meter = tensor, key, meter
+
+    def __del__(self) -> None:
+        self.meter._release(self.key)
+
+
+class SavedTensorMeter:
+    """Context manager counting live saved-for-backward bytes; ``peak`` after use."""
+
+    def __init__(self, exclude: Iterable[torch.Tensor] = ()) -> None:
+        self._exclude = {self._key(t) for t in exclude}
+        self._live: dict[int, list[int]] = {}  # storage key -> [references, bytes]
+        self.current = 0
+        self.peak = 0
+        self._hooks: Any = None
+
+    @staticmethod
+    def _key(tensor: torch.Tensor) -> int:
+        return tensor.untyped_storage().data_ptr()
+
+    def _pack(self, tensor: torch.Tensor) -> Any:
+        if tensor.device.type == "meta" or tensor.layout != torch.strided:
+            return tensor
+        key = self._key(tensor)
+        if key == 0 or key in self._exclude:
+            return tensor
+        entry = self._live.get(key)
+        if entry is None:
+            nbytes = tensor.untyped_storage().nbytes()
+            self._live[key] = [1, nbytes]
+            self.current += nbytes
+            self.peak = max(self.peak, self.current)
+        else:
+            entry[0] += 1
+        return _Held(tensor, key, self)
+
+    @staticmethod
+    def _unpack(packed: Any) -> torch.Tensor:
+        return packed.tensor if isinstance(packed, _Held) else packed
+
+    def _release(self, key: int) -> None:
+        entry = self._live.get(key)
+        if entry is None:
+            return
+        entry[0] -= 1
+        if entry[0] == 0:
+            self.current -= entry[1]
+            del self._live[key]
+
+    def __enter__(self) -> SavedTensorMeter:
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._hooks.__exit__(*exc)
+        self._hooks = None
+
+    @classmethod
+    def for_module(cls, module: torch.nn.Module) -> SavedTensorMeter:
+        """A meter that ignores ``module``'s parameters and buffers."""
+        return cls([*module.parameters(), *module.buffers()])
+
+
+def cuda_peak_bytes(device: torch.device) -> int | None:
+    """``torch.cuda.max_memory_allocated`` on a CUDA device, else ``None``."""
+    if device.type != "cuda":
+        return None
+    return int(torch.cuda.max_memory_allocated(device))

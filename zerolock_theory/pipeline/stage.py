@@ -1,0 +1,127 @@
+"""One pipeline stage: chunk k of the model, its optimizer, its data stream.
+
+Every stage process rebuilds exactly what the sequential trainer (``training.loop.setup``)
+builds, in the same order: ``torch.manual_seed(run.seed)``, load the model, chunk it, attach
+LoRA to the *whole* model (so chunk k's adapters get the same random initialisation as in the
+single-process run), then build the per-chunk optimizers. Only then does the stage keep chunk
+k: the other chunks' decoder layers are emptied (their weights never run here), while the
+embedding (for h_0 on stage 1 and the per-batch mask/rotary context everywhere) and the frozen
+readout (every stage reads out p_k and recomputes p_{k-1}) stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig, TrainConfig
+from zerolock_theory.data import DataStream, LMData
+from zerolock_theory.models import ChunkedLM, attach_adapters, load_model
+from zerolock_theory.models.loading import torch_dtype
+from zerolock_theory.training.steps import StepBase
+
+__all__ = ["Stage", "StageStep", "build_stage", "labelled_tokens", "split_batch", "stage_device"]
+
+
+class StageStep(StepBase):
+    """``StepBase`` restricted to chunk k: its optimizer, schedule, clipping and readout loss.
+
+    Built exactly like the sequential step (one optimizer per chunk, in chunk order), then
+    keeps only chunk k's, so schedule and optimizer semantics cannot drift from ``steps.py``.
+    """
+
+    name = "stage"
+
+    def __init__(self, chunked: ChunkedLM, k: int, method: MethodConfig, optim: OptimConfig,
+                 model_cfg: ModelConfig, total_steps: int) -> None:
+        super().__init__(chunked, method, optim, model_cfg, total_steps)
+        self.k = k
+        self.params = [self.params[k - 1]]
+        self.optimizers = [self.optimizers[k - 1]]
+
+    def grad_sq(self) -> float:
+        """‖∇_{ω_k}‖² of the accumulated gradient."""
+        return self._grad_sq(1)
+
+    def update(self, step: int, grad_sq: float) -> float:
+        """Clip and apply chunk k's gradient at η_t (same code path as the sequential step)."""
+        self._check(grad_sq, step, f"chunk {self.k} gradient norm²")  # before ``_update``'s own
+        return self._update(step, [grad_sq])
+
+
+@dataclass
+class Stage:
+    """What one stage process holds."""
+
+    k: int  # 1-based stage = chunk index
+    K: int
+    config: TrainConfig
+    chunked: ChunkedLM
+    step: StageStep
+    data: LMData
+    stream: DataStream
+    device: torch.device
+
+    @property
+    def hidden_dtype(self) -> torch.dtype:
+        """dtype of the hidden states sent between stages (the parameter dtype)."""
+        return torch_dtype(self.config.model.dtype)
+
+    @property
+    def hidden_size(self) -> int:
+        """d: width of the residual stream."""
+        return int(self.chunked.config.hidden_size)
+
+
+def stage_device(config: TrainConfig, k: int) -> torch.device:
+    """cuda:(k-1 mod #GPUs) when the run is on CUDA, else cpu."""
+    from zerolock_theory.models import resolve_device
+
+    device = resolve_device(config.model.device)
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", (k - 1) % torch.cuda.device_count())
+    return device
+
+
+def _release_other_chunks(chunked: ChunkedLM, k: int) -> None:
+    """Empty the weights of every decoder layer outside chunk k (they never run here)."""
+    keep = set(chunked.chunk_layers[k - 1])
+    for i, layer in enumerate(chunked.layers):
+        if i in keep:
+            continue
+        for p in layer.parameters():
+            p.requires_grad_(False)
+            p.data = torch.empty(0, dtype=p.dtype, device=p.device)
+
+
+def build_stage(config: TrainConfig, k: int, device: torch.device) -> Stage:
+    """Seed, load, chunk, attach adapters and build optimizers as ``setup`` does; keep chunk k."""
+    torch.manual_seed(config.run.seed)
+    model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
+    chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
+    attach_adapters(chunked, config.model.lora)
+    chunked.to(device)
+    data = LMData(config.data, tokenizer)
+    stream = DataStream(data, config.data.batch_size, config.data.seed)
+    step = StageStep(chunked, k, config.method, config.optim, config.model, config.run.steps)
+    _release_other_chunks(chunked, k)
+    chunked.train()
+    return Stage(k, config.model.chunks, config, chunked, step, data, stream, device)
+
+
+def split_batch(batch: dict[str, torch.Tensor], micro_batches: int) -> list[dict[str, torch.Tensor]]:
+    """Cut a batch into ``micro_batches`` equal row blocks (the batch size must divide)."""
+    rows = batch["input_ids"].shape[0]
+    if rows % micro_batches:
+        raise ValueError(f"batch of {rows} rows does not split into {micro_batches} micro-batches")
+    size = rows // micro_batches
+    return [{key: value[i * size:(i + 1) * size] for key, value in batch.items()}
+            for i in range(micro_batches)]
+
+
+def labelled_tokens(batch: dict[str, torch.Tensor]) -> int:
+    """Positions with a label: the normaliser n of the step's loss."""
+    from zerolock_theory.losses import IGNORE_INDEX
+
+    return max(1, int((batch["labels"] != IGNORE_INDEX).sum()))
