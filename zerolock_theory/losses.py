@@ -129,7 +129,10 @@ def local_loss_from_logits(
     if alpha < 1.0:
         log_prev = log_p_prev.float()
         if direction == "forward":
-            consistency = (log_prev.exp() * (log_prev - log_p)).sum(-1)
+            prob_prev = log_prev.exp()  # 0·log 0 = 0 where p_{k-1} has zeros (log = −inf)
+            consistency = torch.where(
+                prob_prev > 0, prob_prev * (log_prev - log_p), torch.zeros_like(log_p)
+            ).sum(-1)
         else:
             consistency = (log_p.exp() * (log_p - log_prev)).sum(-1)
     else:

@@ -168,6 +168,8 @@ def _autograd_phi(
     leaf = prev.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         r = chunk_divergence(leaf, p_k, p_y, alpha, objective).mean()
+        if not r.requires_grad:  # α = 1: the target does not depend on p_{k-1}
+            return torch.zeros((), dtype=prev.dtype, device=prev.device)
         (grad,) = torch.autograd.grad(r, leaf)
     return _inner(grad, delta)
 

@@ -152,7 +152,8 @@ def frozen_targets(
     for prev in _as_list(upstream, "upstream"):
         prev, y = prev.detach(), p_y.detach().to(prev.dtype)
         if objective == "paper":
-            out.append(geometric_target(y, prev, alpha, log_input=log_input)[0])
+            log_g = geometric_target(y, prev, alpha, log_input=log_input)[0]
+            out.append(log_g if log_input else log_g.exp())
         elif log_input:
             out.append(_log_mixture(y, prev, float(alpha)))
         else:

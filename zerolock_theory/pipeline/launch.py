@@ -37,9 +37,14 @@ from zerolock_theory.pipeline.worker import WorkerSpec, run_worker, worker_main
 
 __all__ = ["PipelineError", "PipelineSummary", "launch", "launch_torchrun", "prepare_run"]
 
-PRELOAD = ["torch", "transformers", "peft", "transformers.models.llama.modeling_llama",
+# Imported once by the fork server, so a stage (or a restarted stage) starts in ~1 s.
+PRELOAD = ["torch", "torch.distributed.pipelining", "safetensors.torch", "tokenizers", "transformers",
+           "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto",
+           "transformers.models.llama.modeling_llama", "transformers.masking_utils",
+           "transformers.tokenization_utils_fast", "peft", "peft.tuners.lora",
+           "zerolock_theory.data", "zerolock_theory.models", "zerolock_theory.training.steps",
            "zerolock_theory.pipeline.worker", "zerolock_theory.pipeline.zerolock",
-           "zerolock_theory.pipeline.baselines"]
+           "zerolock_theory.pipeline.baselines", "zerolock_theory.pipeline.stage"]
 
 
 class PipelineError(RuntimeError):
@@ -98,13 +103,15 @@ class _Supervisor:
 
     def spawn(self, k: int, recovering: bool) -> None:
         spec = WorkerSpec(str(self.run_dir), k, "127.0.0.1", self.port, recovering, inject=not recovering)
-        proc = self.ctx.Process(target=worker_main, args=(spec,), name=f"zerolock-stage-{k}")
+        proc = self.ctx.Process(target=worker_main, args=(spec,), name=f"zerolock-stage-{k}", daemon=True)
         proc.start()
         self.procs[k] = proc
 
-    def _restartable(self, code: int) -> bool:
+    def _restartable(self, k: int, code: int) -> bool:
+        """A ZeroLock stage that failed after joining the pipeline (not a configuration error)."""
         opts = self.options
-        return opts.schedule == "zerolock" and code != PEER_EXIT and sum(self.restarts.values()) < opts.max_restarts
+        return (opts.schedule == "zerolock" and code != PEER_EXIT and self.store.check([f"ready/{k}"])
+                and sum(self.restarts.values()) < opts.max_restarts)
 
     def _restart(self, k: int, code: int) -> None:
         self.store.set(f"dead/{k}", str(code))
@@ -123,19 +130,24 @@ class _Supervisor:
             text += f": {self.store.get(f'error/{k}').decode()}"
         return text
 
+    def stop_all(self) -> None:
+        """End every stage process still running (by its own handle, i.e. its pid)."""
+        for proc in self.procs.values():
+            if proc.exitcode is None:
+                proc.terminate()
+                proc.join(2.0)
+                if proc.exitcode is None:
+                    proc.kill()
+                    proc.join(2.0)
+
     def _abort(self, failed: dict[int, int]) -> None:
         causes = sorted(failed, key=lambda k: (failed[k] == PEER_EXIT, k))
         self.store.set(ABORT_KEY, self._describe(causes[0], failed[causes[0]]))
         deadline = time.monotonic() + min(10.0, self.options.comm_timeout_s)
         while time.monotonic() < deadline and any(p.exitcode is None for p in self.procs.values()):
             time.sleep(0.05)
+        self.stop_all()
         for k, proc in self.procs.items():
-            if proc.exitcode is None:
-                proc.terminate()
-                proc.join(2.0)
-                if proc.exitcode is None:
-                    proc.kill()
-                proc.join(2.0)
             if proc.exitcode not in (0, None):
                 failed.setdefault(k, proc.exitcode)
         causes = sorted(failed, key=lambda k: (failed[k] == PEER_EXIT, k))
@@ -153,7 +165,7 @@ class _Supervisor:
                     continue
                 if proc.exitcode == 0:
                     done.add(k)
-                elif self._restartable(proc.exitcode):
+                elif self._restartable(k, proc.exitcode):
                     self._restart(k, proc.exitcode)
                 else:
                     failed[k] = proc.exitcode
@@ -171,7 +183,10 @@ def launch(config: TrainConfig, options: PipelineOptions, out: str | Path, *, ov
     timeout = datetime.timedelta(seconds=options.comm_timeout_s)
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timeout)
     supervisor = _Supervisor(run_dir, config.model.chunks, options, store, store.port)
-    supervisor.run()
+    try:
+        supervisor.run()
+    finally:  # an interrupted launcher (Ctrl-C, a test timeout) leaves no stage behind
+        supervisor.stop_all()
     merged = merge_outputs(run_dir, config.model.chunks)
     return PipelineSummary(run_dir, config.model.chunks, config.run.steps, time.perf_counter() - tic,
                            supervisor.restarts, merged["results"], merged["recoveries"],

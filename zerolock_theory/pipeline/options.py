@@ -78,7 +78,7 @@ class PipelineOptions:
             _require(1 <= self.fail_stage <= K, f"fail_stage must lie in 1..{K}, got {self.fail_stage}")
             _require(0 <= int(self.fail_at_step) < config.run.steps,
                      f"fail_at_step must lie in [0, {config.run.steps}), got {self.fail_at_step}")
-        if self.schedule == "zerolock" and (self.max_restarts > 0 or self.fail_stage is not None):
+        if self.schedule == "zerolock" and self.max_restarts > 0:
             W = config.run.checkpoint_every
             _require(W > self.max_lead, f"recovery needs run.checkpoint_every ({W}) > max_lead "
                                         f"({self.max_lead}) so a restart point stays on disk")

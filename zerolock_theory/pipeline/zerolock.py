@@ -86,6 +86,7 @@ def run_zerolock_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
     """Train chunk k for ``run.steps`` steps in the pipeline; returns the stage's report."""
     k, cfg, opts = stage.k, stage.config, rt.options
     sender, receiver, start = _connect(stage, rt)
+    rt.store.set(f"ready/{k}", "1")  # from here on a failure is worth a restart
     rt.start_recovery_clock(k, start)
     logger = JsonlLogger(stage_dir(rt.run_dir, k) / "metrics.jsonl", keep_before=start)
     meter = SavedTensorMeter.for_module(stage.chunked) if opts.measure_memory else None

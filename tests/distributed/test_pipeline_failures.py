@@ -1,0 +1,57 @@
+"""A dead or hung peer ends a pipelined run with a clear error, never a hang.
+
+With restarts disabled, an abruptly killed stage makes its neighbour raise
+``PeerFailureError`` naming it, and the launcher raises ``PipelineError`` listing the cause
+first. A stage that hangs (alive, sockets open, silent) makes its neighbour's receive time
+out after ``comm_timeout_s``; the launcher then ends the hung process by its id.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from zerolock_theory.pipeline import PipelineError, PipelineOptions, launch
+from zerolock_theory.pipeline.fixtures import default_model_path, small_config, small_corpus
+
+pytestmark = [pytest.mark.distributed]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """The stage processes run one thread each; so does the in-process reference (2 shared
+    cores: a second OpenMP thread only spins against the stage processes)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    scratch = tmp_path_factory.mktemp("inputs")
+    model, corpus = default_model_path(scratch), str(small_corpus(scratch / "corpus.txt"))
+    return small_config(model, 2, 4, data_source=corpus)
+
+
+@pytest.mark.timeout(120)
+def test_dead_peer_is_a_clear_error(config, tmp_path) -> None:
+    options = PipelineOptions(max_restarts=0, fail_stage=2, fail_at_step=1, comm_timeout_s=60)
+    tic = time.monotonic()
+    with pytest.raises(PipelineError) as info:
+        launch(config, options, tmp_path / "dead")
+    elapsed = time.monotonic() - tic
+    lines = str(info.value).splitlines()
+    assert "stage 2 exited with status 17 (injected failure at step 1)" in lines[1]  # the cause first
+    assert "stage 1 exited" in lines[2] and "PeerFailureError" in lines[2] and "lost stage 2" in lines[2]
+    assert elapsed < 45, f"a dead peer took {elapsed:.0f}s to surface (comm timeout is 60s)"
+    assert (tmp_path / "dead" / "stages" / "stage_1" / "error.txt").is_file()
+
+
+@pytest.mark.timeout(120)
+def test_hung_peer_times_out(config, tmp_path) -> None:
+    options = PipelineOptions(fail_stage=2, fail_at_step=1, fail_mode="hang", comm_timeout_s=3, max_lead=1)
+    with pytest.raises(PipelineError, match=r"stage 1: no progress on link 1 with stage 2 within 3 s"):
+        launch(config, options, tmp_path / "hung")

@@ -1,0 +1,149 @@
+"""Assumption 5 terms: closed-form φ against autograd, undefined and infinite cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import alphas, epsilons
+
+from zerolock_theory.divergences import kl
+from zerolock_theory.stability import StabilityTerms, as_metric, stability_terms
+from zerolock_theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+
+OBJECTIVES = st.sampled_from(["paper", "implemented"])
+
+
+def _probe(seed: int, k: int, n: int, v: int, h: float, epsilon: float = 0.1):
+    """p̃^t, p̃^{t+1} = p̃^t + h(q − p̃^t) (on the simplex), p_out, smoothed p_y."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def simplex(*shape: int) -> torch.Tensor:
+        return torch.softmax(2 * torch.randn(*shape, v, generator=gen, dtype=torch.float64), -1)
+
+    p_t, q, p_out = simplex(k, n), simplex(k, n), simplex(k, n)
+    p_y = label_smooth(one_hot(torch.randint(v, (n,), generator=gen), v, torch.float64), epsilon)
+    return p_t, p_t + h * (q - p_t), p_out, p_y
+
+
+def reference_r(p_tilde: torch.Tensor, p_out, p_y, alpha: float, objective: str) -> torch.Tensor:
+    """R(ω^t; p̃) from its definition, over the whole [K, N, V] array at once."""
+    if objective == "paper":
+        divergence = kl(p_out, geometric_target(p_y, p_tilde, alpha)[0].exp())
+    else:
+        divergence = kl(arithmetic_target(p_y, p_tilde, alpha), p_out)
+    return divergence.mean(-1).sum()
+
+
+@given(
+    seed=st.integers(0, 10_000),
+    shape=st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(2, 6)),
+    alpha=alphas,
+    epsilon=epsilons,
+    objective=OBJECTIVES,
+)
+def test_closed_form_phi_matches_autograd(seed, shape, alpha, epsilon, objective) -> None:
+    p_t, p_next, p_out, p_y = _probe(seed, *shape, h=0.05, epsilon=epsilon)
+    terms = stability_terms(p_t, p_next, p_out, p_y, alpha, objective, check_autograd=True)
+    leaf = p_t.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(reference_r(leaf, p_out, p_y, alpha, objective), leaf)
+    phi_reference = (grad * (p_next - p_t)).sum()
+    assert torch.allclose(terms.phi, terms.phi_autograd, atol=1e-12, rtol=1e-8)
+    assert float(terms.phi_total) == pytest.approx(float(phi_reference), abs=1e-12, rel=1e-8)
+    r_t = reference_r(p_t, p_out, p_y, alpha, objective)
+    r_next = reference_r(p_next, p_out, p_y, alpha, objective)
+    assert float(terms.r_before_total) == pytest.approx(float(r_t), abs=1e-12, rel=1e-10)
+    assert float(terms.actual_total) == pytest.approx(float(r_next - r_t), abs=1e-11)
+    assert float(terms.dp_sq_total) == pytest.approx(float(((p_next - p_t) ** 2).sum()), rel=1e-12)
+    assert torch.allclose(terms.remainder, terms.actual - terms.phi)
+    assert terms.defined and terms.reason == ""
+
+
+@pytest.mark.parametrize("objective", ["paper", "implemented"])
+def test_remainder_is_second_order_and_ratio_scales_like_one_over_step(objective: str) -> None:
+    small = [stability_terms(*_probe(3, 2, 4, 5, h), 0.4, objective) for h in (2e-3, 1e-3)]
+    assert float(small[0].remainder_total / small[1].remainder_total) == pytest.approx(
+        4.0, rel=0.05
+    )
+    phi = [float(t.phi_total) for t in small]
+    assert phi[0] / phi[1] == pytest.approx(2.0, rel=1e-6)  # φ is first order in Δp̃
+    if phi[0] > 0:  # ρ = φ/‖Δp̃‖² doubles when the step halves: no uniform bound
+        ratio = float(small[1].ratio_total / small[0].ratio_total)
+        assert ratio == pytest.approx(2.0, rel=1e-6)
+
+
+def test_unchanged_upstream_gives_nan_ratio_and_none_metric() -> None:
+    p_t, p_next, p_out, p_y = _probe(1, 3, 2, 4, h=0.1)
+    p_next[0] = p_t[0]  # chunk 1: p_0 is the frozen embedding readout
+    terms = stability_terms(p_t, p_next, p_out, p_y, 0.5, "paper")
+    assert math.isnan(float(terms.ratio[0])) and as_metric(terms.ratio[0]) is None
+    assert terms.defined and math.isfinite(float(terms.ratio_total))
+    still = stability_terms(p_t, p_t, p_out, p_y, 0.5, "implemented")
+    assert not still.defined and "did not change" in still.reason
+    assert as_metric(still.ratio_total) is None and float(still.phi_total) == 0.0
+
+
+def test_one_hot_paper_objective_is_flagged_inf_never_nan() -> None:
+    p_t, p_next, p_out, _ = _probe(2, 2, 3, 4, h=0.1)
+    p_y = one_hot(torch.tensor([0, 3, 1]), 4, torch.float64)
+    terms = stability_terms(p_t, p_next, p_out, p_y, 0.5, "paper", check_autograd=True)
+    assert not terms.defined and "label smoothing" in terms.reason
+    for name in ("phi", "phi_autograd", "ratio", "actual", "remainder", "r_before"):
+        assert bool(torch.isposinf(getattr(terms, name)).all()), name
+        assert as_metric(getattr(terms, f"{name}_total")) == math.inf
+    values = [v for v in terms.as_dict().values() if isinstance(v, float)]
+    assert not any(math.isnan(v) for v in values)
+    implemented = stability_terms(p_t, p_next, p_out, p_y, 0.5, "implemented")
+    assert implemented.defined and math.isfinite(float(implemented.ratio_total))
+
+
+@pytest.mark.parametrize("objective", ["paper", "implemented"])
+def test_log_input_and_float32(objective: str) -> None:
+    p_t, p_next, p_out, p_y = _probe(5, 2, 3, 6, h=0.05)
+    plain = stability_terms(p_t, p_next, p_out, p_y, 0.3, objective)
+    logs = stability_terms(
+        p_t.log(), p_next.log(), p_out.log(), p_y.log(), 0.3, objective, log_input=True
+    )
+    assert torch.allclose(plain.phi, logs.phi, rtol=1e-9) and torch.allclose(
+        plain.r_before, logs.r_before
+    )
+    low = stability_terms(p_t.float(), p_next.float(), p_out.float(), p_y.float(), 0.3, objective)
+    assert low.phi.dtype == torch.float64 and torch.allclose(
+        low.phi, plain.phi, rtol=1e-3, atol=1e-7
+    )
+
+
+def test_alpha_one_has_zero_first_order_term() -> None:
+    terms = stability_terms(*_probe(6, 2, 3, 4, h=0.1), 1.0, "paper", check_autograd=True)
+    assert float(terms.phi_total) == 0.0 and float(terms.actual_total) == 0.0
+    assert float(terms.ratio_total) == 0.0
+
+
+def test_validation_and_metrics() -> None:
+    p_t, p_next, p_out, p_y = _probe(0, 2, 3, 4, h=0.1)
+    with pytest.raises(ValueError):
+        stability_terms(p_t, p_next[:, :2], p_out, p_y, 0.5, "paper")
+    with pytest.raises(ValueError):
+        stability_terms(p_t, p_next, p_out, p_y, 1.5, "paper")
+    with pytest.raises(ValueError):
+        stability_terms(p_t, p_next, p_out, p_y, 0.5, "forward")
+    terms = stability_terms(p_t, p_next, p_out, p_y, 0.5, "implemented")
+    metrics = terms.as_dict()
+    assert {
+        "ratio",
+        "phi",
+        "dp_sq",
+        "actual",
+        "remainder",
+        "chunk/2/phi",
+        "defined",
+        "reason",
+    } <= set(metrics)
+    assert metrics["phi_autograd"] is None and terms.num_chunks == 2
+    assert as_metric(None) is None and as_metric(float("nan")) is None
+    assert as_metric(torch.tensor(-math.inf)) == -math.inf and as_metric(torch.tensor(1.5)) == 1.5
+    with pytest.raises(ValueError):
+        StabilityTerms(**{**terms.__dict__, "phi": torch.zeros(3, dtype=torch.float64)})
