@@ -22,7 +22,11 @@ def _as_pair(p: torch.Tensor, log_input: bool) -> tuple[torch.Tensor, torch.Tens
     """Return ``(prob, log_prob)`` for either representation, with log 0 = -inf."""
     if log_input:
         return p.exp(), p
-    return p, torch.log(p)
+    # log of a zero is −inf; the inner where keeps its gradient 0 (not 0/0 = NaN)
+    positive = p > 0
+    return p, torch.where(
+        positive, torch.log(torch.where(positive, p, torch.ones_like(p))), -torch.inf
+    )
 
 
 def _weighted_log(weight: torch.Tensor, log_value: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,9 @@ Import from tests in other folders with::
 
 Known answers: E[Ā_T] = c·T^{−β} exactly (G_t has mean c·(T^{1−β} − (T−1)^{1−β}) and
 mean-one lognormal AR(1) noise); log ρ_t = log C + s·log ‖Δp̃_t‖ + noise; chunk CE strictly
-decreasing in k when ``monotone``; the minimizer probe makes chunks track m_k or g_k.
+decreasing in k when ``monotone``; the minimizer probe makes chunks move toward m_k or g_k
+(``tracks``: that target's distance shrinks over training, the other's stays flat), and
+``minimizer_frame`` builds a bare ``probe/minimizer`` table with chosen levels and movement.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-__all__ = ["power_law_series", "write_run", "write_suite", "write_systems"]
+__all__ = ["minimizer_frame", "power_law_series", "write_run", "write_suite", "write_systems"]
 
 
 def power_law_series(
@@ -97,15 +100,50 @@ def _stability(rng, rec, obj, chunks, lr_t, slope, defined):
 
 
 def _minimizer(rng, rec, chunks, t, tracks, base):
+    """The tracked target's distance shrinks toward ``near``; the other stays at ``far``."""
     near, far = (0.03, 0.2) if tracks == "m" else (0.2, 0.03)
     for k in range(1, chunks + 1):
         shrink = 1.0 + 1.0 / (1 + t)
-        rec[f"probe/minimizer/{k}/tv_m"] = near * shrink * math.exp(0.1 * rng.normal())
-        rec[f"probe/minimizer/{k}/tv_g"] = far * shrink * math.exp(0.1 * rng.normal())
+        move_m, move_g = (shrink, 1.0) if tracks == "m" else (1.0, shrink)
+        rec[f"probe/minimizer/{k}/tv_m"] = near * move_m * math.exp(0.1 * rng.normal())
+        rec[f"probe/minimizer/{k}/tv_g"] = far * move_g * math.exp(0.1 * rng.normal())
         rec[f"probe/minimizer/{k}/kl_m_p"] = 2 * rec[f"probe/minimizer/{k}/tv_m"] ** 2
         rec[f"probe/minimizer/{k}/kl_p_g"] = 2 * rec[f"probe/minimizer/{k}/tv_g"] ** 2
         rec[f"probe/minimizer/{k}/gap"] = 0.1 * shrink / k
         rec[f"probe/minimizer/{k}/ce"] = base - 0.2 * k
+
+
+def minimizer_frame(
+    steps: int = 60,
+    *,
+    chunks: int = 3,
+    tv_m: float = 0.05,
+    tv_g: float = 0.05,
+    move_m: float = 0.0,
+    move_g: float = 0.0,
+    noise: float = 0.05,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """``step`` and ``probe/minimizer/{k}/{tv_m, tv_g, kl_m_p, kl_p_g}`` for t < ``steps``.
+
+    TV to target x at step t is ``tv_x · (1 + move_x · exp(−5t/steps))`` times mean-free
+    lognormal noise of scale ``noise``: it falls by a relative amount ≈ move_x/(1 + move_x)
+    from the first steps to the trained level ``tv_x``, and is flat when ``move_x = 0``.
+    KL = 2·TV² (Pinsker's bound at equality).
+    """
+    rng = np.random.default_rng(seed)
+    t = np.arange(steps, dtype=float)
+    decay = np.exp(-5.0 * t / steps)
+    data: dict[str, Any] = {"step": np.arange(steps)}
+    for k in range(1, chunks + 1):
+        for name, level, move, kl_name in (
+            ("tv_m", tv_m, move_m, "kl_m_p"),
+            ("tv_g", tv_g, move_g, "kl_p_g"),
+        ):
+            tv = level * (1 + move * decay) * np.exp(noise * rng.normal(size=steps) - noise**2 / 2)
+            data[f"probe/minimizer/{k}/{name}"] = tv
+            data[f"probe/minimizer/{k}/{kl_name}"] = 2 * tv**2
+    return pd.DataFrame(data)
 
 
 def write_run(

@@ -1,4 +1,4 @@
-"""Lemma 2 checks: the toy table and the on-model 2×2 table (analyses.minimizers)."""
+"""Lemma 2 checks: the toy table, the on-model 2×2 movement table and the claim verdict."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import math
 
 import pandas as pd
 import pytest
-from synthetic_runs import write_run
+from synthetic_runs import minimizer_frame, write_run
 
+from analyses.claims import verdicts
 from analyses.io import load_run
 from analyses.minimizers import minimizer_table, toy_check
 from analyses.results import NotMeasured
@@ -36,7 +37,23 @@ def runs(tmp_path_factory):
     return [("forward", f) for f in fwd] + [("reverse", rev)]
 
 
-def test_two_by_two_table_and_tracking(runs):
+def _frames(direction, n, **kw):
+    return [
+        (direction, minimizer_frame(seed=10 * s + (direction == "reverse"), **kw)) for s in range(n)
+    ]
+
+
+TOWARD_M = {"tv_m": 0.3, "tv_g": 0.05, "move_m": 1.0}  # forward: distance to m_k falls
+TOWARD_G = {"tv_m": 0.3, "tv_g": 0.05, "move_g": 1.0}  # reverse: distance to g_k falls
+UNTRAINED = {"tv_m": 0.5, "tv_g": 0.09}  # levels of a fresh model, no movement
+
+
+def _lemma2(table):
+    results = {"toy_check": toy_check(), "minimizers": table}
+    return verdicts(results, {})[0]
+
+
+def test_two_by_two_table_measures_movement(runs):
     table = minimizer_table(runs, n_boot=200)
     assert {(c.trained, c.target) for c in table.cells} == {
         ("forward", "m"),
@@ -44,28 +61,136 @@ def test_two_by_two_table_and_tracking(runs):
         ("reverse", "m"),
         ("reverse", "g"),
     }
-    assert table.tracking_of("forward").tracks == "m_k"
-    assert table.tracking_of("reverse").tracks == "g_k"
     fm, fg = table.cell("forward", "m"), table.cell("forward", "g")
-    assert fm.tv.estimate < fg.tv.estimate and fm.kl.estimate < fg.kl.estimate
-    assert fm.n_runs == 2 and fm.n_steps == 2 * 15  # tail half of 30 probed steps, 2 runs
+    rm, rg = table.cell("reverse", "m"), table.cell("reverse", "g")
+    # synthetic truth: the tracked distance shrinks by 1 + 1/(1+t), the other is flat
+    for moving in (fm, rg):
+        assert moving.kl_reduction.low > 0 and moving.tv_reduction.estimate > 0.2
+        assert moving.tv_change.high < 0 and moving.kl_head.estimate > moving.kl.estimate
+    for flat in (fg, rm):
+        assert flat.tv_reduction.contains(0.0) or abs(flat.tv_reduction.estimate) < 0.05
+    # head = first ceil(0.1*30) = 3 probed steps, tail = last 15, of 30 probed per run
+    assert fm.n_runs == 2 and fm.n_head_steps == 2 * 3 and fm.n_steps == 2 * 15
+    assert rg.n_runs == 1 and rg.n_steps == 15
+    assert table.tracking_of("forward").toward == "m_k"
+    assert table.tracking_of("reverse").toward == "g_k"
+    contrast = table.contrast_of()
+    assert contrast.measure == table.primary == "kl" and contrast.toward == "m_k"
+    assert contrast.did.low > 0 and contrast.m_column.low > 0 and contrast.g_column.low > 0
+    assert contrast.did.estimate == pytest.approx(
+        contrast.m_column.estimate + contrast.g_column.estimate
+    )
+    assert table.contrast_of("tv").toward == "m_k"
     assert len([c for c in table.per_chunk if c.trained == "forward"]) == 3
+    assert all(c.reduction["tv_m"] > 0.1 for c in table.per_chunk if c.trained == "forward")
+    assert type(table).from_json(table.to_json()) == table
 
 
-def test_equal_distances_are_undecided():
+def test_relative_reduction_is_head_minus_tail_over_head():
     frame = pd.DataFrame(
         {
-            "step": range(20),
-            **{
-                f"probe/minimizer/1/{m}": [0.1 + 0.01 * (i % 3) for i in range(20)]
-                for m in ("tv_m", "tv_g", "kl_m_p", "kl_p_g")
-            },
+            "step": range(10),
+            **{f"probe/minimizer/1/{m}": [2.0] + [1.5] * 4 + [1.0] * 5 for m in ("tv_m", "kl_m_p")},
+            **{f"probe/minimizer/1/{m}": [1.0] * 10 for m in ("tv_g", "kl_p_g")},
         }
     )
-    assert (
-        minimizer_table([("forward", frame)], n_boot=50).tracking_of("forward").tracks
-        == "undecided"
+    table = minimizer_table([("forward", frame)], n_boot=20, head=0.1, tail=0.5)
+    m, g = table.cell("forward", "m"), table.cell("forward", "g")
+    assert m.kl_head.estimate == 2.0 and m.kl.estimate == 1.0
+    assert m.kl_change.estimate == -1.0 and m.kl_reduction.estimate == 0.5
+    assert g.tv_reduction.estimate == 0.0 and g.tv_reduction.low == g.tv_reduction.high == 0.0
+    assert table.contrasts == [] and table.tracking_of("forward").toward == "m_k"
+
+
+def test_forward_toward_m_and_reverse_toward_g_is_refuted():
+    table = minimizer_table(
+        _frames("forward", 3, **TOWARD_M) + _frames("reverse", 3, **TOWARD_G), n_boot=300
     )
+    contrast = table.contrast_of()
+    assert contrast.toward == "m_k" and contrast.did.low > 0
+    row = _lemma2(table)
+    assert row.verdict == "refuted"
+    assert "DiD" in row.figure and str(contrast.did) in row.figure
+    assert str(table.cell("forward", "m").kl_reduction) in row.figure
+    assert "m_k" in row.reason and "analytic" in row.reason
+
+
+def test_forward_toward_g_is_supported():
+    table = minimizer_table(
+        _frames("forward", 3, **TOWARD_G) + _frames("reverse", 3, **TOWARD_M), n_boot=300
+    )
+    contrast = table.contrast_of()
+    assert contrast.did.high < 0 and contrast.g_column.high < 0 and contrast.toward == "g_k"
+    row = _lemma2(table)
+    assert row.verdict == "supported" and "contradicts the analytic" in row.reason
+
+
+def test_no_movement_is_inconclusive():
+    flat = {"tv_m": 0.1, "tv_g": 0.1}
+    table = minimizer_table(
+        _frames("forward", 2, **flat) + _frames("reverse", 2, **flat), n_boot=300
+    )
+    assert table.contrast_of().did.contains(0.0) and table.contrast_of().toward == "undecided"
+    row = _lemma2(table)
+    assert row.verdict == "inconclusive"
+    assert "mathematics still refutes" in row.reason and "cannot distinguish" in row.reason
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.05])
+def test_untrained_levels_without_movement_are_not_supported(noise):
+    """TV to m_k 0.5 and to g_k 0.09 at every step: low TV to g_k is no evidence for g_k."""
+    kw = {**UNTRAINED, "noise": noise}
+    both = _frames("forward", 1, **kw) + _frames("reverse", 1, **kw)
+    for runs in (both, both[:1]):
+        table = minimizer_table(runs, n_boot=300)
+        assert table.cell("forward", "m").tv.estimate == pytest.approx(0.5, rel=0.05)
+        assert table.cell("forward", "g").tv.estimate == pytest.approx(0.09, rel=0.05)
+        row = _lemma2(table)
+        assert row.verdict == "inconclusive", row
+    assert "no reverse-trained runs" in row.reason
+
+
+def test_forward_runs_only_fall_back_to_the_within_direction_difference():
+    table = minimizer_table(_frames("forward", 2, **TOWARD_M), n_boot=300)
+    assert table.contrasts == [] and table.tracking_of("forward").difference.low > 0
+    row = _lemma2(table)
+    assert row.verdict == "refuted" and "no reverse-trained runs" in row.reason
+    assert str(table.tracking_of("forward").difference) in row.figure
+
+
+def test_reverse_runs_only_leave_the_toy_check_to_decide():
+    table = minimizer_table(_frames("reverse", 1, **TOWARD_G), n_boot=50)
+    row = _lemma2(table)
+    assert row.verdict == "refuted" and "no forward-trained runs" in row.reason
+    assert "toy check" in row.figure
+
+
+def test_without_the_toy_check_no_movement_is_still_inconclusive():
+    table = minimizer_table(_frames("forward", 1) + _frames("reverse", 1), n_boot=50)
+    row = verdicts({"minimizers": table}, {})[0]
+    assert row.verdict == "inconclusive" and "not computed" in row.reason
+
+
+def test_single_runs_use_the_block_bootstrap_over_steps():
+    table = minimizer_table(
+        _frames("forward", 1, **TOWARD_M) + _frames("reverse", 1, **TOWARD_G), n_boot=300
+    )
+    cell = table.cell("forward", "m")
+    assert cell.n_runs == 1 and cell.kl_reduction.low < cell.kl_reduction.high
+    assert table.contrast_of().toward == "m_k"
+
+
+def test_short_runs_are_counted_and_windows_checked():
+    one = minimizer_frame(1)
+    with pytest.raises(NotMeasured, match="2 probed steps"):
+        minimizer_table([("forward", one)], n_boot=10)
+    table = minimizer_table([("forward", one), ("forward", minimizer_frame(20))], n_boot=10)
+    assert table.n_short == 1 and table.cell("forward", "m").n_runs == 1
+    for bad in ({"head": 0.0}, {"head": 1.0}, {"tail": 0.0}, {"tail": 1.5}):
+        with pytest.raises(ValueError):
+            minimizer_table([("forward", one)], **bad)
+    full = minimizer_table([("forward", minimizer_frame(20))], n_boot=10, tail=1.0)
+    assert full.cell("forward", "m").n_head_steps + full.cell("forward", "m").n_steps == 20
 
 
 def test_non_finite_values_are_dropped_and_counted(runs):
@@ -74,7 +199,9 @@ def test_non_finite_values_are_dropped_and_counted(runs):
     frame.loc[frame.index[-1], "probe/minimizer/1/kl_p_g"] = math.inf
     frame.loc[frame.index[-2], "probe/minimizer/1/kl_p_g"] = math.inf
     table = minimizer_table([(direction, frame)], n_boot=20)
-    assert table.n_nonfinite >= 1 and math.isfinite(table.cell("forward", "g").kl.estimate)
+    cell = table.cell("forward", "g")
+    assert table.n_nonfinite >= 1
+    assert math.isfinite(cell.kl.estimate) and math.isfinite(cell.kl_reduction.estimate)
 
 
 def test_no_probe_keys_is_not_measured():

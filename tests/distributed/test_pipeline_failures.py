@@ -55,3 +55,27 @@ def test_hung_peer_times_out(config, tmp_path) -> None:
     options = PipelineOptions(fail_stage=2, fail_at_step=1, fail_mode="hang", comm_timeout_s=3, max_lead=1)
     with pytest.raises(PipelineError, match=r"stage 1: no progress on link 1 with stage 2 within 3 s"):
         launch(config, options, tmp_path / "hung")
+
+
+def _cli(argv: list[str]) -> int:
+    """``zerolock pipeline ARGV`` through the command's own parser."""
+    import argparse
+
+    from zerolock_theory.cli import pipeline
+
+    parser = argparse.ArgumentParser(prog="zerolock")
+    pipeline.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["pipeline", *argv])
+    return args.func(args)
+
+
+@pytest.mark.timeout(120)
+def test_cli_recovers_and_reports_latency(config, tmp_path, capsys) -> None:
+    argv = ["--stages", "2", "--model", config.model.path, "--data", config.data.source, "--seq-len", "32",
+            "--batch-size", "2", "--micro-batches", "2", "--steps", "4", "--checkpoint-every", "2",
+            "--max-lead", "1", "--fail-stage", "1", "--fail-at-step", "2", "--device", "cpu",
+            "--no-progress", "--out", str(tmp_path / "cli")]
+    assert _cli(argv) == 0
+    out = capsys.readouterr().out
+    assert "recovery: stage 1 failed in step 2, restarted from checkpoint step 2" in out
+    assert (tmp_path / "cli" / "recovery.json").is_file() and (tmp_path / "cli" / "adapters.safetensors").is_file()

@@ -97,3 +97,32 @@ def test_split_batch_cuts_rows() -> None:
     torch.testing.assert_close(torch.cat([p["labels"] for p in parts]), batch["labels"])
     with pytest.raises(ValueError):
         split_batch(batch, 3)
+
+
+def test_choose_checkpoint_respects_downstream_position(tmp_path) -> None:
+    from zerolock_theory.pipeline.checkpoints import choose_checkpoint, stage_dir
+
+    for step, complete in ((2, True), (4, True), (6, False)):
+        path = stage_dir(tmp_path, 3) / "checkpoints" / f"step_{step:08d}"
+        path.mkdir(parents=True)
+        if complete:
+            (path / "COMPLETE").write_text("{}")
+    assert choose_checkpoint(tmp_path, 3, None).name == "step_00000004"  # torn step 6 ignored
+    assert choose_checkpoint(tmp_path, 3, 3).name == "step_00000002"  # downstream still needs step 3
+    assert choose_checkpoint(tmp_path, 3, 1) is None  # restart from the initial state
+
+
+def test_cli_maps_stages_and_schedule_onto_the_config() -> None:
+    import argparse
+
+    from zerolock_theory.cli import CLIError, pipeline
+
+    parser = argparse.ArgumentParser(prog="zerolock")
+    pipeline.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["pipeline", "--stages", "4", "--pipeline-schedule", "1f1b", "--micro-batches", "4",
+                              "--out", "unused"])
+    config, options = pipeline._config(args), pipeline._options(args)
+    assert config.model.chunks == 4 and config.method.name == "backprop" and options.schedule == "1f1b"
+    bad = parser.parse_args(["pipeline", "--stages", "4", "--chunks", "2", "--out", "unused"])
+    with pytest.raises(CLIError, match="contradicts"):
+        pipeline._config(bad)

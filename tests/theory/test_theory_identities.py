@@ -136,3 +136,17 @@ def test_batched_losses_match_rows_in_both_dtypes(dtype, direction, shape, vocab
     tol = 1e-5 if dtype == torch.float32 else 1e-12
     assert torch.allclose(batched, want, atol=tol, rtol=tol)
     assert not torch.isnan(batched).any()
+
+
+@given(
+    vocab_sizes.flatmap(
+        lambda v: st.tuples(distribution(v, zeros=True), distribution(v, zeros=True))
+    )
+)
+def test_gradients_are_nan_free_where_values_are_finite(pair) -> None:
+    """Zeros of q under zeros of p: KL and CE are finite and so are their gradients."""
+    p, q = pair
+    q = torch.where(p > 0, q.clamp_min(1e-3), q).requires_grad_(True)  # q covers p's support
+    for divergence in (kl, cross_entropy):
+        (grad,) = torch.autograd.grad(divergence(p, q), q)
+        assert not torch.isnan(grad).any() and bool((grad[p == 0] == 0).all())

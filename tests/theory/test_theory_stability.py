@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import alphas, epsilons
 
@@ -45,11 +45,16 @@ def reference_r(p_tilde: torch.Tensor, p_out, p_y, alpha: float, objective: str)
     epsilon=epsilons,
     objective=OBJECTIVES,
 )
+@example(seed=0, shape=(1, 1, 2), alpha=1.0, epsilon=0.5, objective="paper")
+@example(seed=1, shape=(2, 3, 4), alpha=0.0, epsilon=0.1, objective="paper")
+@example(seed=2, shape=(2, 3, 4), alpha=0.0, epsilon=0.1, objective="implemented")
 def test_closed_form_phi_matches_autograd(seed, shape, alpha, epsilon, objective) -> None:
     p_t, p_next, p_out, p_y = _probe(seed, *shape, h=0.05, epsilon=epsilon)
     terms = stability_terms(p_t, p_next, p_out, p_y, alpha, objective, check_autograd=True)
     leaf = p_t.clone().requires_grad_(True)
-    (grad,) = torch.autograd.grad(reference_r(leaf, p_out, p_y, alpha, objective), leaf)
+    r = reference_r(leaf, p_out, p_y, alpha, objective)
+    # α = 1 (paper): g_k = p_y does not depend on p̃ at all
+    grad = torch.autograd.grad(r, leaf)[0] if r.requires_grad else torch.zeros_like(leaf)
     phi_reference = (grad * (p_next - p_t)).sum()
     assert torch.allclose(terms.phi, terms.phi_autograd, atol=1e-12, rtol=1e-8)
     assert float(terms.phi_total) == pytest.approx(float(phi_reference), abs=1e-12, rel=1e-8)
