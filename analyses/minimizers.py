@@ -21,9 +21,10 @@ decide is which distance training *reduces*.
 Definitions. For one run, the probed steps with finite values at every chunk and metric,
 in step order, n of them (n ≥ 2, else the run is left out and counted in ``n_short``):
 
-* head window = the first n_h = max(1, ⌈head·n⌉) steps (the state right after the first
-  updates); tail window = the last n_t = max(1, min(⌈tail·n⌉, n − n_h)) steps (the trained
-  state; shortened so the two windows never overlap).
+* head window = the first n_h = max(1, ⌈head·n⌉) steps (default head = 0.2: the state
+  right after the first updates; the probe records ω^{t+1}, after step t); tail window =
+  the last n_t = max(1, min(⌈tail·n⌉, n − n_h)) steps (the trained state; shortened so the
+  two windows never overlap).
 * per chunk k and distance D ∈ {KL(m_k‖p_k), KL(p_k‖g_k), TV(p_k,m_k), TV(p_k,g_k)}:
   head level H_k, tail level T_k (window means), change Δ_k = T_k − H_k, relative change
   Δ_k/H_k and **relative reduction** r_k = −Δ_k/H_k = (H_k − T_k)/H_k (> 0: p_k moved
@@ -52,6 +53,12 @@ stay paired); with ≥ 2 runs of a direction the runs (seeds) are also resampled
 replacement, each drawn run contributing its own step replicate. Directions are resampled
 independently; contrasts are formed replicate by replicate. With one run this is the
 moving-block bootstrap over steps alone.
+
+Calibration (no movement, i.i.d. noise, ``head`` = 0.2; the synthetic ``minimizer_frame``
+of tests/analyses): with ≥ 2 runs per direction the DiD interval excludes 0 in ≤ 3% of
+repetitions at 40–100 probed steps; with one run per direction in ≈ 10% at 40 steps and
+≈ 7% at 100 (a percentile bootstrap of a short head window is too narrow; ``head`` = 0.1
+doubles that), so single-run contrasts are weaker evidence than multi-seed ones.
 """
 
 from __future__ import annotations
@@ -357,7 +364,7 @@ def _tracks(diff: Interval) -> str:
 def minimizer_table(
     runs: Sequence[tuple[str, pd.DataFrame]],
     *,
-    head: float = 0.1,
+    head: float = 0.2,
     tail: float = 0.5,
     n_boot: int = 1000,
     level: float = 0.95,

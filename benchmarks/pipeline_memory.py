@@ -23,7 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+try:
+    import zerolock_theory  # noqa: F401
+except ModuleNotFoundError:  # run from a checkout without ``pip install -e .``
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 CLAIMED_MEMORY_REDUCTION = 0.265
 CLAIMED_THROUGHPUT_GAIN = 0.049

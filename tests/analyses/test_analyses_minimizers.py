@@ -69,8 +69,8 @@ def test_two_by_two_table_measures_movement(runs):
         assert moving.tv_change.high < 0 and moving.kl_head.estimate > moving.kl.estimate
     for flat in (fg, rm):
         assert flat.tv_reduction.contains(0.0) or abs(flat.tv_reduction.estimate) < 0.05
-    # head = first ceil(0.1*30) = 3 probed steps, tail = last 15, of 30 probed per run
-    assert fm.n_runs == 2 and fm.n_head_steps == 2 * 3 and fm.n_steps == 2 * 15
+    # head = first ceil(0.2*30) = 6 probed steps, tail = last 15, of 30 probed per run
+    assert fm.n_runs == 2 and fm.n_head_steps == 2 * 6 and fm.n_steps == 2 * 15
     assert rg.n_runs == 1 and rg.n_steps == 15
     assert table.tracking_of("forward").toward == "m_k"
     assert table.tracking_of("reverse").toward == "g_k"

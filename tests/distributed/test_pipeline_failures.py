@@ -8,6 +8,7 @@ out after ``comm_timeout_s``; the launcher then ends the hung process by its id.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -77,5 +78,6 @@ def test_cli_recovers_and_reports_latency(config, tmp_path, capsys) -> None:
             "--no-progress", "--out", str(tmp_path / "cli")]
     assert _cli(argv) == 0
     out = capsys.readouterr().out
-    assert "recovery: stage 1 failed in step 2, restarted from checkpoint step 2" in out
+    # stage 2 may still need step 1 (it has completed 1 or 2 steps): restart from step 0 or 2
+    assert re.search(r"recovery: stage 1 failed in step 2, restarted from checkpoint step [02],", out), out
     assert (tmp_path / "cli" / "recovery.json").is_file() and (tmp_path / "cli" / "adapters.safetensors").is_file()

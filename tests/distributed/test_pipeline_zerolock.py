@@ -95,7 +95,7 @@ def test_killed_stage_recovers_to_uninterrupted_adapters(make_config, pipelined,
         print(f"\n[recovery] stage 2 killed in step 3: caught up after {rec['latency_s']:.2f}s "
               f"(restart {rec['restart_s']:.2f}s, replay {rec['replay_s']:.2f}s)")
     upstream, killed, downstream = summary.results[0], summary.results[1], summary.results[2]
-    assert upstream["replayed_messages"] in (4, 6)  # steps 2, 3 (and 4 if it ran ahead), 2 micro-batches
+    assert 4 <= upstream["replayed_messages"] <= 6  # steps 2, 3 (+ step 4 if it ran ahead), M = 2
     assert upstream["replay_peak_steps"] <= upstream["replay_capacity_steps"]
     assert killed["start_step"] == 2 and downstream["start_step"] == 0
     _assert_same_adapters(load_file(str(reference / "adapters.safetensors")),

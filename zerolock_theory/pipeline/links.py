@@ -8,6 +8,11 @@ bumps their generation (store key ``gen/{i}``) and restarts the stage, the two n
 rebuild the link under the new prefix, and no other stage notices. There is no world-wide
 process group, hence no global barrier.
 
+Activations travel on the link's data group; hello/ack/bye on its control group. On CPU both
+are the same gloo group (tags keep them apart); on GPU the data group is NCCL and the control
+group a small gloo group, because NCCL serialises a pair's sends and receives on one stream
+(a posted acknowledgement receive would block the activation sends behind it).
+
 Failure semantics (what a survivor sees):
 
 * peer process died → gloo reports "connection closed/reset" at once → ``LinkBroken``;
@@ -85,7 +90,8 @@ class Link:
         self.stage = stage
         self.peer_stage = index + 1 if self.rank == 0 else index
         self.generation = -1
-        self.group: Any = None
+        self.group: Any = None  # activations
+        self.control: Any = None  # hello / ack / bye
 
     @property
     def gen_key(self) -> str:
@@ -98,6 +104,8 @@ class Link:
         prefix = dist.PrefixStore(f"link/{self.index}/{gen}", self.store)
         try:
             self.group = make_group(self.settings.backend, prefix, self.rank, 2, self.settings.timeout_s)
+            self.control = self.group if self.settings.backend == "gloo" else make_group(
+                "gloo", dist.PrefixStore("control", prefix), self.rank, 2, self.settings.timeout_s)
         except Exception as exc:  # store wait or connect timeout: the peer never joined
             raise PeerFailureError(
                 f"stage {self.stage}: stage {self.peer_stage} did not join link {self.index} "
@@ -105,14 +113,14 @@ class Link:
         self.generation = gen
 
     def _call(self, op: str, tensor: torch.Tensor, tag: int) -> Any:
-        peer = 1 - self.rank
+        group = self.group if tag == TAGS["act"] else self.control
         try:
-            return getattr(self.group, op)([tensor], peer, tag)
+            return getattr(group, op)([tensor], 1 - self.rank, tag)
         except RuntimeError as exc:
             raise self._broken(exc) from exc
 
     def send(self, tensor: torch.Tensor, tag: int) -> Any:
-        """Post a send to the peer; returns the work handle."""
+        """Post a send to the peer (activations on the data group, the rest on control)."""
         return self._call("send", tensor, tag)
 
     def recv(self, tensor: torch.Tensor, tag: int) -> Any:
@@ -150,9 +158,5 @@ class Link:
                     f"{who}: stage {self.peer_stage} did not come back within "
                     f"{self.settings.recovery_timeout_s:.0f} s after: {broken}")
             time.sleep(0.05)
-        self.group = None
+        self.group = self.control = None
         self.connect()
-
-    def close(self) -> None:
-        """Drop the process group (no collective: the peer may already be gone)."""
-        self.group = None
