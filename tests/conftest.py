@@ -18,6 +18,10 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# Tiny models: one intra-op thread is as fast as two and never stalls on a busy core
+# (an OpenMP region waits for every thread, ~15 ms per op when a core is taken).
+torch.set_num_threads(int(os.environ.get("ZEROLOCK_TEST_THREADS", "1")))
+
 
 @pytest.fixture(autouse=True)
 def _seed_everything() -> None:

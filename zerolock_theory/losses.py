@@ -88,6 +88,7 @@ class LossTerms:
     consistency: torch.Tensor  # KL(p_{k-1} ‖ p) forward, KL(p ‖ p_{k-1}) reverse
     ce: torch.Tensor  # CE(e_y, p): the real task loss, for logging
     mask: torch.Tensor  # bool, positions that carry a label
+    log_p: torch.Tensor  # fp32 log-softmax of the logits, [..., V] (all positions)
 
 
 def local_loss_from_logits(
@@ -145,4 +146,5 @@ def local_loss_from_logits(
         consistency=torch.where(mask, consistency, zero),
         ce=torch.where(mask, ce, zero),
         mask=mask,
+        log_p=log_p,
     )

@@ -65,6 +65,7 @@ class StepBase:
                 raise ValueError(f"chunk {k} has no trainable parameters")
         self.optimizers = [_build_optimizer(p, optim) for p in self.params]
         self.capture_gradients = False  # tests: keep each chunk's gradients before the update
+        self.last_log_probs: torch.Tensor | None = None
         self.last_gradients: list[list[torch.Tensor]] = []
 
     # -- helpers ---------------------------------------------------------------------------
@@ -100,6 +101,7 @@ class StepBase:
         normalizer: float,
         backward: bool,
         direction: str | None = None,
+        log_prev: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor | None, dict[str, float]]:
         """Local loss of chunk k, summed over labelled positions / ``normalizer``.
 
@@ -107,14 +109,19 @@ class StepBase:
         backpropagated into ``hidden``'s graph; returns (None, sums). ``backward=False``:
         returns the loss tensor with its graph (one slice) for ``torch.autograd.grad``.
         ``direction`` defaults to the method's; the global loss L always uses "forward" (CE).
+        ``log_prev``: log p_{k-1} already at hand (unsliced only), else recomputed from
+        ``h_prev``. When the loss ran as one slice, ``self.last_log_probs`` keeps log p_k
+        (detached) for the next chunk; otherwise it is None.
         """
         direction = direction or self.method.direction
         leaf = hidden.detach().requires_grad_(True) if backward else hidden
         sums = {"loss": 0.0, "task": 0.0, "consistency": 0.0, "ce": 0.0}
         total = None
-        slices = self._slices(hidden.shape[1]) if backward else [slice(None)]
+        slices = list(self._slices(hidden.shape[1])) if backward else [slice(None)]
+        self.last_log_probs = None
         for s in slices:
-            log_prev = self.prev_log_probs(h_prev[:, s] if h_prev is not None else None, k)
+            if log_prev is None or len(slices) > 1:
+                log_prev = self.prev_log_probs(h_prev[:, s] if h_prev is not None else None, k)
             with self.autocast():
                 logits = self.chunked.readout(leaf[:, s])
             terms = local_loss_from_logits(
@@ -127,6 +134,8 @@ class StepBase:
                 total = loss
             for key in sums:
                 sums[key] += float(getattr(terms, key).detach().sum()) / normalizer
+        if len(slices) == 1:
+            self.last_log_probs = terms.log_p.detach()
         if backward:
             hidden.backward(leaf.grad)
         return total, sums
@@ -196,11 +205,15 @@ class ZeroLockStep(StepBase):
             hidden, ctx = self.chunked.embed(batch["input_ids"], batch.get("attention_mask"))
         metrics: dict[str, float] = {}
         grad_sq = []
+        log_prev = None  # log p_{k-1}, reused from chunk k-1's readout when unsliced
         for k in range(1, self.chunked.num_chunks + 1):
             h_in = hidden.detach()
             with self.autocast():
                 hidden = self.chunked.forward_chunk(k, h_in, ctx)
-            _, sums = self.readout_loss(hidden, h_in, labels, k, self.method.alpha, n, backward=True)
+            _, sums = self.readout_loss(
+                hidden, h_in, labels, k, self.method.alpha, n, backward=True, log_prev=log_prev
+            )
+            log_prev = self.last_log_probs
             self._check(sums["loss"], step, f"chunk {k} local loss")
             grad_sq.append(self._grad_sq(k))
             for key, value in sums.items():
