@@ -150,12 +150,14 @@ class RunConfig:
     checkpoint_every: int = 50
     keep_checkpoints: int = 2
     progress: bool = True
+    threads: int | None = None  # torch intra-op threads; None = torch's default
 
     def __post_init__(self) -> None:
         _require(self.steps >= 1, f"run.steps must be >= 1, got {self.steps}")
         _require(self.eval_every >= 1, "run.eval_every must be >= 1")
         _require(self.checkpoint_every >= 1, "run.checkpoint_every must be >= 1")
         _require(self.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1")
+        _require(self.threads is None or self.threads >= 1, "run.threads must be >= 1")
 
 
 _SECTIONS = {

@@ -88,6 +88,8 @@ def setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwri
         _check_same_run(TrainConfig.from_dict(json.loads((out / "config.json").read_text())), config)
     _prepare_dir(out, resume, overwrite)
     device = resolve_device(config.model.device)
+    if config.run.threads is not None:
+        torch.set_num_threads(config.run.threads)
     torch.manual_seed(config.run.seed)
     model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
     chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
@@ -110,7 +112,9 @@ def setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwri
     return run
 
 
-RESUMABLE_CHANGES = ("run.steps", "run.progress", "run.eval_every", "run.checkpoint_every", "run.keep_checkpoints")
+RESUMABLE_CHANGES = (
+    "run.steps", "run.progress", "run.eval_every", "run.checkpoint_every", "run.keep_checkpoints", "run.threads",
+)
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
