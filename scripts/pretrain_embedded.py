@@ -170,6 +170,14 @@ def heldout_prose_blocks(tokenizer: PreTrainedTokenizerFast, seq_len: int) -> to
     return pack(tokenizer(texts)["input_ids"], tokenizer.eos_token_id, seq_len)
 
 
+def portable_tokenizer_config(out: Path) -> None:
+    """Name the class ``PreTrainedTokenizerFast`` (known to transformers 4 and 5 alike)."""
+    path = out / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    path.write_text(json.dumps(config, indent=2) + "\n")
+
+
 def main() -> None:
     """Build corpus and tokenizer, pretrain, save the model directory and report."""
     args = parse_args()
@@ -193,6 +201,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     model.to(torch.float16).save_pretrained(args.out, safe_serialization=True)
     tokenizer.save_pretrained(args.out)
+    portable_tokenizer_config(args.out)
     model = model.to(torch.float32)
     report = {
         "seed": args.seed, "param_count": n_params, "corpus_files": len(texts),
