@@ -40,7 +40,6 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "schedule": ("optim.schedule", str, "constant, cosine or inv_sqrt (η_0/√(t+1))"),
     "eval_every": ("run.eval_every", int, "steps between held-out evaluations"),
     "checkpoint_every": ("run.checkpoint_every", int, "steps between checkpoints"),
-    "threads": ("run.threads", int, "torch intra-op threads (default: torch's choice)"),
 }
 
 
