@@ -118,8 +118,8 @@ class MethodConfig:
 class OptimConfig:
     """One optimizer per chunk; the learning rate η_t follows ``schedule``."""
 
-    name: str = "sgd"
-    lr: float = 0.05
+    name: str = "adamw"  # "sgd" is the theorem's setting (see recipes/theorem_sgd.toml)
+    lr: float = 1e-3
     schedule: str = "constant"  # constant | cosine (with warmup) | inv_sqrt (η_0/√(t+1), Theorem 1)
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0  # cosine floor as a fraction of lr

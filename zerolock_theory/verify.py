@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from zerolock_theory.sweep import GridPoint, run_grid
 
 __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_points", "verify"]
@@ -45,9 +47,9 @@ class SuiteSpec:
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-QUICK = SuiteSpec(steps=40, seq_len=64, batch_size=4, seeds=(0, 1), lr=1.0, lr_factors=(0.25, 4.0),
+QUICK = SuiteSpec(steps=40, seq_len=64, batch_size=4, seeds=(0, 1), lr=0.1, lr_factors=(0.25, 4.0),
                   eval_every=10, probe_positions=64, gradient_every=5)
-FULL = SuiteSpec(steps=150, seq_len=128, batch_size=8, seeds=(0, 1, 2), lr=1.0,
+FULL = SuiteSpec(steps=150, seq_len=128, batch_size=8, seeds=(0, 1, 2), lr=0.1,
                  lr_factors=(0.125, 0.25, 0.5, 2.0), eval_every=15, probe_positions=128, gradient_every=5)
 
 
@@ -68,7 +70,10 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "method": {"alpha": spec.alpha},
         "optim": {"name": "sgd", "lr": spec.lr, "schedule": "inv_sqrt"},
         "run": {"steps": spec.steps, "eval_every": spec.eval_every, "checkpoint_every": spec.steps,
-                "keep_checkpoints": 1, "progress": False},
+                "keep_checkpoints": 1, "progress": False,
+                # One intra-op thread on CPU: the embedded model's ops are too small to gain from
+                # more, and an OpenMP region stalls ~15 ms per op whenever a core is busy.
+                "threads": 1 if device == "cpu" or (device == "auto" and not torch.cuda.is_available()) else None},
         "probes": probes,
     }
 
