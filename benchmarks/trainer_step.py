@@ -58,7 +58,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     print(f"{'K':>3} {'zl step s':>10} {'bp step s':>10} {'time ratio':>10} "
           f"{'zl peak MiB':>12} {'bp peak MiB':>12} {'mem ratio':>10}")
     for chunks in args.chunks:
