@@ -10,7 +10,8 @@ hooks exactly as the loop calls them (inside ``quiet_mode``), split into:
 * ``readouts (forward)``: the shared p̃ on the probe batch (``probes.batch.readouts``);
 * each probe's ``after_step`` on top of that (store encoding, stability terms, …).
 
-Prints the ratio median(step + probes) / median(plain step) and the cost of each part::
+Prints the ratios median(step + probes) / median(plain step) and the same for the means
+(which count probes that run only every few steps), and the cost of each part::
 
     python3 benchmarks/probe_overhead.py --steps 40
 """
@@ -121,6 +122,8 @@ def main() -> None:
     print(f"instrumented step:     median {statistics.median(times['probed step']) * 1e3:8.1f} ms (training only)")
     print(f"instrumented + probes: median {probed_med * 1e3:8.1f} ms")
     print(f"overhead ratio (median instrumented / median plain): {probed_med / plain_med:.3f}")
+    mean_ratio = statistics.fmean(times["probed"]) / statistics.fmean(times["plain"])
+    print(f"overhead ratio (mean instrumented / mean plain):     {mean_ratio:.3f}")
     print("per-step cost of the probes (mean over timed steps, share of the plain step):")
     for name, values in sorted(parts.items(), key=lambda kv: -sum(kv[1][skip:])):
         mean = statistics.fmean(values[skip:])

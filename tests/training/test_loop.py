@@ -99,7 +99,7 @@ def test_resume_equals_uninterrupted(tmp_path, method):
 def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
     args = ["--out", str(tmp_path / "killed"), "--chunks", "2", "--seq-len", "32", "--batch-size", "2",
             "--steps", "12", "--checkpoint-every", "2", "--eval-every", "4", "--optimizer", "adamw",
-            "--lr", "0.003", "--set", "data.eval_batches=1", "--no-progress"]
+            "--lr", "0.003", "--set", "data.eval_batches=1", "--set", "run.threads=1", "--no-progress"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "zerolock_theory", "train", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -113,7 +113,7 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
     assert main(["train", *args, "--resume"]) == 0
     cfg = load_config(None, ["model.chunks=2", "data.seq_len=32", "data.batch_size=2", "run.steps=12",
                              "run.checkpoint_every=2", "run.eval_every=4", 'optim.name="adamw"',
-                             "optim.lr=0.003", "data.eval_batches=1", "run.progress=false"])
+                             "optim.lr=0.003", "data.eval_batches=1", "run.progress=false", "run.threads=1"])
     train(cfg, tmp_path / "uninterrupted")
     _assert_same_run(tmp_path / "uninterrupted", tmp_path / "killed")
 
