@@ -72,7 +72,7 @@ def test_lemma3_zerolock_step_is_surrogate_gradient_step(tiny_lm, method):
     step.train_step(batch, 0)
     for k, (got, want) in enumerate(zip(step.last_gradients, expected, strict=True), start=1):
         for g, w in zip(got, want, strict=True):
-            torch.testing.assert_close(g.double(), w.double(), atol=1e-6, rtol=1e-4, msg=lambda m: f"chunk {k}: {m}")
+            torch.testing.assert_close(g.double(), w.double(), atol=1e-6, rtol=1e-4, msg=lambda m, k=k: f"chunk {k}: {m}")
     # ω^{t+1} = ω^t − η ∇R̄^t(ω^t): the update is the surrogate's gradient step, block by block
     for ps, b, want in zip(step.params, before, expected, strict=True):
         for p, p0, w in zip(ps, b, want, strict=True):

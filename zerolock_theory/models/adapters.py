@@ -51,6 +51,6 @@ def attach_adapters(chunked: ChunkedLM, settings: LoraSettings) -> None:
         raise ValueError(f"no LoRA target module matched {targets} in {type(chunked.model).__name__}")
 
 
-def trainable_state_dict(model: nn.Module) -> dict[str, "object"]:
+def trainable_state_dict(model: nn.Module) -> dict[str, object]:
     """Name → tensor (detached, contiguous) of every trainable parameter."""
     return {n: p.detach().contiguous() for n, p in model.named_parameters() if p.requires_grad}

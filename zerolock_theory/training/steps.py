@@ -248,7 +248,7 @@ class BackpropStep(StepBase):
         grad_sq = [self._grad_sq(k) for k in range(1, K + 1)]
         for k in range(1, K + 1):
             metrics[f"chunk/{k}/grad_norm_sq"] = grad_sq[k - 1]
-        metrics["chunk/{}/loss".format(K)] = sums["loss"]
+        metrics[f"chunk/{K}/loss"] = sums["loss"]
         metrics["train/final_ce"] = sums["ce"]
         metrics["train/grad_norm_sq"] = sum(grad_sq)
         metrics["train/lr"] = self._update(step, grad_sq)
