@@ -38,6 +38,7 @@ import math
 from typing import Any
 
 from zerolock_theory.cli import CLIError
+from zerolock_theory.training.logger import to_json_value
 
 __all__ = ["parse_distribution", "parse_unit_interval", "register"]
 
@@ -73,22 +74,6 @@ def parse_distribution(text: str, name: str) -> list[float]:
     if abs(total - 1.0) > 1e-6:
         raise CLIError(f"{name}: entries must sum to 1 (within 1e-6), they sum to {total:.10g}")
     return [v / total for v in values]
-
-
-def _jsonable(value: Any) -> Any:
-    """Floats with inf → "inf", NaN → None; tensors to lists; recursive."""
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-    return value
 
 
 def _fmt(value: Any) -> str:
@@ -127,7 +112,7 @@ def run_toy(args: argparse.Namespace) -> int:
     """The two-token check of the review, one-hot and label-smoothed."""
     alpha = parse_unit_interval(args.alpha, "--alpha")
     epsilon = parse_unit_interval(args.epsilon, "--epsilon")
-    result = _jsonable(
+    result = to_json_value(
         {
             "alpha": alpha,
             "p": [0.5, 0.5],
@@ -198,7 +183,7 @@ def run_minimizers(args: argparse.Namespace) -> int:
     epsilon = parse_unit_interval(args.epsilon, "--epsilon")
     y = label_smooth(torch.tensor(p_y, dtype=torch.float64), epsilon)
     q = torch.tensor(p_prev, dtype=torch.float64)
-    result = _jsonable(
+    result = to_json_value(
         {
             "alpha": alpha,
             "epsilon": epsilon,

@@ -17,8 +17,9 @@ import torch
 
 from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig, TrainConfig
 from zerolock_theory.data import DataStream, LMData
-from zerolock_theory.models import ChunkedLM, attach_adapters, load_model
+from zerolock_theory.models import ChunkedLM
 from zerolock_theory.models.loading import torch_dtype
+from zerolock_theory.training.loop import build_components
 from zerolock_theory.training.steps import StepBase
 
 __all__ = ["Stage", "StageStep", "build_stage", "labelled_tokens", "split_batch", "stage_device"]
@@ -97,13 +98,7 @@ def _release_other_chunks(chunked: ChunkedLM, k: int) -> None:
 
 def build_stage(config: TrainConfig, k: int, device: torch.device) -> Stage:
     """Seed, load, chunk, attach adapters and build optimizers as ``setup`` does; keep chunk k."""
-    torch.manual_seed(config.run.seed)
-    model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
-    chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
-    attach_adapters(chunked, config.model.lora)
-    chunked.to(device)
-    data = LMData(config.data, tokenizer)
-    stream = DataStream(data, config.data.batch_size, config.data.seed)
+    chunked, _, data, stream = build_components(config, device)
     step = StageStep(chunked, k, config.method, config.optim, config.model, config.run.steps)
     _release_other_chunks(chunked, k)
     chunked.train()

@@ -22,9 +22,13 @@ class MetricsLogger(Protocol):
 
 
 def to_json_value(value: Any) -> Any:
-    """Floats for JSON: NaN → None (undefined), ±inf → "inf"/"-inf" strings, tensors → numbers."""
-    if hasattr(value, "item") and getattr(value, "numel", lambda: 1)() == 1:
-        value = value.item()
+    """JSON-ready value, recursively: NaN → None (undefined), ±inf → "inf"/"-inf", tensors → numbers/lists."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, dict):
+        return {k: to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
     if isinstance(value, float):
         if math.isnan(value):
             return None

@@ -35,7 +35,7 @@ from zerolock_theory.training.state import (
 )
 from zerolock_theory.training.steps import StepBase, build_step
 
-__all__ = ["Run", "RunExistsError", "RunSummary", "evaluate", "execute", "setup", "train"]
+__all__ = ["Run", "RunExistsError", "RunSummary", "build_components", "evaluate", "execute", "setup", "train"]
 
 TIMING_KEYS = ("train/tokens_per_s", "train/step_time_s")
 
@@ -80,6 +80,18 @@ def _prepare_dir(out: Path, resume: bool, overwrite: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def build_components(config: TrainConfig, device: torch.device) -> tuple[ChunkedLM, Any, LMData, DataStream]:
+    """Seed, load the model, chunk it, attach adapters, build the data: what every process shares."""
+    torch.manual_seed(config.run.seed)
+    model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
+    chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
+    attach_adapters(chunked, config.model.lora)
+    chunked.to(device)
+    data = LMData(config.data, tokenizer)
+    stream = DataStream(data, config.data.batch_size, config.data.seed)
+    return chunked, tokenizer, data, stream
+
+
 def setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Run:
     """Load model and data, attach adapters, restore the latest checkpoint when resuming."""
     out = Path(out)
@@ -90,13 +102,7 @@ def setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwri
     device = resolve_device(config.model.device)
     if config.run.threads is not None:
         torch.set_num_threads(config.run.threads)
-    torch.manual_seed(config.run.seed)
-    model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
-    chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
-    attach_adapters(chunked, config.model.lora)
-    chunked.to(device)
-    data = LMData(config.data, tokenizer)
-    stream = DataStream(data, config.data.batch_size, config.data.seed)
+    chunked, tokenizer, data, stream = build_components(config, device)
     step_fn = build_step(chunked, config.method, config.optim, config.model, config.run.steps)
     start, probe_states = 0, {}
     if checkpoint is not None:
