@@ -49,8 +49,8 @@ class SuiteSpec:
 
 QUICK = SuiteSpec(steps=40, seq_len=64, batch_size=4, seeds=(0, 1), lr=0.1, lr_factors=(0.25, 4.0),
                   eval_every=10, probe_positions=64, gradient_every=5)
-FULL = SuiteSpec(steps=150, seq_len=128, batch_size=8, seeds=(0, 1, 2), lr=0.1,
-                 lr_factors=(0.125, 0.25, 0.5, 2.0), eval_every=15, probe_positions=128, gradient_every=5)
+FULL = SuiteSpec(steps=120, seq_len=64, batch_size=8, seeds=(0, 1, 2), lr=0.1,
+                 lr_factors=(0.25, 4.0), eval_every=15, probe_positions=128, gradient_every=5)
 
 
 def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None) -> dict[str, Any]:
