@@ -4,8 +4,9 @@ Prints, on the embedded model (or ``--model PATH``), for each K in ``--chunks``:
 
 * ZeroLock step time ÷ backprop step time (median over interleaved repetitions);
 * peak saved-for-backward activation bytes per step, ZeroLock ÷ backprop
-  (counted with ``torch.autograd.graph.saved_tensors_hooks``; ZeroLock frees chunk k's graph
-  before chunk k+1 runs, backprop holds all chunks' graphs until its backward).
+  (``SavedTensorMeter``: ``torch.autograd.graph.saved_tensors_hooks``, parameters excluded,
+  shared storage counted once; ZeroLock frees chunk k's graph before chunk k+1 runs, backprop
+  holds all chunks' graphs until its backward).
 
     python3 benchmarks/trainer_step.py --chunks 2 4 --repeats 20
 """
@@ -20,7 +21,7 @@ import time
 import torch
 
 from zerolock_theory.config import TrainConfig
-from zerolock_theory.training.activations import count_saved_activations
+from zerolock_theory.pipeline.memory import SavedTensorMeter
 from zerolock_theory.training.loop import setup
 
 
@@ -40,13 +41,13 @@ def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str) -> dic
 def _one_step(run, step: int) -> tuple[float, int]:
     batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
     run.chunked.train()
-    with count_saved_activations() as counter:
+    with SavedTensorMeter.for_module(run.chunked.model) as meter:
         tic = time.perf_counter()
         run.step_fn.train_step(batch, step)
         if run.device.type == "cuda":
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - tic
-    return elapsed, counter.peak_bytes
+    return elapsed, meter.peak
 
 
 def main() -> None:
