@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from zerolock_theory.data import DataStream, LMData
 from zerolock_theory.models import load_model
 from zerolock_theory.pipeline import PipelineOptions, launch
-from zerolock_theory.pipeline.fixtures import default_model_path, small_config, small_corpus
+from zerolock_theory.pipeline.fixtures import small_config
 from zerolock_theory.training.logger import read_metrics
 from zerolock_theory.training.loop import train
 from zerolock_theory.training.state import latest_checkpoint
@@ -24,20 +24,9 @@ pytestmark = [pytest.mark.distributed]
 STEPS = 4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """The stage processes run one thread each; so does the in-process reference (2 shared
-    cores: a second OpenMP thread only spins against the stage processes)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
-def config(tmp_path_factory):
-    scratch = tmp_path_factory.mktemp("inputs")
-    model, corpus = default_model_path(scratch), str(small_corpus(scratch / "corpus.txt"))
+def config(pipeline_inputs):
+    model, corpus = pipeline_inputs
     return small_config(model, 2, STEPS, method="backprop", data_source=corpus)
 
 

@@ -12,28 +12,16 @@ import re
 import time
 
 import pytest
-import torch
 
 from zerolock_theory.pipeline import PipelineError, PipelineOptions, launch
-from zerolock_theory.pipeline.fixtures import default_model_path, small_config, small_corpus
+from zerolock_theory.pipeline.fixtures import small_config
 
 pytestmark = [pytest.mark.distributed]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """The stage processes run one thread each; so does the in-process reference (2 shared
-    cores: a second OpenMP thread only spins against the stage processes)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
-def config(tmp_path_factory):
-    scratch = tmp_path_factory.mktemp("inputs")
-    model, corpus = default_model_path(scratch), str(small_corpus(scratch / "corpus.txt"))
+def config(pipeline_inputs):
+    model, corpus = pipeline_inputs
     return small_config(model, 2, 4, data_source=corpus)
 
 
