@@ -170,3 +170,13 @@ def test_every_shipped_recipe_loads():
     for recipe in recipes:
         cfg = load_config(Path(str(recipe)))
         assert cfg.run.steps >= 1, recipe.name
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--out", str(out), "--chunks", "2", "--seq-len", "32", "--batch-size", "2", "--steps", "2",
+            "--checkpoint-every", "2", "--set", "data.eval_batches=1", "--no-progress"]
+    assert main(args) == 0
+    (latest_checkpoint(out) / "state.pt").write_bytes(b"truncated")
+    assert main([*args, "--resume"]) == 2
+    assert "cannot read checkpoint" in capsys.readouterr().err

@@ -82,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from zerolock_theory.training.loop import RunExistsError, train
+    from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
 
     saved = args.out / "config.json"
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args, base)
     try:
         summary = train(config, args.out, resume=args.resume, overwrite=args.overwrite)
-    except (RunExistsError, ValueError, NonFiniteLossError) as exc:
+    except (RunExistsError, ValueError, NonFiniteLossError, CheckpointError, FileNotFoundError) as exc:
         raise CLIError(str(exc)) from exc
     start = "n/a" if summary.initial_eval_ce is None else f"{summary.initial_eval_ce:.4f}"
     end = "n/a" if summary.final_eval_ce is None else f"{summary.final_eval_ce:.4f}"
