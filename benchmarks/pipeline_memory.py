@@ -39,7 +39,7 @@ METHODS = ("zerolock", "gpipe", "1f1b")
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, required=True, help="directory for systems.json and the runs")
-    p.add_argument("--model", default=None, help="model directory (default: embedded, else a tiny Llama)")
+    p.add_argument("--model", default="embedded", help="'embedded' or a local model directory")
     p.add_argument("--data", default="embedded", help="data source (see DataConfig.source)")
     p.add_argument("--stages", type=int, nargs="+", default=[2, 4])
     p.add_argument("--micro-batches", type=int, default=8)
@@ -99,17 +99,8 @@ def print_table(systems: dict, stages: list[int]) -> None:
 
 def main() -> None:
     args = parse_args()
-    from zerolock_theory.embedded import embedded_path
-    from zerolock_theory.pipeline.fixtures import tiny_model_dir
-
     args.out.mkdir(parents=True, exist_ok=True)
     model = args.model
-    if model is None:
-        try:
-            embedded_path()
-            model = "embedded"
-        except FileNotFoundError:  # the embedded model's width and vocabulary, random weights
-            model = str(tiny_model_dir(args.out / "tiny-llama", hidden=128, vocab_size=4096))
     systems: dict = {m: {} for m in METHODS}
     for K in args.stages:
         for method in METHODS:

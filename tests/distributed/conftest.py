@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from zerolock_theory.pipeline.fixtures import default_model_path, small_corpus
+from zerolock_theory.pipeline.fixtures import small_corpus
 
 
 @pytest.fixture(scope="module")
 def pipeline_inputs(tmp_path_factory) -> tuple[str, str]:
     """(model path, corpus path): the embedded model and a small local corpus."""
     scratch = tmp_path_factory.mktemp("inputs")
-    return default_model_path(scratch), str(small_corpus(scratch / "corpus.txt"))
+    return "embedded", str(small_corpus(scratch / "corpus.txt"))

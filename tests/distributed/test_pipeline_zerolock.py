@@ -25,7 +25,7 @@ STEPS = 6
 
 @pytest.fixture(scope="module")
 def make_config(pipeline_inputs):
-    """K → a small run config (the embedded model, or a tiny random Llama until it ships)."""
+    """K → a small run config on the embedded model."""
     model, corpus = pipeline_inputs
     return lambda K: small_config(model, K, STEPS, data_source=corpus)
 
