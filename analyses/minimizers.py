@@ -76,9 +76,9 @@ import torch
 from analyses.bootstrap import block_indices, percentile_interval
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
-from zerolock_theory.divergences import cross_entropy, kl, total_variation
-from zerolock_theory.losses import local_loss
-from zerolock_theory.targets import arithmetic_target, geometric_target, label_smooth
+from zerolock_theory.theory.divergences import cross_entropy, kl, total_variation
+from zerolock_theory.theory.losses import local_loss
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth
 
 __all__ = [
     "PRIMARY",

@@ -30,6 +30,7 @@ import torch
 from probes.batch import DEFAULT_N_POSITIONS, readouts
 from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
 from zerolock_theory.training.loop import Run, quiet_mode, setup
+from zerolock_theory.workflows.runs import probed_setup
 
 RECIPE = Path(__file__).resolve().parents[1] / "zerolock_theory" / "recipes" / "probes.toml"
 
@@ -66,15 +67,15 @@ def _timed(run: Run, fn, *args) -> float:
 
 def _probe_hooks(run: Run, step: int, parts: dict[str, list[float]]) -> float:
     """The loop's after_step calls, with the shared readout forward timed on its own."""
-    ctx = run.probe_ctx
+    ctx = run.hook_ctx
     total = 0.0
     with quiet_mode(run.chunked):
-        n = next((getattr(p, "n_positions", None) for p in run.probes), DEFAULT_N_POSITIONS)
-        seed = next((getattr(p, "seed", None) for p in run.probes), None)
+        n = next((getattr(p, "n_positions", None) for p in run.hooks), DEFAULT_N_POSITIONS)
+        seed = next((getattr(p, "seed", None) for p in run.hooks), None)
         t = _timed(run, readouts, ctx, step + 1, n, seed)
         parts["readouts (forward)"].append(t)
         total += t
-        for probe in run.probes:
+        for probe in run.hooks:
             t = _timed(run, probe.after_step, ctx, step, {})
             parts[probe.name].append(t)
             total += t
@@ -92,10 +93,10 @@ def main() -> None:
     plain_cfg = TrainConfig.from_dict({**raw, "probes": {}})
     with tempfile.TemporaryDirectory() as tmp:
         plain = setup(plain_cfg, Path(tmp) / "plain")
-        probed = setup(probed_cfg, Path(tmp) / "probed")
+        probed = probed_setup(probed_cfg, Path(tmp) / "probed")
         with quiet_mode(probed.chunked):
-            for probe in probed.probes:
-                probe.on_start(probed.probe_ctx)
+            for probe in probed.hooks:
+                probe.on_start(probed.hook_ctx)
         plain.chunked.train()
         probed.chunked.train()
         times: dict[str, list[float]] = defaultdict(list)
@@ -108,8 +109,8 @@ def main() -> None:
                 if step >= args.warmup:
                     times["plain" if run is plain else "probed"].append(train + hooks)
                     times["probed step" if run is probed else "plain step"].append(train)
-        for probe in probed.probes:
-            probe.on_end(probed.probe_ctx)
+        for probe in probed.hooks:
+            probe.on_end(probed.hook_ctx)
     skip = args.warmup
     plain_med = statistics.median(times["plain"])
     probed_med = statistics.median(times["probed"])

@@ -23,8 +23,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from probes.protocol import ProbeContext
-from zerolock_theory.targets import label_smooth, one_hot
+from zerolock_theory.training.hooks import HookContext
+from zerolock_theory.theory.targets import label_smooth, one_hot
 
 __all__ = [
     "DEFAULT_N_POSITIONS",
@@ -72,7 +72,7 @@ def _write_json(path: Any, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def probe_batch(ctx: ProbeContext, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None) -> ProbeBatch:
+def probe_batch(ctx: HookContext, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None) -> ProbeBatch:
     """The run's probe batch (built, saved to ``probe_batch.json`` and cached on first use)."""
     seed = ctx.config.run.seed if seed is None else int(seed)
     cached: ProbeBatch | None = ctx.cache.get(_BATCH_KEY)
@@ -106,7 +106,7 @@ def probe_batch(ctx: ProbeContext, n_positions: int = DEFAULT_N_POSITIONS, seed:
 
 
 @torch.no_grad()
-def _compute_readouts(ctx: ProbeContext, batch: ProbeBatch) -> torch.Tensor:
+def _compute_readouts(ctx: HookContext, batch: ProbeBatch) -> torch.Tensor:
     chunked = ctx.chunked
     with ctx.step_fn.autocast():
         hiddens = chunked.hiddens(batch.input_ids, batch.attention_mask)
@@ -123,7 +123,7 @@ def _compute_readouts(ctx: ProbeContext, batch: ProbeBatch) -> torch.Tensor:
 
 
 def readouts(
-    ctx: ProbeContext, step: int, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None
+    ctx: HookContext, step: int, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None
 ) -> torch.Tensor:
     """log p̃ at ω^step on the probe batch: float32 [K+1, N, V], computed once per ``step``.
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch
-from probes.protocol import ProbeContext
+from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
 
 __all__ = ["GradientProbe", "gradient_metrics"]
@@ -78,31 +78,31 @@ class GradientProbe:
     def _due(self, t: int) -> bool:
         return t < self.total_steps and (self.backprop or t % self.every == 0)
 
-    def _measure(self, ctx: ProbeContext, t: int) -> dict[str, float | None]:
+    def _measure(self, ctx: HookContext, t: int) -> dict[str, float | None]:
         batch = probe_batch(ctx, self.n_positions, self.seed).as_dict()
         with torch.enable_grad():
             glob = ctx.step_fn.global_gradient(batch)
             loc = ctx.step_fn.local_gradients(batch) if t % self.every == 0 else None
         return gradient_metrics(glob, loc)
 
-    def on_start(self, ctx: ProbeContext) -> None:
+    def on_start(self, ctx: HookContext) -> None:
         """Measure at ω^{start} for the first record (recomputed on resume)."""
         self.total_steps = ctx.config.run.steps
         self.backprop = ctx.config.method.name == "backprop"
         start = ctx.start_step
         self.pending = self._measure(ctx, start) if self._due(start) else {}
 
-    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         """Log the values at ω^t; measure at ω^{t+1} when due for the next record."""
         out, self.pending = self.pending, {}
         if self._due(step + 1):
             self.pending = self._measure(ctx, step + 1)
         return dict(out)
 
-    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
+    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
         """Nothing to save: ``on_start`` re-measures at the resumed step."""
         return {}
 
-    def on_end(self, ctx: ProbeContext) -> None:
+    def on_end(self, ctx: HookContext) -> None:
         """Drop a pending measurement."""
         self.pending = {}

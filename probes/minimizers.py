@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
-from probes.protocol import ProbeContext
+from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
 
 __all__ = ["MinimizerProbe", "minimizer_metrics"]
@@ -96,11 +96,11 @@ class MinimizerProbe:
         if not 0.0 < self.epsilon < 1.0:
             raise ValueError(f"minimizers.epsilon must lie in (0, 1), got {self.epsilon}")
 
-    def on_start(self, ctx: ProbeContext) -> None:
+    def on_start(self, ctx: HookContext) -> None:
         """Fix the probe batch."""
         probe_batch(ctx, self.n_positions, self.seed)
 
-    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         """Metrics at ω^{t+1} every ``every`` steps."""
         if step % self.every:
             return {}
@@ -111,9 +111,9 @@ class MinimizerProbe:
         with torch.no_grad():
             return minimizer_metrics(log_p, labels, eps_g, method.epsilon, method.alpha, method.direction)
 
-    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
+    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
         """Stateless."""
         return {}
 
-    def on_end(self, ctx: ProbeContext) -> None:
+    def on_end(self, ctx: HookContext) -> None:
         """Nothing to release."""

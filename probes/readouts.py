@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, readouts
-from probes.protocol import ProbeContext
+from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
 from probes.store import HEADER, ReadoutStore, ReadoutWriter, payload_bytes
 
@@ -89,12 +89,12 @@ class ReadoutLogger:
     def _due(self, t: int) -> bool:
         return t % self.every == 0 or t == self.total_steps
 
-    def _write(self, ctx: ProbeContext, t: int) -> None:
+    def _write(self, ctx: HookContext, t: int) -> None:
         assert self.writer is not None
         log_p = readouts(ctx, t, self.n_positions, self.seed)
         self.writer.append(t, encode(log_p, self.writer.meta))
 
-    def on_start(self, ctx: ProbeContext) -> None:
+    def on_start(self, ctx: HookContext) -> None:
         """Open (and on resume truncate) the store; write p̃ at the start step."""
         self.total_steps = ctx.config.run.steps
         start = ctx.start_step
@@ -113,20 +113,20 @@ class ReadoutLogger:
         if self._due(start) and start not in self.writer.steps:
             self._write(ctx, start)
 
-    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         """Record p̃^{t+1} when due; no metrics."""
         if self._due(step + 1):
             self._write(ctx, step + 1)
         return {}
 
-    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
+    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
         """Sync the store; the resumable state is the last stored step."""
         if self.writer is None:
             return {}
         self.writer.sync()
         return {"last_step": self.writer.steps[-1] if self.writer.steps else None}
 
-    def on_end(self, ctx: ProbeContext) -> None:
+    def on_end(self, ctx: HookContext) -> None:
         """Close the store."""
         if self.writer is not None:
             self.writer.close()

@@ -1,28 +1,28 @@
-"""Probe names → factories. The run config's ``[probes]`` table selects and configures them."""
+"""Hook names → factories. The run config's ``[probes]`` table selects and configures them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from probes.protocol import Probe
+from zerolock_theory.training.hooks import Hook
 
 __all__ = ["PROBES", "build_probes", "register"]
 
-PROBES: dict[str, Callable[..., Probe]] = {}
+PROBES: dict[str, Callable[..., Hook]] = {}
 
 
-def register(name: str) -> Callable[[Callable[..., Probe]], Callable[..., Probe]]:
+def register(name: str) -> Callable[[Callable[..., Hook]], Callable[..., Hook]]:
     """Class decorator: make a probe available under ``name``."""
 
-    def wrap(factory: Callable[..., Probe]) -> Callable[..., Probe]:
+    def wrap(factory: Callable[..., Hook]) -> Callable[..., Hook]:
         PROBES[name] = factory
         return factory
 
     return wrap
 
 
-def build_probes(table: dict[str, dict[str, Any]]) -> list[Probe]:
+def build_probes(table: dict[str, dict[str, Any]]) -> list[Hook]:
     """Instantiate the probes named in ``table`` (``enabled = false`` skips one)."""
     _load_builtin()
     out = []

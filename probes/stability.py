@@ -12,7 +12,7 @@ per chunk k and in total: φ_t, ‖Δp̃_t‖², ρ_t = max(φ_t, 0)/‖Δp̃_t�
 R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) and the remainder (actual − φ_t). p̃^t is rows 0..K-1 of the
 readouts at ω^t (kept from the previous ``after_step``, or computed by ``on_start``),
 p̃^{t+1} rows 0..K-1 at ω^{t+1}, and the chunk outputs p_k(ω^t) rows 1..K at ω^t, held
-fixed. α comes from ``method.alpha``. The formulas are ``zerolock_theory.stability``'s.
+fixed. α comes from ``method.alpha``. The formulas are ``zerolock_theory.theory.stability``'s.
 
 Undefined values are null, never NaN: ρ = 0/0 (Δp_{k-1} = 0, e.g. chunk 1 with the frozen
 embedding readout p_0). Resumable without state: ``on_start`` recomputes p̃ at the start.
@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
-from probes.protocol import ProbeContext
+from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
-from zerolock_theory.stability import StabilityTerms, as_metric, stability_terms
+from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
 
 __all__ = ["FIELDS", "StabilityProbe", "stability_metrics"]
 
@@ -72,11 +72,11 @@ class StabilityProbe:
         self.previous: torch.Tensor | None = None  # p̃ at ω^t (float64) when step t is due
         self.targets: dict[str, torch.Tensor] = {}
 
-    def _probs(self, ctx: ProbeContext, t: int) -> torch.Tensor:
+    def _probs(self, ctx: HookContext, t: int) -> torch.Tensor:
         """p̃ at ω^t as float64 probabilities [K+1, N, V] (exponentiated once, used twice)."""
         return readouts(ctx, t, self.n_positions, self.seed).double().exp()
 
-    def _targets(self, ctx: ProbeContext, vocab: int) -> dict[str, torch.Tensor]:
+    def _targets(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
         """p_y per objective, [N, V] float64."""
         if not self.targets:
             method = ctx.config.method
@@ -85,12 +85,12 @@ class StabilityProbe:
             self.targets = {obj: label_targets(labels, vocab, e) for obj, e in eps.items()}
         return self.targets
 
-    def on_start(self, ctx: ProbeContext) -> None:
+    def on_start(self, ctx: HookContext) -> None:
         """Keep p̃ at the start step (recomputed on resume)."""
         start = ctx.start_step
         self.previous = self._probs(ctx, start) if start % self.every == 0 else None
 
-    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         """The terms of step t from p̃^t (kept) and p̃^{t+1} (now)."""
         out: dict[str, Any] = {}
         due_now, due_next = step % self.every == 0, (step + 1) % self.every == 0
@@ -100,7 +100,7 @@ class StabilityProbe:
         self.previous = current if due_next else None
         return out
 
-    def terms(self, ctx: ProbeContext, before: torch.Tensor, after: torch.Tensor) -> dict[str, Any]:
+    def terms(self, ctx: HookContext, before: torch.Tensor, after: torch.Tensor) -> dict[str, Any]:
         """Metrics of one step from p̃ at ω^t (``before``) and ω^{t+1} (``after``): float64 [K+1, N, V]."""
         alpha = ctx.config.method.alpha
         targets = self._targets(ctx, before.shape[-1])
@@ -118,10 +118,10 @@ class StabilityProbe:
             out.update(stability_metrics(terms, objective))
         return out
 
-    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]:
+    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
         """Nothing to save: ``on_start`` recomputes p̃ at the resumed step."""
         return {}
 
-    def on_end(self, ctx: ProbeContext) -> None:
+    def on_end(self, ctx: HookContext) -> None:
         """Drop the kept readouts."""
         self.previous = None

@@ -5,9 +5,9 @@ Names follow ``MATH.md``: chunks k = 1..K, readouts p_k, targets m_k (arithmetic
 the paper analyses).
 """
 
-from zerolock_theory.divergences import cross_entropy, entropy, jensen_shannon, kl, total_variation
-from zerolock_theory.losses import DegenerateObjectiveError, local_loss, local_loss_from_logits
-from zerolock_theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.divergences import cross_entropy, entropy, jensen_shannon, kl, total_variation
+from zerolock_theory.theory.losses import DegenerateObjectiveError, local_loss, local_loss_from_logits
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
 
 __version__ = "0.1.0"
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from zerolock_theory.cli import main
-from zerolock_theory.verify import FULL, QUICK, suite_points
+from zerolock_theory.workflows.verify import FULL, QUICK, suite_points
 
 
 def test_suite_has_every_required_run():

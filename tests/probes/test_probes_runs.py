@@ -18,7 +18,8 @@ from probes.readouts import ReadoutStore
 from probes.registry import register
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.training.logger import read_metrics
-from zerolock_theory.training.loop import TIMING_KEYS, train
+from zerolock_theory.training.loop import TIMING_KEYS
+from zerolock_theory.workflows.runs import probed_train as train
 
 MODEL = "embedded"
 N, K, STEPS, ALPHA = 32, 2, 5, 0.5

@@ -11,12 +11,12 @@ import torch
 from probes.batch import probe_batch
 from probes.gradients import gradient_metrics
 from probes.minimizers import minimizer_metrics
-from probes.protocol import ProbeContext
+from zerolock_theory.training.hooks import HookContext
 from probes.registry import build_probes
 from probes.stability import StabilityProbe
 from zerolock_theory.config import TrainConfig, load_config
-from zerolock_theory.divergences import kl, total_variation
-from zerolock_theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.divergences import kl, total_variation
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
 from zerolock_theory.training.logger import to_json_value
 
 V, N, K = 12, 6, 3
@@ -31,9 +31,9 @@ class FakeData:
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": torch.randint(0, V, (1, n_positions), generator=g)}
 
 
-def _ctx(tmp_path, **method) -> ProbeContext:
+def _ctx(tmp_path, **method) -> HookContext:
     config = TrainConfig.from_dict({"method": method})
-    return ProbeContext(config, tmp_path, None, None, FakeData(), torch.device("cpu"))
+    return HookContext(config, tmp_path, None, None, FakeData(), torch.device("cpu"))
 
 
 def _log_p(seed: int) -> torch.Tensor:

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import alphas, epsilons
 
-from zerolock_theory.divergences import cross_entropy
-from zerolock_theory.losses import DegenerateObjectiveError, local_loss, local_loss_from_logits
-from zerolock_theory.targets import label_smooth, one_hot
+from zerolock_theory.theory.divergences import cross_entropy
+from zerolock_theory.theory.losses import DegenerateObjectiveError, local_loss, local_loss_from_logits
+from zerolock_theory.theory.targets import label_smooth, one_hot
 
 
 def _inputs(seed: int, shape: tuple[int, ...], vocab: int, dtype: torch.dtype):

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import distribution, interior_alphas, loss_case, vocab_sizes
 
-from zerolock_theory.losses import DegenerateObjectiveError
-from zerolock_theory.minimize import loss_domain, minimize_local_loss, minimize_on_simplex
-from zerolock_theory.targets import arithmetic_target, geometric_target
+from zerolock_theory.theory.losses import DegenerateObjectiveError
+from zerolock_theory.theory.minimize import loss_domain, minimize_local_loss, minimize_on_simplex
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
 TOL = 1e-5
 

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import distribution, interior_alphas, loss_case, one_hot_case, vocab_sizes
 
-from zerolock_theory.minimize import minimize_on_simplex
-from zerolock_theory.mirror import (
+from zerolock_theory.theory.minimize import minimize_on_simplex
+from zerolock_theory.theory.mirror import (
     entropy_mirror_step,
     euclidean_mirror_step,
     grad_forward_ce,
@@ -21,7 +21,7 @@ from zerolock_theory.mirror import (
     mirror_objective,
     project_to_simplex,
 )
-from zerolock_theory.targets import arithmetic_target, geometric_target
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
 TOL = 1e-5
 

@@ -8,16 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import alphas, epsilons
 
-from zerolock_theory.divergences import entropy
-from zerolock_theory.losses import local_loss
-from zerolock_theory.surrogate import (
+from zerolock_theory.theory.divergences import entropy
+from zerolock_theory.theory.losses import local_loss
+from zerolock_theory.theory.surrogate import (
     chunk_surrogate_terms,
     frozen_targets,
     implemented_surrogate,
     paper_surrogate,
     surrogate,
 )
-from zerolock_theory.targets import geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import geometric_target, label_smooth, one_hot
 
 DIRECTION = {"paper": "reverse", "implemented": "forward"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from zerolock_theory.symbolic import (
+from zerolock_theory.theory.symbolic import (
     Derivation,
     all_derivations,
     mirror_counterexample,

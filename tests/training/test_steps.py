@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig
-from zerolock_theory.divergences import kl
+from zerolock_theory.theory.divergences import kl
 from zerolock_theory.models import ChunkedLM, attach_adapters
-from zerolock_theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
 from zerolock_theory.training.steps import build_step
 
 V = 64

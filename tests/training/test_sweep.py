@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from zerolock_theory.cli import main
-from zerolock_theory.sweep import expand_grid, is_complete, parse_axis, run_grid
+from zerolock_theory.workflows.sweep import expand_grid, is_complete, parse_axis, run_grid
 from zerolock_theory.training.logger import read_metrics
 
 

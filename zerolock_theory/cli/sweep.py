@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
-    from zerolock_theory.sweep import expand_grid, parse_axis, run_grid
+    from zerolock_theory.workflows.sweep import expand_grid, parse_axis, run_grid
 
     try:
         base = apply_overrides(read_recipe(args.config) if args.config else {}, args.overrides)

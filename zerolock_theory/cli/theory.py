@@ -13,7 +13,7 @@ Sub-commands (all print text, or one JSON object with ``--json``):
 
 ``zerolock theory minimizers --p-y 0.7,0.2,0.1 --p-prev 0.2,0.5,0.3 --alpha 0.3 [--epsilon E] [--json]``
     Closed-form minimizers (arithmetic m_k of ℓ^F, geometric g_k of ℓ^R) next to numerical
-    minimizers (``zerolock_theory.minimize``, which never uses the closed forms). p_y is
+    minimizers (``zerolock_theory.theory.minimize``, which never uses the closed forms). p_y is
     label-smoothed with ε = E (default 0). JSON keys: ``alpha``, ``epsilon``, ``p_y`` (after
     smoothing), ``p_prev``, and ``forward`` / ``reverse``, each with ``closed_form_name``,
     ``closed_form``, ``numerical``, ``max_abs_error``, ``converged``, ``loss_at_minimum``,
@@ -22,7 +22,7 @@ Sub-commands (all print text, or one JSON object with ``--json``):
     g_k is undefined (p_y and p_{k-1} with disjoint supports).
 
 ``zerolock theory derive [--pretty]``
-    The sympy derivations of ``zerolock_theory.symbolic``, each marked PASS or FAIL; exit
+    The sympy derivations of ``zerolock_theory.theory.symbolic``, each marked PASS or FAIL; exit
     status 1 if any fails.
 
 In JSON, infinities are the strings "inf" / "-inf" and undefined values are null.
@@ -89,9 +89,9 @@ def _fmt(value: Any) -> str:
 def _toy_case(alpha: float, epsilon: float) -> dict[str, Any]:
     import torch
 
-    from zerolock_theory.divergences import cross_entropy, kl
-    from zerolock_theory.losses import local_loss
-    from zerolock_theory.targets import arithmetic_target, geometric_target, label_smooth
+    from zerolock_theory.theory.divergences import cross_entropy, kl
+    from zerolock_theory.theory.losses import local_loss
+    from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth
 
     p_y = label_smooth(torch.tensor([1.0, 0.0], dtype=torch.float64), epsilon)
     p = p_prev = torch.tensor([0.5, 0.5], dtype=torch.float64)
@@ -137,9 +137,9 @@ def _minimizer_report(y, q, alpha: float, direction: str) -> dict[str, Any]:
     """Closed form, numerical minimizer, their gap and loss values for one direction."""
     import torch
 
-    from zerolock_theory.losses import local_loss
-    from zerolock_theory.minimize import minimize_local_loss
-    from zerolock_theory.targets import arithmetic_target, geometric_target
+    from zerolock_theory.theory.losses import local_loss
+    from zerolock_theory.theory.minimize import minimize_local_loss
+    from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
     degenerate = direction == "reverse" and alpha > 0 and bool((y == 0).any())
     report: dict[str, Any] = {"closed_form_name": "arithmetic m_k", "degenerate": degenerate}
@@ -173,7 +173,7 @@ def run_minimizers(args: argparse.Namespace) -> int:
     """Closed-form vs numerical minimizers of ℓ^F and ℓ^R for one position."""
     import torch
 
-    from zerolock_theory.targets import label_smooth
+    from zerolock_theory.theory.targets import label_smooth
 
     p_y = parse_distribution(args.p_y, "--p-y")
     p_prev = parse_distribution(args.p_prev, "--p-prev")
@@ -222,7 +222,7 @@ def run_minimizers(args: argparse.Namespace) -> int:
 
 def run_derive(args: argparse.Namespace) -> int:
     """Print every sympy derivation with PASS/FAIL; status 1 if any fails."""
-    from zerolock_theory.symbolic import all_derivations
+    from zerolock_theory.theory.symbolic import all_derivations
 
     derivations = all_derivations()
     for derivation in derivations:

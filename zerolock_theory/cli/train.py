@@ -81,7 +81,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerolock_theory.training.loop import RunExistsError, train
+    from zerolock_theory.training.loop import RunExistsError
+    from zerolock_theory.workflows.runs import probed_train
     from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
 
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     base = json.loads(saved.read_text()) if args.resume and saved.is_file() and not args.config else None
     config = config_from_args(args, base)
     try:
-        summary = train(config, args.out, resume=args.resume, overwrite=args.overwrite)
+        summary = probed_train(config, args.out, resume=args.resume, overwrite=args.overwrite)
     except (RunExistsError, ValueError, NonFiniteLossError, CheckpointError, FileNotFoundError) as exc:
         raise CLIError(str(exc)) from exc
     start = "n/a" if summary.initial_eval_ce is None else f"{summary.initial_eval_ce:.4f}"

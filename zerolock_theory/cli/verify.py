@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _spec(args: argparse.Namespace):
-    from zerolock_theory.verify import FULL, QUICK
+    from zerolock_theory.workflows.verify import FULL, QUICK
 
     spec = QUICK if args.quick else FULL
     changes = {}
@@ -56,7 +56,7 @@ def _spec(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from zerolock_theory.training.steps import NonFiniteLossError
-    from zerolock_theory.verify import verify
+    from zerolock_theory.workflows.verify import verify
 
     dtype, autocast = "float32", None
     if args.dtype in ("bfloat16", "float16"):

@@ -117,6 +117,6 @@ def split_batch(batch: dict[str, torch.Tensor], micro_batches: int) -> list[dict
 
 def labelled_tokens(batch: dict[str, torch.Tensor]) -> int:
     """Positions with a label: the normaliser n of the step's loss."""
-    from zerolock_theory.losses import IGNORE_INDEX
+    from zerolock_theory.theory.losses import IGNORE_INDEX
 
     return max(1, int((batch["labels"] != IGNORE_INDEX).sum()))

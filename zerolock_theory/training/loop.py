@@ -1,7 +1,7 @@
 """The one training loop: ``setup`` builds a ``Run``, ``execute`` runs it.
 
-ZeroLock and backprop differ only in ``Run.step_fn`` (see ``steps.py``). Probes attach
-through ``probes.protocol``; the loop names none of them.
+ZeroLock and backprop differ only in ``Run.step_fn`` (see ``steps.py``). Instruments attach
+through the hook protocol of ``hooks.py``; the caller builds them and the loop names none.
 """
 
 from __future__ import annotations
@@ -10,19 +10,18 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from probes.protocol import Probe, ProbeContext
-from probes.registry import build_probes
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.data import DataStream, LMData
-from zerolock_theory.losses import IGNORE_INDEX
+from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
+from zerolock_theory.training.hooks import Hook, HookContext
 from zerolock_theory.training.logger import JsonlLogger
 from zerolock_theory.training.manifest import write_manifest
 from zerolock_theory.training.state import (
@@ -55,8 +54,8 @@ class Run:
     data: LMData
     stream: DataStream
     step_fn: StepBase
-    probes: list[Probe]
-    probe_ctx: ProbeContext
+    hooks: list[Hook]
+    hook_ctx: HookContext
     start_step: int = 0
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
@@ -92,8 +91,19 @@ def build_components(config: TrainConfig, device: torch.device) -> tuple[Chunked
     return chunked, tokenizer, data, stream
 
 
-def setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Run:
-    """Load model and data, attach adapters, restore the latest checkpoint when resuming."""
+def setup(
+    config: TrainConfig,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    hooks: Sequence[Hook] = (),
+) -> Run:
+    """Load model and data, attach adapters, restore the latest checkpoint when resuming.
+
+    ``hooks`` are the instruments the loop drives (``hooks.py``); the CLI passes the probes
+    of the config's ``[probes]`` table.
+    """
     out = Path(out)
     checkpoint = latest_checkpoint(out) if resume and out.exists() else None
     if resume and (out / "config.json").is_file():
@@ -111,10 +121,9 @@ def setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwri
         start, probe_states = state.step, state.extra.get("probes", {})
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     write_manifest(out, device)
-    probes = build_probes(config.probes)
-    ctx = ProbeContext(config, out, chunked, step_fn, data, device, start)
-    run = Run(config, out, chunked, tokenizer, data, stream, step_fn, probes, ctx, start, device)
-    run.probe_ctx.resume_state = probe_states
+    ctx = HookContext(config, out, chunked, step_fn, data, device, start)
+    run = Run(config, out, chunked, tokenizer, data, stream, step_fn, list(hooks), ctx, start, device)
+    run.hook_ctx.resume_state = probe_states
     return run
 
 
@@ -190,7 +199,7 @@ def evaluate(run: Run) -> dict[str, float]:
 
 def _checkpoint(run: Run, step: int) -> None:
     with quiet_mode(run.chunked):
-        extra = {"probes": {p.name: p.on_checkpoint(run.probe_ctx, step) for p in run.probes}}
+        extra = {"probes": {h.name: h.on_checkpoint(run.hook_ctx, step) for h in run.hooks}}
     params = {n: p for n, p in run.chunked.model.named_parameters() if p.requires_grad}
     state = TrainState(
         step, params, [o.state_dict() for o in run.step_fn.optimizers], capture_rng(), run.stream.state_dict(), extra
@@ -207,8 +216,8 @@ def execute(run: Run) -> RunSummary:
     t_start = time.perf_counter()
     initial = final = None
     with quiet_mode(run.chunked):
-        for probe in run.probes:
-            probe.on_start(run.probe_ctx)
+        for hook in run.hooks:
+            hook.on_start(run.hook_ctx)
         if run.start_step == 0:
             initial = evaluate(run)["eval/ce"]
     bar = tqdm(total=cfg.steps, initial=run.start_step, disable=not cfg.progress, desc="train", unit="step")
@@ -229,8 +238,8 @@ def execute(run: Run) -> RunSummary:
                 if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
                     record.update(evaluate(run))
                     final = record["eval/ce"]
-                for probe in run.probes:
-                    record.update(probe.after_step(run.probe_ctx, step, record))
+                for hook in run.hooks:
+                    record.update(hook.after_step(run.hook_ctx, step, record))
             logger.log(record)
             bar.update(1)
             bar.set_postfix(loss=f"{record['train/final_ce']:.3f}", tok_s=f"{record['train/tokens_per_s']:.0f}")
@@ -241,12 +250,19 @@ def execute(run: Run) -> RunSummary:
         bar.close()
         logger.close()
         with quiet_mode(run.chunked):
-            for probe in run.probes:
-                probe.on_end(run.probe_ctx)
+            for hook in run.hooks:
+                hook.on_end(run.hook_ctx)
     seconds = time.perf_counter() - t_start
     return RunSummary(run.run_dir, cfg.steps, initial, final, seconds)
 
 
-def train(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> RunSummary:
+def train(
+    config: TrainConfig,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    hooks: Sequence[Hook] = (),
+) -> RunSummary:
     """``setup`` then ``execute``."""
-    return execute(setup(config, out, resume=resume, overwrite=overwrite))
+    return execute(setup(config, out, resume=resume, overwrite=overwrite, hooks=hooks))

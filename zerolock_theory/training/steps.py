@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig
-from zerolock_theory.losses import IGNORE_INDEX, local_loss_from_logits
+from zerolock_theory.theory.losses import IGNORE_INDEX, local_loss_from_logits
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.training.schedules import learning_rate
 

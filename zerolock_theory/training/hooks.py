@@ -1,6 +1,8 @@
-"""The probe protocol: the only way instruments attach to the training loop.
+"""The hook protocol: the only way instruments attach to the training loop.
 
-The loop calls, for every probe in the run config:
+The caller hands ``setup(config, out, hooks=...)`` a list of hooks (the CLI builds the
+probes named in the run config's ``[probes]`` table; see ``probes.registry``). The loop calls,
+for every hook:
 
 * ``on_start(ctx)`` once, after setup (``ctx.start_step`` > 0 on resume);
 * ``after_step(ctx, step, metrics)`` after update ``step`` (ω^t → ω^{t+1}); it returns a
@@ -10,7 +12,7 @@ The loop calls, for every probe in the run config:
 * ``on_end(ctx)`` once, also when training fails.
 
 The loop runs every hook in eval mode, under a forked RNG, with gradients of the trained
-parameters left untouched, so probes cannot change training.
+parameters left untouched, so hooks cannot change training.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Probe", "ProbeContext"]
+__all__ = ["Hook", "HookContext"]
 
 
 @dataclass
-class ProbeContext:
-    """What a probe may read: the run's objects, never its optimizers."""
+class HookContext:
+    """What a hook may read: the run's objects, never its optimizers."""
 
     config: Any  # TrainConfig
     run_dir: Path
@@ -33,20 +35,20 @@ class ProbeContext:
     data: Any  # LMData: eval and probe batches
     device: Any
     start_step: int = 0
-    resume_state: dict[str, Any] = field(default_factory=dict)  # probe name -> its saved state
+    resume_state: dict[str, Any] = field(default_factory=dict)  # hook name -> its saved state
     cache: dict[str, Any] = field(default_factory=dict)  # shared per-step results (e.g. readouts)
 
 
 @runtime_checkable
-class Probe(Protocol):
-    """An instrument driven by the loop."""
+class Hook(Protocol):
+    """An instrument driven by the loop (every probe is one)."""
 
     name: str
 
-    def on_start(self, ctx: ProbeContext) -> None: ...
+    def on_start(self, ctx: HookContext) -> None: ...
 
-    def after_step(self, ctx: ProbeContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]: ...
+    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]: ...
 
-    def on_checkpoint(self, ctx: ProbeContext, step: int) -> dict[str, Any]: ...
+    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]: ...
 
-    def on_end(self, ctx: ProbeContext) -> None: ...
+    def on_end(self, ctx: HookContext) -> None: ...

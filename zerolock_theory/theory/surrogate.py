@@ -24,8 +24,8 @@ from typing import Literal
 
 import torch
 
-from zerolock_theory.divergences import kl
-from zerolock_theory.targets import arithmetic_target, geometric_target
+from zerolock_theory.theory.divergences import kl
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
 __all__ = [
     "OBJECTIVES",

@@ -7,7 +7,7 @@ The suite (MATH.md names):
   Theorem 1, all probes on: the rate fits and the 2×2 minimizer table;
 * a learning-rate sweep of ZeroLock forward and reverse: the scaling slope of ρ_t.
 
-Runs go one after another through ``zerolock_theory.sweep.run_grid``, so an interrupted
+Runs go one after another through ``zerolock_theory.workflows.sweep.run_grid``, so an interrupted
 verify resumes: complete runs are skipped, a half-written run resumes.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from zerolock_theory.sweep import GridPoint, run_grid
+from zerolock_theory.workflows.sweep import GridPoint, run_grid
 
 __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_points", "verify"]
 

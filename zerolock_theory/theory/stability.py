@@ -31,8 +31,8 @@ from typing import Literal
 
 import torch
 
-from zerolock_theory.surrogate import check_objective
-from zerolock_theory.targets import arithmetic_target, geometric_target
+from zerolock_theory.theory.surrogate import check_objective
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
 __all__ = ["StabilityTerms", "as_metric", "chunk_divergence", "stability_terms"]
 

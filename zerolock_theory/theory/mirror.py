@@ -25,7 +25,7 @@ from typing import Literal
 
 import torch
 
-from zerolock_theory.divergences import kl
+from zerolock_theory.theory.divergences import kl
 
 __all__ = [
     "entropy_mirror_step",

@@ -22,7 +22,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-from zerolock_theory.divergences import cross_entropy, kl
+from zerolock_theory.theory.divergences import cross_entropy, kl
 
 __all__ = [
     "DIRECTIONS",

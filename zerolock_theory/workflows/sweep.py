@@ -17,7 +17,7 @@ from typing import Any
 
 from zerolock_theory.config import TrainConfig, apply_overrides
 from zerolock_theory.training.logger import read_metrics
-from zerolock_theory.training.loop import train
+from zerolock_theory.workflows.runs import probed_train
 
 __all__ = ["GridPoint", "expand_grid", "is_complete", "parse_axis", "run_grid"]
 
@@ -90,7 +90,7 @@ def run_grid(
             continue
         resume = run_dir.exists() and any(run_dir.iterdir())
         log(f"[{i}/{len(points)}] {point.name}: {'resuming' if resume else 'starting'}")
-        summary = train(config, run_dir, resume=resume)
+        summary = probed_train(config, run_dir, resume=resume)
         log(f"[{i}/{len(points)}] {point.name}: held-out CE {summary.initial_eval_ce} -> "
             f"{summary.final_eval_ce} in {summary.seconds:.1f}s")
     return run_dirs
