@@ -188,7 +188,10 @@ class LMData:
         blocks = pack_blocks(token_lists, eos, width)
         n_blocks = len(blocks)
         self.n_eval: int = max(1, math.ceil(config.eval_fraction * n_blocks))
-        self.n_train: int = n_blocks - self.n_eval
+        self.n_train: int = max(0, n_blocks - self.n_eval)
+        if n_blocks == 0:
+            raise ValueError(f"the corpus is too short: it gives no block of {width} tokens "
+                             "(seq_len + 1); use more text or a smaller data.seq_len")
         need_eval = config.eval_batches * config.batch_size
         if self.n_train < config.batch_size or self.n_eval < need_eval:
             raise ValueError(

@@ -8,6 +8,7 @@ Errors the user can fix raise ``CLIError``; ``main`` prints one line and exits w
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,15 @@ COMMANDS: tuple[str, ...] = ("verify", "train", "sweep", "analyze", "report", "t
 
 class CLIError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an ``OSError``: the path(s) and the OS's reason."""
+    if exc.strerror and exc.filename is not None:
+        where = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else f"{exc.filename}"
+        return f"{where}: {exc.strerror}"
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as exc:
         print(f"zerolock {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # missing, permission, not a directory, is a directory, no space ...
+        print(f"zerolock {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2
     except KeyboardInterrupt:
         print("zerolock: interrupted", file=sys.stderr)
         return 130

@@ -80,19 +80,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _saved_base(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The run's own config.json as the base of a resume without --config (one-line errors)."""
+    saved = args.out / "config.json"
+    if not args.resume or args.config or not saved.is_file():
+        return None
+    try:
+        base = json.loads(saved.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CLIError(f"{saved} is not valid JSON ({exc}); cannot resume") from exc
+    if not isinstance(base, dict):
+        raise CLIError(f"{saved} is not a run config (top level is not an object); cannot resume")
+    return base
+
+
 def run(args: argparse.Namespace) -> int:
-    from zerolock_theory.training.loop import RunExistsError
-    from zerolock_theory.workflows.runs import probed_train
+    from zerolock_theory.training.rundir import check_out
+
+    check_out(args.out, "train", resume=args.resume, overwrite=args.overwrite)  # before reading anything
+    config = config_from_args(args, _saved_base(args))
     from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
+    from zerolock_theory.workflows.runs import probed_train
 
-    saved = args.out / "config.json"
-    base = json.loads(saved.read_text()) if args.resume and saved.is_file() and not args.config else None
-    config = config_from_args(args, base)
     try:
         summary = probed_train(config, args.out, resume=args.resume, overwrite=args.overwrite)
-    except (RunExistsError, ValueError, NonFiniteLossError, CheckpointError, FileNotFoundError) as exc:
+    except (ValueError, NonFiniteLossError, CheckpointError) as exc:
         raise CLIError(str(exc)) from exc
+    if summary.noop:
+        print(f"run: {summary.run_dir} already completed {summary.steps} steps; nothing to do")
+        return 0
     start = "n/a" if summary.initial_eval_ce is None else f"{summary.initial_eval_ce:.4f}"
     end = "n/a" if summary.final_eval_ce is None else f"{summary.final_eval_ce:.4f}"
     print(f"run: {summary.run_dir}  steps: {summary.steps}  held-out CE: {start} -> {end}  "

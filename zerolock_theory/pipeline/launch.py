@@ -66,21 +66,19 @@ class PipelineSummary:
 
 
 def prepare_run(config: TrainConfig, options: PipelineOptions, out: str | Path, overwrite: bool = False) -> Path:
-    """Validate, create ``out`` and write ``config.json``, ``pipeline.json``, ``manifest.json``."""
-    import shutil
+    """Validate, create ``out`` and write ``config.json``, ``pipeline.json``, ``manifest.json``.
 
+    ``out`` must be new, empty, or (with ``overwrite``) one of our runs (``training/rundir.py``).
+    """
     from zerolock_theory.training.manifest import write_manifest
+    from zerolock_theory.training.rundir import prepare_out
 
     options.check_against(config)
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_out(out, "pipeline", overwrite=overwrite)
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     (out / "pipeline.json").write_text(json.dumps(options.to_dict(), indent=2))
-    write_manifest(out, config.model.device if config.model.device != "auto" else "cpu")
+    write_manifest(out, config.model.device if config.model.device != "auto" else "cpu", "pipeline")
     return out
 
 

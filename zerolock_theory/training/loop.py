@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,9 +23,12 @@ from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resol
 from zerolock_theory.training.hooks import Hook, HookContext
 from zerolock_theory.training.logger import JsonlLogger
 from zerolock_theory.training.manifest import write_manifest
+from zerolock_theory.training.resume import check_resume, read_saved_config, write_text_atomic
+from zerolock_theory.training.rundir import OutDirError, check_out, prepare_out
 from zerolock_theory.training.state import (
     TrainState,
     capture_rng,
+    checkpoint_step,
     latest_checkpoint,
     load_checkpoint,
     restore_rng,
@@ -39,8 +41,7 @@ __all__ = ["Run", "RunExistsError", "RunSummary", "build_components", "evaluate"
 TIMING_KEYS = ("train/tokens_per_s", "train/step_time_s")
 
 
-class RunExistsError(FileExistsError):
-    """``--out`` already holds files and neither resume nor overwrite was asked for."""
+RunExistsError = OutDirError  # ``--out`` may not be used as asked (kept for callers of the old name)
 
 
 @dataclass
@@ -69,14 +70,7 @@ class RunSummary:
     initial_eval_ce: float | None
     final_eval_ce: float | None
     seconds: float
-
-
-def _prepare_dir(out: Path, resume: bool, overwrite: bool) -> None:
-    if out.exists() and any(out.iterdir()) and not resume:
-        if not overwrite:
-            raise RunExistsError(f"{out} is not empty; pass --resume to continue it or --overwrite to replace it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    noop: bool = False  # a resume of a run that had already completed its steps
 
 
 def build_components(config: TrainConfig, device: torch.device) -> tuple[ChunkedLM, Any, LMData, DataStream]:
@@ -101,14 +95,17 @@ def setup(
 ) -> Run:
     """Load model and data, attach adapters, restore the latest checkpoint when resuming.
 
+    Everything is validated (the directory's kind, the resumed config, the checkpoint)
+    before the first write, so a refused or failed start leaves ``out`` as it was.
     ``hooks`` are the instruments the loop drives (``hooks.py``); the CLI passes the probes
     of the config's ``[probes]`` table.
     """
     out = Path(out)
-    checkpoint = latest_checkpoint(out) if resume and out.exists() else None
-    if resume and (out / "config.json").is_file():
-        _check_same_run(TrainConfig.from_dict(json.loads((out / "config.json").read_text())), config)
-    _prepare_dir(out, resume, overwrite)
+    action = check_out(out, "train", resume=resume, overwrite=overwrite)
+    checkpoint = latest_checkpoint(out) if action == "resume" else None
+    saved = read_saved_config(out) if action == "resume" else None
+    if saved is not None:
+        check_resume(saved, config, checkpoint_step(checkpoint))
     device = resolve_device(config.model.device)
     if config.run.threads is not None:
         torch.set_num_threads(config.run.threads)
@@ -119,35 +116,15 @@ def setup(
         state = load_checkpoint(checkpoint)
         _restore(chunked, step_fn, stream, state)
         start, probe_states = state.step, state.extra.get("probes", {})
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    write_manifest(out, device)
+    prepare_out(out, "train", resume=resume, overwrite=overwrite)
+    if start < config.run.steps:  # a no-op resume leaves config.json and manifest.json alone
+        if saved is None or saved.to_dict() != config.to_dict():
+            write_text_atomic(out / "config.json", json.dumps(config.to_dict(), indent=2))
+        write_manifest(out, device, "train")
     ctx = HookContext(config, out, chunked, step_fn, data, device, start)
     run = Run(config, out, chunked, tokenizer, data, stream, step_fn, list(hooks), ctx, start, device)
     run.hook_ctx.resume_state = probe_states
     return run
-
-
-RESUMABLE_CHANGES = (
-    "run.steps", "run.progress", "run.eval_every", "run.checkpoint_every", "run.keep_checkpoints", "run.threads",
-)
-
-
-def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, dict) and key != "probes":
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _check_same_run(saved: TrainConfig, config: TrainConfig) -> None:
-    """A resumed run may only change bookkeeping (``RESUMABLE_CHANGES``), never the experiment."""
-    old, new = _flatten(saved.to_dict()), _flatten(config.to_dict())
-    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k) and k not in RESUMABLE_CHANGES)
-    if changed:
-        raise ValueError(f"cannot resume with a different config; changed: {', '.join(changed)}")
 
 
 def _restore(chunked: ChunkedLM, step_fn: StepBase, stream: DataStream, state: TrainState) -> None:
@@ -212,6 +189,8 @@ def execute(run: Run) -> RunSummary:
     from tqdm.auto import tqdm
 
     cfg = run.config.run
+    if run.start_step >= cfg.steps:  # resumed a finished run: nothing to do, nothing rewritten
+        return RunSummary(run.run_dir, cfg.steps, None, None, 0.0, noop=True)
     logger = JsonlLogger(run.run_dir / "metrics.jsonl", keep_before=run.start_step)
     t_start = time.perf_counter()
     initial = final = None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import torch
 
+from zerolock_theory.training.rundir import write_marker
+
 __all__ = ["environment", "write_manifest"]
 
 PACKAGES = ("torch", "transformers", "peft", "tokenizers", "numpy", "scipy", "zerolock-theory")
@@ -51,12 +53,17 @@ def environment(device: torch.device | str = "cpu") -> dict[str, object]:
     return info
 
 
-def write_manifest(run_dir: Path, device: torch.device | str) -> Path:
-    """Write ``manifest.json`` (keeps the first start time across resumes)."""
+def write_manifest(run_dir: Path, device: torch.device | str, kind: str = "train") -> Path:
+    """Write ``manifest.json`` with the run-directory marker (``rundir.py``) of ``kind``.
+
+    Keeps the first start time across resumes and counts the resumes.
+    """
     path = Path(run_dir) / "manifest.json"
-    previous = json.loads(path.read_text()) if path.is_file() else {}
+    try:
+        previous = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        previous = {}
     data = {**environment(device), "started": previous.get("started", time.strftime("%Y-%m-%dT%H:%M:%S"))}
     if previous:
         data["resumed"] = previous.get("resumed", 0) + 1
-    path.write_text(json.dumps(data, indent=2))
-    return path
+    return write_marker(run_dir, kind, data)

@@ -8,6 +8,7 @@ place, so a crash leaves either a whole checkpoint or none. Resume uses the late
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -17,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
-__all__ = ["CheckpointError", "TrainState", "latest_checkpoint", "load_checkpoint", "save_checkpoint"]
+__all__ = ["CheckpointError", "TrainState", "checkpoint_step", "latest_checkpoint", "load_checkpoint",
+           "save_checkpoint"]
 
 MARKER = "COMPLETE"
 
@@ -67,21 +69,40 @@ def save_checkpoint(run_dir: Path, state: TrainState, keep: int = 2) -> Path:
     final = _step_dir(root, state.step)
     tmp = root / f".tmp-{final.name}"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    save_file({k: v.detach().cpu().contiguous() for k, v in state.params.items()}, str(tmp / "adapters.safetensors"))
+    # Serialise in memory, then write with plain file writes: a full disk raises OSError(ENOSPC)
+    # naming the file (torch.save and safetensors would report it as an opaque RuntimeError).
+    adapters = save({k: v.detach().cpu().contiguous() for k, v in state.params.items()})
+    buffer = io.BytesIO()
     torch.save(
         {"step": state.step, "optimizers": state.optimizers, "rng": state.rng, "data": state.data, "extra": state.extra},
-        tmp / "state.pt",
+        buffer,
     )
-    with open(tmp / MARKER, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"step": state.step}))
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        tmp.mkdir()
+        _write_bytes(tmp / "adapters.safetensors", adapters)
+        _write_bytes(tmp / "state.pt", buffer.getvalue())
+        _write_bytes(tmp / MARKER, json.dumps({"step": state.step}).encode())
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # the previous checkpoints stay as they were
+        raise
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     for old in sorted(complete_checkpoints(run_dir))[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write and fsync one file of a checkpoint."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def checkpoint_step(path: Path | None) -> int:
+    """Completed steps of a checkpoint directory ``step_NNNNNNNN`` (0 for None)."""
+    return 0 if path is None else int(Path(path).name.split("_")[-1])
 
 
 def complete_checkpoints(run_dir: Path) -> list[Path]:

@@ -17,9 +17,12 @@ from typing import Any
 
 from zerolock_theory.config import TrainConfig, apply_overrides
 from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.training.state import checkpoint_step, latest_checkpoint
+from zerolock_theory.training.resume import check_resume, read_saved_config
+from zerolock_theory.training.rundir import check_out, prepare_kind, run_kind, write_marker
 from zerolock_theory.workflows.runs import probed_train
 
-__all__ = ["GridPoint", "expand_grid", "is_complete", "parse_axis", "run_grid"]
+__all__ = ["GridPoint", "check_sweep_dirs", "expand_grid", "is_complete", "parse_axis", "run_grid"]
 
 
 @dataclass(frozen=True)
@@ -71,18 +74,38 @@ def is_complete(run_dir: Path, steps: int) -> bool:
     return len({r.get("step") for r in read_metrics(metrics)}) >= steps
 
 
+def check_sweep_dirs(out: Path, points: list[GridPoint], configs: list[TrainConfig]) -> None:
+    """Refuse a sweep directory or run directory that is not ours (``OutDirError``), or a run
+    that would resume with a different config (``ValueError``), before any run starts."""
+    check_out(out, "sweep", resume=Path(out).is_dir() and run_kind(out) == "sweep")
+    for point, config in zip(points, configs, strict=True):
+        run_dir = Path(out) / point.name
+        if check_out(run_dir, "train", resume=run_dir.is_dir() and run_kind(run_dir) == "train") == "resume":
+            saved = read_saved_config(run_dir)
+            if saved is not None:
+                check_resume(saved, config, checkpoint_step(latest_checkpoint(run_dir)))
+
+
 def run_grid(
     base: dict[str, Any],
     points: list[GridPoint],
     out: Path,
     log: Callable[[str], None] = print,
 ) -> list[Path]:
-    """Run every grid point under ``out``; skip complete runs, resume partial ones."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Run every grid point under ``out``; skip complete runs, resume partial ones.
+
+    ``out`` must be new, empty or an earlier sweep, and every run directory in it new, empty or
+    one of our train runs: checked for all points before the first run starts.
+    """
+    configs = [TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in p.overrides]))
+               for p in points]
+    check_sweep_dirs(out, points, configs)
+    prepare_kind(out, "sweep")
+    if run_kind(out) != "sweep":
+        write_marker(out, "sweep")
     run_dirs = []
     for i, point in enumerate(points, start=1):
-        overrides = [f"{k}={json.dumps(v)}" for k, v in point.overrides]
-        config = TrainConfig.from_dict(apply_overrides(base, overrides))
+        config = configs[i - 1]
         run_dir = out / point.name
         run_dirs.append(run_dir)
         if is_complete(run_dir, config.run.steps):

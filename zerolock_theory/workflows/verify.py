@@ -113,10 +113,10 @@ class VerifyResult:
 
 
 def check_out_dir(out: Path, overwrite: bool) -> None:
-    """A fresh or an earlier verify directory is fine; anything else needs ``overwrite``."""
-    if out.exists() and any(out.iterdir()) and not (out / MARKER).is_file() and not overwrite:
-        raise FileExistsError(f"{out} is not empty and is not a verify directory; choose another --out "
-                              "or pass --overwrite")
+    """A fresh or an earlier verify directory is fine; ``overwrite`` replaces only our own runs."""
+    from zerolock_theory.training.rundir import check_out, run_kind
+
+    check_out(out, "verify", resume=out.is_dir() and run_kind(out) == "verify", overwrite=overwrite)
 
 
 def verify(
@@ -139,9 +139,10 @@ def verify(
 
     out = Path(out)
     check_out_dir(out, overwrite)
-    if overwrite and out.exists() and not (out / MARKER).is_file():
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    from zerolock_theory.training.rundir import prepare_kind, write_marker
+
+    prepare_kind(out, "verify", overwrite=overwrite)
+    write_marker(out, "verify")
     started = time.perf_counter()
     base = base_config(spec, model, data, device, dtype, autocast)
     (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base}, indent=2))
