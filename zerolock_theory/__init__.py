@@ -5,9 +5,25 @@ Names follow ``MATH.md``: chunks k = 1..K, readouts p_k, targets m_k (arithmetic
 the paper analyses).
 """
 
-from zerolock_theory.theory.divergences import cross_entropy, entropy, jensen_shannon, kl, total_variation
-from zerolock_theory.theory.losses import DegenerateObjectiveError, local_loss, local_loss_from_logits
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+import importlib
+from typing import Any
+
+# Lazy (PEP 562): ``import zerolock_theory`` (and so ``zerolock --help``) must not import torch.
+_LAZY = {
+    "cross_entropy": "divergences", "entropy": "divergences", "jensen_shannon": "divergences",
+    "kl": "divergences", "total_variation": "divergences",
+    "DegenerateObjectiveError": "losses", "local_loss": "losses", "local_loss_from_logits": "losses",
+    "arithmetic_target": "targets", "geometric_target": "targets", "label_smooth": "targets",
+    "one_hot": "targets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the theory functions of ``__all__`` on first use."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"zerolock_theory.theory.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'zerolock_theory' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 

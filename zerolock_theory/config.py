@@ -1,6 +1,6 @@
 """Typed run configuration: nested dataclasses validated on construction.
 
-A recipe (TOML or YAML) loads into ``TrainConfig`` with ``load_config``; ``key=value``
+A recipe (TOML, YAML or JSON) loads into ``TrainConfig`` with ``load_config``; ``key=value``
 overrides with dotted keys (``method.alpha=0.3``) apply on top. ``config.json`` in a run
 directory is ``TrainConfig.to_dict()``.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zerolock_theory.config_types import check_section, show_value
 from zerolock_theory.data import DataConfig
 
 __all__ = [
@@ -187,16 +188,18 @@ class TrainConfig:
         _require(not unknown, f"unknown config section(s): {sorted(unknown)}")
         kwargs: dict[str, Any] = {}
         for name, section in _SECTIONS.items():
-            values = dict(raw.get(name) or {})
-            names = {f.name for f in dataclasses.fields(section)}
-            bad = set(values) - names
-            _require(not bad, f"unknown key(s) in [{name}]: {sorted(bad)}; valid: {sorted(names)}")
+            values = raw.get(name)
+            _require(values is None or isinstance(values, dict),
+                     f"{name}={show_value(values)}: expected a table of {name} settings")
             try:
-                kwargs[name] = section(**values)
+                kwargs[name] = section(**check_section(section, dict(values or {}), name))
             except TypeError as exc:
                 raise ValueError(f"[{name}]: {exc}") from exc
         probes = raw.get("probes") or {}
-        _require(isinstance(probes, dict), "[probes] must be a table of probe name -> options")
+        _require(isinstance(probes, dict), f"probes={show_value(probes)}: expected a table of probe name -> options")
+        for key, options in probes.items():
+            _require(options is None or isinstance(options, dict),
+                     f"probes.{key}={show_value(options)}: expected a table of options for probe {key!r}")
         kwargs["probes"] = {str(k): dict(v or {}) for k, v in probes.items()}
         return cls(**kwargs)
 
@@ -228,15 +231,28 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     return out
 
 
+def _parse_error(exc: Exception) -> str:
+    """One line from a TOML/YAML/JSON parser error (YAML's are several lines long)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(exc).split())
+
+
 def read_recipe(path: str | Path) -> dict[str, Any]:
-    """Read a TOML or YAML recipe into nested plain data, with clear errors."""
+    """Read a TOML, YAML or JSON recipe into nested plain data, with one-line errors."""
     path = Path(path)
+    _require(not path.is_dir(), f"config file {path} is a directory")
     _require(path.is_file(), f"config file not found: {path}")
     _require(
-        path.suffix in (".toml", ".yaml", ".yml"),
-        f"config file must end in .toml, .yaml or .yml: {path}",
+        path.suffix in (".toml", ".yaml", ".yml", ".json"),
+        f"config file must end in .toml, .yaml, .yml or .json: {path}",
     )
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"cannot parse {path}: not UTF-8 text") from exc
     try:
         if path.suffix == ".toml":
             try:
@@ -244,12 +260,14 @@ def read_recipe(path: str | Path) -> dict[str, Any]:
             except ModuleNotFoundError:  # Python 3.10
                 import tomli as tomllib
             data = tomllib.loads(text)
+        elif path.suffix == ".json":
+            data = json.loads(text)
         else:
             import yaml
 
             data = yaml.safe_load(text) or {}
-    except Exception as exc:  # parser errors of either format
-        raise ValueError(f"cannot parse {path}: {exc}") from exc
+    except Exception as exc:  # parser errors of any format
+        raise ValueError(f"cannot parse {path}: {_parse_error(exc)}") from exc
     _require(isinstance(data, dict), f"{path}: top level must be a table")
     return data
 

@@ -11,6 +11,7 @@ import argparse
 import errno
 import importlib
 import sys
+import typing
 from collections.abc import Sequence
 
 COMMANDS: tuple[str, ...] = ("verify", "train", "sweep", "analyze", "report", "theory", "pipeline")
@@ -29,9 +30,20 @@ def os_error_line(exc: OSError) -> str:
     return text.splitlines()[0]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """``argparse`` with usage errors as one line on stderr (``zerolock CMD: error: ...``), exit 2.
+
+    ``--help`` still prints the full usage; sub-parsers inherit this class.
+    """
+
+    def error(self, message: str) -> typing.NoReturn:
+        hint = f" (see {self.prog} --help)"
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}{hint}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="zerolock", description="Verify the claims of ZeroLock (arXiv 2608.07974)."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -14,9 +14,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analyses.convergence import rate_from_table
-from analyses.io import RunDataError, read_table
-from analyses.suite import analyze_runs
 from zerolock_theory.cli import CLIError
 
 RATE = "rate"
@@ -108,6 +105,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Dispatch on the form; ``RunDataError`` becomes a one-line ``CLIError``."""
     check_bootstrap_options(args)
+    check_inputs(args)
+    from analyses.io import RunDataError  # lazy: ``zerolock --help`` must not import pandas
+
     try:
         if args.inputs[0] == RATE:
             return _rate(args)
@@ -116,7 +116,26 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
 
 
+def check_inputs(args: argparse.Namespace) -> None:
+    """Refuse a run directory given twice and a fit window that starts before step 1."""
+    seen: dict[Path, str] = {}
+    for text in args.inputs:
+        key = Path(text).resolve()
+        if key in seen:
+            raise CLIError(f"run directory {text} is given twice (as {seen[key]!r} and {text!r})")
+        seen[key] = text
+    for flag in ("t0", "t_max"):
+        value = getattr(args, flag, None)
+        if value is not None and value < 1:
+            raise CLIError(f"--{flag.replace('_', '-')} must be >= 1, got {value}")
+    if getattr(args, "t0", None) is not None and getattr(args, "t_max", None) is not None and args.t0 >= args.t_max:
+        raise CLIError(f"--t0 {args.t0} must be below --t-max {args.t_max}")
+
+
 def _rate(args: argparse.Namespace) -> int:
+    from analyses.convergence import rate_from_table
+    from analyses.io import read_table
+
     if len(args.inputs) > 1:
         raise CLIError(
             "the rate form takes no run directories (use ./rate for a directory named rate)"
@@ -149,6 +168,8 @@ def _runs(args: argparse.Namespace) -> int:
     if args.out is None:
         raise CLIError("the run form needs --out DIR")
     out = check_out(args.out, args.overwrite)
+    from analyses.suite import analyze_runs
+
     suite = analyze_runs(
         args.inputs, systems=args.systems, n_boot=args.n_boot, seed=args.seed, level=args.level
     )

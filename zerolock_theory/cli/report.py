@@ -11,11 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analyses.io import RunDataError
-from analyses.suite import INDEX, analyze_runs, load_suite
-from reports.page import write_report
 from zerolock_theory.cli import CLIError
-from zerolock_theory.cli.analyze import add_bootstrap_options, check_bootstrap_options, check_out
+from zerolock_theory.cli.analyze import add_bootstrap_options, check_bootstrap_options, check_inputs, check_out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,6 +41,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load or compute the analysis, then write the report."""
     check_bootstrap_options(args)
+    check_inputs(args)
+    from analyses.io import RunDataError  # lazy: ``zerolock --help`` must not import pandas
+    from analyses.suite import INDEX, analyze_runs, load_suite
+    from reports.page import write_report
+
     inputs = [Path(p) for p in args.inputs]
     analyses_dirs = [p for p in inputs if (p / INDEX).is_file()]
     if analyses_dirs and len(inputs) > 1:

@@ -21,7 +21,7 @@ from zerolock_theory.cli import CLIError
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sweep", help="run a grid of runs, resumably", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", type=Path, help="base recipe (TOML or YAML)")
+    parser.add_argument("--config", type=Path, help="base recipe (TOML, YAML or JSON)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a base config key")
     parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",

@@ -45,7 +45,7 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Recipe, overrides and the common flags (shared by train, sweep and pipeline)."""
-    parser.add_argument("--config", type=Path, help="recipe file (TOML or YAML)")
+    parser.add_argument("--config", type=Path, help="recipe file (TOML, YAML or JSON)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override any config key, e.g. --set model.lora.rank=4 --set probes.stability.every=1")
     for flag, (key, kind, help_text) in FLAGS.items():

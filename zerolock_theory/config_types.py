@@ -1,0 +1,125 @@
+"""Type-check plain config data against a dataclass's annotations, before construction.
+
+TOML, YAML, JSON and ``--set`` overrides all produce plain values; ``check_section`` compares
+each against its field's annotation (``int``, ``float``, ``bool``, ``str``, ``Literal``,
+``X | None``, ``list[X]``, ``tuple[X, Y]``, ``dict``, nested dataclasses) and raises a
+one-line ``ValueError`` naming the key, the value and the expected type, e.g.
+``run.steps=2.5: expected an integer``. Integers are accepted where a float is expected
+(and converted); booleans are never numbers; floats must be finite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from typing import Any, Literal, Union
+
+__all__ = ["check_section", "check_value", "show_value"]
+
+_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_PLURAL = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
+
+
+def show_value(value: Any) -> str:
+    """A value as the user would type it (JSON where possible)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _describe(annotation: Any) -> str:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation in _NAMES:
+        return _NAMES[annotation]
+    if origin is Literal:
+        return "one of " + ", ".join(show_value(a) for a in args)
+    if origin in (Union, types.UnionType):
+        parts = [_describe(a) for a in args if a is not type(None)]
+        return " or ".join(parts) + (" or null" if type(None) in args else "")
+    if origin is list:
+        return f"a list of {_PLURAL.get(args[0], 'values')}" if args else "a list"
+    if origin is tuple:
+        return f"a list of {len(args)} numbers" if args else "a list"
+    if origin is dict or annotation is dict:
+        return "a table"
+    if dataclasses.is_dataclass(annotation):
+        return "a table of settings"
+    return str(annotation)
+
+
+class _Mismatch(Exception):
+    """A value does not fit its annotation (turned into one line by ``check_value``)."""
+
+
+def _convert(value: Any, annotation: Any, key: str) -> Any:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _convert(value, option, key)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise _Mismatch
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise _Mismatch
+    if origin is Literal:
+        if value in args and type(value) in {type(a) for a in args}:
+            return value
+        raise _Mismatch
+    if origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise _Mismatch
+        return [_convert(v, args[0], key) for v in value] if args else list(value)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or (args and len(value) != len(args)):
+            raise _Mismatch
+        return tuple(_convert(v, a, key) for v, a in zip(value, args, strict=True)) if args else tuple(value)
+    if origin is dict or annotation is dict:
+        if not isinstance(value, dict):
+            raise _Mismatch
+        return value
+    if dataclasses.is_dataclass(annotation):
+        if not isinstance(value, dict):
+            raise _Mismatch
+        return check_section(annotation, value, key)
+    return value  # an annotation this checker does not know: left to __post_init__
+
+
+def check_value(value: Any, annotation: Any, key: str) -> Any:
+    """``value`` converted to ``annotation`` (ints to floats, lists to tuples), or ``ValueError``."""
+    try:
+        return _convert(value, annotation, key)
+    except _Mismatch:
+        raise ValueError(f"{key}={show_value(value)}: expected {_describe(annotation)}") from None
+
+
+def check_section(cls: type, values: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """Check every key of ``values`` against the fields of dataclass ``cls``; unknown keys raise."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    bad = sorted(set(values) - set(names))
+    if bad:
+        raise ValueError(f"unknown key(s) in [{prefix}]: {bad}; valid: {sorted(names)}")
+    return {k: check_value(v, hints[k], f"{prefix}.{k}") for k, v in values.items()}
