@@ -86,6 +86,15 @@ def _read_json_object(path: Path, what: str, *, required: bool) -> dict[str, Any
     return data
 
 
+class _NonStandardLiteral(ValueError):
+    """NaN, Infinity or -Infinity in a JSON line (not JSON; our logger writes NaN as null)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NonStandardLiteral(f"non-standard JSON literal {name} (metrics write NaN as null, "
+                              "infinities as \"inf\"/\"-inf\")")
+
+
 def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Parse a JSON-lines file into records; return ``(records, warnings)``.
 
@@ -105,7 +114,9 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=_no_constant)
+        except _NonStandardLiteral as exc:
+            raise RunDataError(f"{path}: line {i + 1}: {exc}") from None
         except json.JSONDecodeError as exc:
             torn = i == last and not text.endswith("\n")
             if not torn:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,8 @@ class ReadoutStore:
         self.meta: dict[str, Any] = json.loads((self.path / META_FILE).read_text(encoding="utf-8"))
         data = self.path / DATA_FILE
         records, self.valid_bytes, self.torn_reason = _scan(data, self.meta, verify)
+        if self.torn_reason:  # a truncated store is read up to its last whole record, loudly
+            warnings.warn(f"{data}: {self.torn_reason}", RuntimeWarning, stacklevel=2)
         self._offsets = dict(records)
         self.steps: list[int] = [s for s, _ in records]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "RunConfig",
     "TrainConfig",
     "apply_overrides",
+    "check_sources",
     "load_config",
 ]
 
@@ -31,6 +33,7 @@ METHODS = ("zerolock", "backprop")
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "inv_sqrt")
 DTYPES = ("float32", "float64", "bfloat16", "float16")
+DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
 
 
 def _require(condition: bool, message: str) -> None:
@@ -87,6 +90,10 @@ class ModelConfig:
             )
         if self.readout_chunk_size is not None:
             _require(self.readout_chunk_size >= 1, "model.readout_chunk_size must be >= 1")
+        _require(
+            re.fullmatch(DEVICE_PATTERN, self.device) is not None,
+            f"model.device must be auto, cpu, mps or cuda[:N], got {self.device!r}",
+        )
 
 
 @dataclass
@@ -270,6 +277,19 @@ def read_recipe(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"cannot parse {path}: {_parse_error(exc)}") from exc
     _require(isinstance(data, dict), f"{path}: top level must be a table")
     return data
+
+
+def check_sources(config: TrainConfig) -> None:
+    """The model directory and the data source exist: a one-line ``ValueError`` before any load."""
+    if config.model.path != "embedded":
+        path = Path(config.model.path).expanduser()
+        _require(path.exists(), f"model directory {config.model.path!r} does not exist")
+        _require(path.is_dir(), f"model path {config.model.path!r} is not a directory")
+        _require((path / "config.json").is_file(),
+                 f"model directory {config.model.path!r} has no config.json (not a Hugging Face model directory)")
+    if config.data.source != "embedded":
+        _require(Path(config.data.source).expanduser().exists(),
+                 f"data source {config.data.source!r} does not exist")
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:

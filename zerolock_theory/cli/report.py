@@ -12,7 +12,12 @@ import argparse
 from pathlib import Path
 
 from zerolock_theory.cli import CLIError
-from zerolock_theory.cli.analyze import add_bootstrap_options, check_bootstrap_options, check_inputs, check_out
+from zerolock_theory.cli.analyze import (
+    add_bootstrap_options,
+    check_bootstrap_options,
+    check_inputs,
+    check_out,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

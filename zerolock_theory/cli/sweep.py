@@ -32,20 +32,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
-    from zerolock_theory.workflows.sweep import expand_grid, parse_axis, run_grid
+    from zerolock_theory.config import TrainConfig, apply_overrides, check_sources, read_recipe
+    from zerolock_theory.workflows.sweep import check_sweep_dirs, expand_grid, parse_axis, run_grid
 
     try:
         base = apply_overrides(read_recipe(args.config) if args.config else {}, args.overrides)
         points = expand_grid(parse_axis(axis) for axis in args.grid)
-        for point in points:  # validate every config before the first run starts
-            TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in point.overrides]))
+        configs = [TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in p.overrides]))
+                   for p in points]  # validate every config before the first run starts
+        if args.dry_run:
+            for point in points:
+                print(point.name)
+            return 0
+        for config in configs:
+            check_sources(config)
+        check_sweep_dirs(args.out, points, configs)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
-    if args.dry_run:
-        for point in points:
-            print(point.name)
-        return 0
-    run_grid(base, points, args.out)
+    from zerolock_theory.training.state import CheckpointError
+    from zerolock_theory.training.steps import NonFiniteLossError
+
+    try:
+        run_grid(base, points, args.out)
+    except (ValueError, NonFiniteLossError, CheckpointError) as exc:
+        raise CLIError(str(exc)) from exc
     print(f"sweep: {len(points)} runs in {args.out}")
     return 0

@@ -55,6 +55,7 @@ def _spec(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
     from zerolock_theory.workflows.verify import verify
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = verify(_spec(args), args.out, model=args.model, data=args.data, device=args.device,
                         dtype=dtype, autocast=autocast, overwrite=args.overwrite)
-    except (FileExistsError, ValueError, NonFiniteLossError) as exc:
+    except (FileExistsError, ValueError, NonFiniteLossError, CheckpointError) as exc:
         raise CLIError(str(exc)) from exc
     width = max(len(v["claim"]) for v in result.verdicts)
     print(f"\n{'claim':<{width}}  {'verdict':<13}  measured")

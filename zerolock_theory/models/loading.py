@@ -21,7 +21,10 @@ def resolve_device(device: str) -> torch.device:
     """"auto" → cuda when present, else cpu; explicit names are checked."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"unknown device {device!r}: expected auto, cpu, cuda or cuda:N") from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but CUDA is not available")
     return dev
@@ -50,14 +53,18 @@ def load_model(path: str, dtype: str = "float32", device: str = "cpu") -> tuple[
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            directory, dtype=_DTYPES[dtype], local_files_only=True
-        )
-    except TypeError:  # transformers < 4.56 names it torch_dtype
-        model = AutoModelForCausalLM.from_pretrained(
-            directory, torch_dtype=_DTYPES[dtype], local_files_only=True
-        )
-    tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                directory, dtype=_DTYPES[dtype], local_files_only=True
+            )
+        except TypeError:  # transformers < 4.56 names it torch_dtype
+            model = AutoModelForCausalLM.from_pretrained(
+                directory, torch_dtype=_DTYPES[dtype], local_files_only=True
+            )
+        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:  # garbage config.json, no weights, no tokenizer
+        first = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"cannot load the model in {directory}: {first}") from exc
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model.config.use_cache = False

@@ -70,10 +70,12 @@ def prepare_run(config: TrainConfig, options: PipelineOptions, out: str | Path, 
 
     ``out`` must be new, empty, or (with ``overwrite``) one of our runs (``training/rundir.py``).
     """
+    from zerolock_theory.config import check_sources
     from zerolock_theory.training.manifest import write_manifest
     from zerolock_theory.training.rundir import prepare_out
 
     options.check_against(config)
+    check_sources(config)
     out = Path(out)
     prepare_out(out, "pipeline", overwrite=overwrite)
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))

@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from zerolock_theory.config import TrainConfig
+from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.data import DataStream, LMData
-from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
+from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.hooks import Hook, HookContext
 from zerolock_theory.training.logger import JsonlLogger
 from zerolock_theory.training.manifest import write_manifest
@@ -76,6 +76,10 @@ class RunSummary:
 def build_components(config: TrainConfig, device: torch.device) -> tuple[ChunkedLM, Any, LMData, DataStream]:
     """Seed, load the model, chunk it, attach adapters, build the data: what every process shares."""
     torch.manual_seed(config.run.seed)
+    if not config.run.progress:  # transformers' "Loading weights" bars too
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
     chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
     attach_adapters(chunked, config.model.lora)
@@ -101,6 +105,7 @@ def setup(
     of the config's ``[probes]`` table.
     """
     out = Path(out)
+    check_sources(config)
     action = check_out(out, "train", resume=resume, overwrite=overwrite)
     checkpoint = latest_checkpoint(out) if action == "resume" else None
     saved = read_saved_config(out) if action == "resume" else None

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zerolock_theory.config import TrainConfig, apply_overrides
+from zerolock_theory.config import TrainConfig, apply_overrides, check_sources
 from zerolock_theory.training.logger import read_metrics
-from zerolock_theory.training.state import checkpoint_step, latest_checkpoint
 from zerolock_theory.training.resume import check_resume, read_saved_config
 from zerolock_theory.training.rundir import check_out, prepare_kind, run_kind, write_marker
+from zerolock_theory.training.state import checkpoint_step, latest_checkpoint
 from zerolock_theory.workflows.runs import probed_train
 
-__all__ = ["GridPoint", "check_sweep_dirs", "expand_grid", "is_complete", "parse_axis", "run_grid"]
+__all__ = ["GridPoint", "check_sweep_dirs", "expand_grid", "is_complete", "parse_axis", "run_grid", "validate_grid"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,15 @@ def is_complete(run_dir: Path, steps: int) -> bool:
     return len({r.get("step") for r in read_metrics(metrics)}) >= steps
 
 
+def validate_grid(base: dict[str, Any], points: list[GridPoint]) -> list[TrainConfig]:
+    """Every point's validated config, with its model directory and data source checked."""
+    configs = [TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in p.overrides]))
+               for p in points]
+    for config in configs:
+        check_sources(config)
+    return configs
+
+
 def check_sweep_dirs(out: Path, points: list[GridPoint], configs: list[TrainConfig]) -> None:
     """Refuse a sweep directory or run directory that is not ours (``OutDirError``), or a run
     that would resume with a different config (``ValueError``), before any run starts."""
@@ -97,8 +106,7 @@ def run_grid(
     ``out`` must be new, empty or an earlier sweep, and every run directory in it new, empty or
     one of our train runs: checked for all points before the first run starts.
     """
-    configs = [TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in p.overrides]))
-               for p in points]
+    configs = validate_grid(base, points)
     check_sweep_dirs(out, points, configs)
     prepare_kind(out, "sweep")
     if run_kind(out) != "sweep":

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from zerolock_theory.workflows.sweep import GridPoint, run_grid
+from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
 
 __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_points", "verify"]
 
@@ -139,12 +139,13 @@ def verify(
 
     out = Path(out)
     check_out_dir(out, overwrite)
-    from zerolock_theory.training.rundir import prepare_kind, write_marker
-
-    prepare_kind(out, "verify", overwrite=overwrite)
-    write_marker(out, "verify")
     started = time.perf_counter()
     base = base_config(spec, model, data, device, dtype, autocast)
+    from zerolock_theory.training.rundir import prepare_kind, write_marker
+
+    validate_grid(base, suite_points(spec))  # every config and input checked before the first write
+    prepare_kind(out, "verify", overwrite=overwrite)
+    write_marker(out, "verify")
     (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base}, indent=2))
     run_dirs = run_grid(base, suite_points(spec), out / "runs", log=log)
     log("analysing ...")
