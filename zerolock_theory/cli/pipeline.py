@@ -15,6 +15,7 @@ The run directory holds the run-level files of docs/SCHEMA.md (merged from the s
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +50,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=help_text)
     parser.add_argument("--measure-memory", action="store_true", help="count saved-for-backward bytes")
     parser.add_argument("--out", type=Path, required=True, help="run directory")
-    parser.add_argument("--overwrite", action="store_true", help="delete a non-empty --out first")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--resume", action="store_true",
+                       help="continue --out from the newest step every stage has a checkpoint for")
+    group.add_argument("--overwrite", action="store_true", help="replace --out if it holds one of our runs")
     parser.set_defaults(func=run)
+
+
+def _saved(path: Path, resume: bool) -> dict[str, Any]:
+    """A resumed run's saved JSON (``config.json`` / ``pipeline.json``), one-line errors."""
+    if not resume or not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CLIError(f"{path} is not valid JSON ({exc}); cannot resume") from exc
+    if not isinstance(data, dict):
+        raise CLIError(f"{path}: top level is not an object; cannot resume")
+    return data
 
 
 def _options(args: argparse.Namespace):
     from zerolock_theory.pipeline import PipelineOptions
 
-    values = {field: getattr(args, flag) for flag, (field, _, _) in OPTION_FLAGS.items()
-              if getattr(args, flag, None) is not None}
+    values = _saved(args.out / "pipeline.json", args.resume)
+    for one_off in ("fail_stage", "fail_at_step", "fail_mode"):  # fault injection is not inherited
+        values.pop(one_off, None)
+    values.update({field: getattr(args, flag) for flag, (field, _, _) in OPTION_FLAGS.items()
+                   if getattr(args, flag, None) is not None})
+    values.update(schedule=args.pipeline_schedule, measure_memory=args.measure_memory)
     try:
-        return PipelineOptions(schedule=args.pipeline_schedule, measure_memory=args.measure_memory, **values)
-    except ValueError as exc:
+        return PipelineOptions.from_dict(values)
+    except (ValueError, TypeError) as exc:
         raise CLIError(str(exc)) from exc
 
 
@@ -71,22 +92,29 @@ def _config(args: argparse.Namespace):
     if args.method is not None and args.method != method:
         raise CLIError(f"--pipeline-schedule {args.pipeline_schedule} trains method {method!r}, not {args.method!r}")
     args.overrides = [f"model.chunks={args.stages}", f"method.name={method}", *args.overrides]
-    return config_from_args(args)
+    base = _saved(args.out / "config.json", args.resume) if not args.config else None
+    return config_from_args(args, base or None)
 
 
 def run(args: argparse.Namespace) -> int:
+    from zerolock_theory.training.rundir import check_out
+
+    check_out(args.out, "pipeline", resume=args.resume, overwrite=args.overwrite)
+    config, options = _config(args), _options(args)
     from zerolock_theory.pipeline import PipelineError, launch, launch_torchrun
     from zerolock_theory.pipeline.launch import under_torchrun
+    from zerolock_theory.training.state import CheckpointError
 
-    config, options = _config(args), _options(args)
     try:
         if under_torchrun():
+            if args.resume:
+                raise CLIError("--resume is for the local launcher; torchrun restarts whole groups")
             summary = launch_torchrun(config, options, args.out, overwrite=args.overwrite)
             if summary is None:  # not rank 0
                 return 0
         else:
-            summary = launch(config, options, args.out, overwrite=args.overwrite)
-    except (PipelineError, FileExistsError, ValueError) as exc:
+            summary = launch(config, options, args.out, overwrite=args.overwrite, resume=args.resume)
+    except (PipelineError, ValueError, CheckpointError) as exc:
         raise CLIError(str(exc)) from exc
     ce = "n/a" if summary.final_train_ce is None else f"{summary.final_train_ce:.4f}"
     rates = [r.get("tokens_per_s") for r in summary.results if r.get("tokens_per_s")]

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 from zerolock_theory.models import ChunkedLM
-from zerolock_theory.pipeline.checkpoints import save_stage, stage_dir
+from zerolock_theory.pipeline.checkpoints import resume_stage, save_stage, stage_dir
 from zerolock_theory.pipeline.memory import SavedTensorMeter, cuda_peak_bytes
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
 from zerolock_theory.pipeline.stage import Stage, labelled_tokens
@@ -78,11 +78,12 @@ def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
     pstage = PipelineStage(module, k - 1, K, stage.device)
     schedule = _schedule(opts.schedule)(pstage, n_microbatches=opts.micro_batches, loss_fn=loss_fn,
                                         scale_grads=False)
-    logger = JsonlLogger(stage_dir(rt.run_dir, k) / "metrics.jsonl", keep_before=0)
+    start = resume_stage(stage, rt.run_dir, rt.resume_step) if rt.resume_step else 0
+    logger = JsonlLogger(stage_dir(rt.run_dir, k) / "metrics.jsonl", keep_before=start)
     meter = SavedTensorMeter.for_module(stage.chunked) if opts.measure_memory else None
-    timer = StepTimer(opts.warmup_steps, 0)
+    timer = StepTimer(opts.warmup_steps, start)
     try:
-        for t in range(cfg.run.steps):
+        for t in range(start, cfg.run.steps):
             timer.begin()
             batch = {key: v.to(stage.device) for key, v in stage.stream.next_batch().items()}
             current["n"], current["sums"] = labelled_tokens(batch), []
@@ -108,7 +109,7 @@ def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
     finally:
         logger.close()
     return {
-        "stage": k, "start_step": 0, "steps": cfg.run.steps,
+        "stage": k, "start_step": start, "steps": cfg.run.steps,
         "peak_saved_bytes": meter.peak if meter is not None else None,
         "cuda_max_memory_allocated": cuda_peak_bytes(stage.device),
         "tokens_per_s": timer.tokens_per_s, "step_times": timer.step_times, "recovery": None,

@@ -32,7 +32,8 @@ from zerolock_theory.training.state import (
     save_checkpoint,
 )
 
-__all__ = ["choose_checkpoint", "restart_point", "restore_stage", "save_stage", "stage_dir"]
+__all__ = ["choose_checkpoint", "common_resume_step", "restart_point", "restore_stage", "resume_stage", "save_stage",
+           "stage_dir"]
 
 
 def stage_dir(run_dir: Path, k: int) -> Path:
@@ -77,6 +78,23 @@ def restore_stage(stage: Stage, path: Path) -> int:
     stage.stream.load_state_dict(state.data)
     restore_rng(state.rng)
     return state.step
+
+
+def resume_stage(stage: Stage, run_dir: Path, step: int) -> int:
+    """Restore stage k from its checkpoint at exactly ``step`` (``zerolock pipeline --resume``)."""
+    path = choose_checkpoint(run_dir, stage.k, step)
+    if path is None or _step_of(path) != step:
+        raise ValueError(f"stage {stage.k} has no complete checkpoint at step {step} to resume from")
+    return restore_stage(stage, path)
+
+
+def common_resume_step(run_dir: Path, K: int) -> int:
+    """The newest step at which every one of the K stages holds a complete checkpoint (0: none)."""
+    common: set[int] | None = None
+    for k in range(1, K + 1):
+        steps = {_step_of(p) for p in complete_checkpoints(stage_dir(run_dir, k))}
+        common = steps if common is None else common & steps
+    return max(common) if common else 0
 
 
 def restart_point(completed: int, downstream_completed: int | None, every: int) -> int:

@@ -17,11 +17,15 @@ with a clear ``PeerFailureError`` (torchrun restarts whole groups, not single st
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import multiprocessing
 import os
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,23 +69,58 @@ class PipelineSummary:
     final_train_ce: float | None = None
 
 
-def prepare_run(config: TrainConfig, options: PipelineOptions, out: str | Path, overwrite: bool = False) -> Path:
-    """Validate, create ``out`` and write ``config.json``, ``pipeline.json``, ``manifest.json``.
+def prepare_run(config: TrainConfig, options: PipelineOptions, out: str | Path, overwrite: bool = False,
+                resume: bool = False) -> int:
+    """Validate everything, then create ``out`` and write ``config.json``, ``pipeline.json``,
+    ``manifest.json``; returns the step every stage starts from (``resume``: the newest step
+    all stages have a checkpoint for).
 
-    ``out`` must be new, empty, or (with ``overwrite``) one of our runs (``training/rundir.py``).
+    ``out`` must be new, empty, one of our pipeline runs (``resume``) or, with ``overwrite``,
+    one of our runs (``training/rundir.py``). A no-op resume (all steps done) writes nothing.
     """
     from zerolock_theory.config import check_sources
+    from zerolock_theory.pipeline.checkpoints import common_resume_step
     from zerolock_theory.training.manifest import write_manifest
-    from zerolock_theory.training.rundir import prepare_out
+    from zerolock_theory.training.resume import check_resume, read_saved_config, write_text_atomic
+    from zerolock_theory.training.rundir import check_out, prepare_out
 
     options.check_against(config)
     check_sources(config)
     out = Path(out)
-    prepare_out(out, "pipeline", overwrite=overwrite)
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    (out / "pipeline.json").write_text(json.dumps(options.to_dict(), indent=2))
+    start, saved = 0, None
+    if check_out(out, "pipeline", resume=resume, overwrite=overwrite) == "resume":
+        saved = read_saved_config(out)
+        start = common_resume_step(out, config.model.chunks)
+        if saved is not None:
+            check_resume(saved, config, start)
+            check_same_options(out, options)
+    if start >= config.run.steps:
+        return start
+    prepare_out(out, "pipeline", resume=resume, overwrite=overwrite)
+    if saved is None or saved.to_dict() != config.to_dict():
+        write_text_atomic(out / "config.json", json.dumps(config.to_dict(), indent=2))
+    write_text_atomic(out / "pipeline.json", json.dumps(options.to_dict(), indent=2))
     write_manifest(out, config.model.device if config.model.device != "auto" else "cpu", "pipeline")
-    return out
+    return start
+
+
+RESUMABLE_OPTIONS = ("threads", "comm_timeout_s", "recovery_timeout_s", "max_restarts", "fail_stage",
+                     "fail_at_step", "fail_mode", "measure_memory", "warmup_steps", "backend")
+
+
+def check_same_options(out: Path, options: PipelineOptions) -> None:
+    """A resumed pipeline keeps its schedule, micro-batches and lead (``ValueError`` otherwise)."""
+    path = out / "pipeline.json"
+    if not path.is_file():
+        return
+    try:
+        saved = PipelineOptions.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path} is not valid pipeline options: {exc}") from exc
+    old, new = saved.to_dict(), options.to_dict()
+    diff = [f"{k}: {old[k]!r} -> {new[k]!r}" for k in old if old[k] != new[k] and k not in RESUMABLE_OPTIONS]
+    if diff:
+        raise ValueError(f"cannot resume with different pipeline options ({'; '.join(diff)})")
 
 
 def _context() -> Any:
@@ -95,14 +134,17 @@ def _context() -> Any:
 class _Supervisor:
     """Starts, watches and restarts the stage processes of one local run."""
 
-    def __init__(self, run_dir: Path, K: int, options: PipelineOptions, store: Any, port: int) -> None:
+    def __init__(self, run_dir: Path, K: int, options: PipelineOptions, store: Any, port: int,
+                 resume_step: int = 0) -> None:
         self.run_dir, self.K, self.options, self.store, self.port = run_dir, K, options, store, port
+        self.resume_step = resume_step
         self.ctx = _context()
         self.procs: dict[int, Any] = {}
         self.restarts: dict[int, int] = dict.fromkeys(range(1, K + 1), 0)
 
     def spawn(self, k: int, recovering: bool) -> None:
-        spec = WorkerSpec(str(self.run_dir), k, "127.0.0.1", self.port, recovering, inject=not recovering)
+        spec = WorkerSpec(str(self.run_dir), k, "127.0.0.1", self.port, recovering, inject=not recovering,
+                          resume_step=0 if recovering else self.resume_step, launcher_pid=os.getpid())
         proc = self.ctx.Process(target=worker_main, args=(spec,), name=f"zerolock-stage-{k}", daemon=True)
         proc.start()
         self.procs[k] = proc
@@ -132,13 +174,16 @@ class _Supervisor:
 
     def stop_all(self) -> None:
         """End every stage process still running (by its own handle, i.e. its pid)."""
-        for proc in self.procs.values():
+        alive = [proc for proc in self.procs.values() if proc.exitcode is None]
+        for proc in alive:
+            proc.terminate()
+        deadline = time.monotonic() + 2.0
+        for proc in alive:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        for proc in alive:
             if proc.exitcode is None:
-                proc.terminate()
+                proc.kill()
                 proc.join(2.0)
-                if proc.exitcode is None:
-                    proc.kill()
-                    proc.join(2.0)
 
     def _abort(self, failed: dict[int, int]) -> None:
         causes = sorted(failed, key=lambda k: (failed[k] == PEER_EXIT, k))
@@ -152,7 +197,7 @@ class _Supervisor:
                 failed.setdefault(k, proc.exitcode)
         causes = sorted(failed, key=lambda k: (failed[k] == PEER_EXIT, k))
         lines = [self._describe(k, failed[k]) for k in causes]
-        raise PipelineError("pipelined run failed:\n  " + "\n  ".join(lines))
+        raise PipelineError("pipelined run failed: " + "\n  ".join(lines))  # one line per failed stage
 
     def run(self) -> None:
         for k in range(1, self.K + 1):
@@ -176,21 +221,50 @@ class _Supervisor:
             proc.join()
 
 
-def launch(config: TrainConfig, options: PipelineOptions, out: str | Path, *, overwrite: bool = False) -> PipelineSummary:
-    """Run a pipelined training locally, one process per stage; merge the stages' files."""
-    tic = time.perf_counter()
-    run_dir = prepare_run(config, options, out, overwrite)
-    timeout = datetime.timedelta(seconds=options.comm_timeout_s)
-    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timeout)
-    supervisor = _Supervisor(run_dir, config.model.chunks, options, store, store.port)
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) raise ``KeyboardInterrupt`` in the launcher, so its ``finally`` ends
+    every stage; SIGINT already does. Only in the main thread (signals go there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        supervisor.run()
-    finally:  # an interrupted launcher (Ctrl-C, a test timeout) leaves no stage behind
-        supervisor.stop_all()
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def launch(config: TrainConfig, options: PipelineOptions, out: str | Path, *, overwrite: bool = False,
+           resume: bool = False) -> PipelineSummary:
+    """Run a pipelined training locally, one process per stage; merge the stages' files.
+
+    ``resume``: continue ``out`` from the newest step every stage has a checkpoint for.
+    SIGTERM, SIGINT or the launcher's death end every stage (``worker.watch_parent``).
+    """
+    tic = time.perf_counter()
+    start = prepare_run(config, options, out, overwrite, resume)
+    run_dir = Path(out)
+    if start < config.run.steps:
+        timeout = datetime.timedelta(seconds=options.comm_timeout_s)
+        store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timeout)
+        supervisor = _Supervisor(run_dir, config.model.chunks, options, store, store.port, start)
+        with _terminate_as_interrupt():
+            try:
+                supervisor.run()
+            finally:  # an interrupted launcher (Ctrl-C, SIGTERM, a test timeout) leaves no stage behind
+                supervisor.stop_all()
+        restarts = supervisor.restarts
+    else:
+        restarts = {}
     merged = merge_outputs(run_dir, config.model.chunks)
     return PipelineSummary(run_dir, config.model.chunks, config.run.steps, time.perf_counter() - tic,
-                           supervisor.restarts, merged["results"], merged["recoveries"],
-                           merged["final_train_ce"])
+                           restarts, merged["results"], merged["recoveries"], merged["final_train_ce"])
 
 
 def launch_torchrun(config: TrainConfig, options: PipelineOptions, out: str | Path, *,
@@ -203,7 +277,7 @@ def launch_torchrun(config: TrainConfig, options: PipelineOptions, out: str | Pa
     if world != config.model.chunks:
         raise ValueError(f"torchrun started {world} processes for {config.model.chunks} stages")
     if rank == 0:
-        prepare_run(config, options, out, overwrite)
+        prepare_run(config, options, out, overwrite)  # (torchrun restarts whole groups: no --resume)
         store.set("prepared", "1")
     else:
         store.wait(["prepared"])

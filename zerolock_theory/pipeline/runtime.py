@@ -35,6 +35,7 @@ class Runtime:
     wire: torch.device  # where tensors travel (cpu for gloo, the GPU for nccl)
     recovering: bool = False  # this process replaces a failed one
     inject: bool = True  # this incarnation may inject the configured fault
+    resume_step: int = 0  # ``zerolock pipeline --resume``: every stage restarts from this checkpoint
     recovery: dict[str, Any] = field(default_factory=dict)
 
     def maybe_fail(self, k: int, step: int, micro: int) -> None:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +44,8 @@ class WorkerSpec:
     recovering: bool = False
     inject: bool = True
     supervised: bool = True
+    resume_step: int = 0  # ``--resume``: restore this stage-local checkpoint first
+    launcher_pid: int | None = None  # the supervising launcher: the stage ends when it dies
 
 
 def read_run(run_dir: Path) -> tuple[TrainConfig, PipelineOptions]:
@@ -92,7 +97,7 @@ def run_worker(spec: WorkerSpec, store: Any) -> dict[str, Any]:
     wire = device if backend == "nccl" else torch.device("cpu")
     stage_dir(run_dir, k).mkdir(parents=True, exist_ok=True)
     stage = build_stage(config, k, device)
-    rt = Runtime(run_dir, store, options, settings, wire, spec.recovering, spec.inject)
+    rt = Runtime(run_dir, store, options, settings, wire, spec.recovering, spec.inject, spec.resume_step)
     if options.schedule == "zerolock":
         result = run_zerolock_stage(stage, rt)
     else:
@@ -114,12 +119,72 @@ def _report(spec: WorkerSpec, store: Any, exc: BaseException) -> None:
             store.set(f"error/{spec.stage}", line)
     except Exception:  # the store may be gone; the exit status still tells
         pass
-    print(f"[stage {spec.stage}] {text}", file=sys.stderr, flush=True)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _process_identity(pid: int) -> tuple[str, str] | None:
+    """(state, start time) of a live process from /proc; None when it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return None if fields[0] in ("Z", "X") else (fields[0], fields[19])
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    if sys.platform.startswith("linux"):
+        ident = _process_identity(pid)
+        return ident is not None and (start is None or ident[1] == start)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else: pid reused
+        return False
+    return True
+
+
+def watch_parent(launcher: int | None = None, poll_s: float = 0.5) -> None:
+    """End this stage when its launcher (or the process that forked it) dies.
+
+    Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` against the forking process; everywhere: a
+    daemon thread that ends the stage within ``poll_s`` once the launcher is gone (a zombie or
+    a reused pid counts as gone) or this process was re-parented. Ctrl-C is left to the
+    launcher, which stops every stage itself.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+            pass
+    ident = _process_identity(launcher) if launcher is not None and sys.platform.startswith("linux") else None
+    start = ident[1] if ident else None
+
+    def gone() -> bool:
+        return os.getppid() != parent or (launcher is not None and not _alive(launcher, start))
+
+    if gone():
+        os._exit(PEER_EXIT)
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(poll_s)
+        os._exit(PEER_EXIT)
+
+    threading.Thread(target=watch, name="zerolock-parent-watch", daemon=True).start()
 
 
 def worker_main(spec: WorkerSpec) -> None:
     """Multiprocessing target: run the stage, then ``os._exit`` with a meaningful status."""
     code, store = 0, None
+    watch_parent(spec.launcher_pid)
     try:
         timeout = datetime.timedelta(seconds=120)
         store = dist.TCPStore(spec.store_host, spec.store_port, is_master=False, timeout=timeout)

@@ -26,6 +26,7 @@ from zerolock_theory.pipeline.checkpoints import (
     choose_checkpoint,
     restart_point,
     restore_stage,
+    resume_stage,
     save_stage,
     stage_dir,
 )
@@ -54,6 +55,8 @@ def _connect(stage: Stage, rt: Runtime) -> tuple[ActivationSender | None, Activa
     if rt.recovering:
         path = choose_checkpoint(rt.run_dir, k, sender.resume[0] if sender else None)
         start = restore_stage(stage, path) if path is not None else 0
+    elif rt.resume_step:
+        start = resume_stage(stage, rt.run_dir, rt.resume_step)
     if k > 1:
         receiver = ActivationReceiver(Link(rt.store, k - 1, k, rt.settings), rt.wire, stage.device)
         receiver.connect(start)
