@@ -15,6 +15,7 @@ an output directory go through ``prepare_out``, which
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -90,6 +91,14 @@ def _is_protected(out: Path) -> bool:
     return target == cwd or target in cwd.parents or target == Path(target.anchor) or target == Path.home()
 
 
+def _check_writable(out: Path, flag: str) -> None:
+    """``out`` (or, if it does not exist yet, its nearest existing parent) must be writable."""
+    target = next((p for p in (out, *out.parents) if p.exists()), None)
+    if target is not None and not os.access(target, os.W_OK | os.X_OK):
+        where = "" if target == out else f" ({target} is read-only)"
+        raise OutDirError(f"{flag} {out} is not writable{where}: {os.strerror(errno.EACCES)}")
+
+
 def _non_empty(out: Path) -> bool:
     return out.is_dir() and any(out.iterdir())
 
@@ -106,6 +115,7 @@ def check_out(out: str | Path, kind: str, *, resume: bool = False, overwrite: bo
     for parent in out.parents:
         if parent.exists() and not parent.is_dir():
             raise OutDirError(f"{flag} {out}: {parent} is a file, not a directory")
+    _check_writable(out, flag)
     if not _non_empty(out):
         return "fresh"
     found = run_kind(out)
