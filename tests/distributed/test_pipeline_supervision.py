@@ -127,3 +127,24 @@ def test_sigterm_ends_every_stage_with_one_line(pipeline_inputs, tmp_path) -> No
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1 and "interrupted" in lines[0], lines
     assert not _wait_gone(stages), "stage processes outlived the SIGTERMed launcher"
+
+
+@pytest.mark.timeout(120)
+def test_stage_setup_error_is_one_line(tmp_path, capsys) -> None:
+    """Every stage fails to load a model without weights: one line, no traceback on the terminal."""
+    import shutil
+
+    from zerolock_theory.embedded import embedded_path
+
+    model = tmp_path / "no-weights"
+    model.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(embedded_path() / name, model / name)
+    argv = ["pipeline", "--stages", "2", "--model", str(model), "--steps", "2", "--device", "cpu",
+            "--no-progress", "--out", str(tmp_path / "p")]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "stages 1, 2 exited with status 1: ValueError: cannot load the model" in lines[0]
+    assert "Traceback" not in err + out
+    assert "Traceback" in (tmp_path / "p" / "stages" / "stage_1" / "error.txt").read_text()

@@ -196,8 +196,12 @@ class _Supervisor:
             if proc.exitcode not in (0, None):
                 failed.setdefault(k, proc.exitcode)
         causes = sorted(failed, key=lambda k: (failed[k] == PEER_EXIT, k))
-        lines = [self._describe(k, failed[k]) for k in causes]
-        raise PipelineError("pipelined run failed: " + "\n  ".join(lines))  # one line per failed stage
+        groups: dict[str, list[int]] = {}  # stages that failed the same way share one line
+        for k in causes:
+            groups.setdefault(self._describe(k, failed[k]).split(" exited", 1)[1], []).append(k)
+        lines = [f"stage{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))} exited{rest}"
+                 for rest, ks in groups.items()]
+        raise PipelineError("pipelined run failed: " + "\n  ".join(lines))  # at most one line per failed stage
 
     def run(self) -> None:
         for k in range(1, self.K + 1):
