@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", action="store_true", help="continue from the latest complete checkpoint in --out")
-    group.add_argument("--overwrite", action="store_true", help="delete a non-empty --out first")
+    group.add_argument("--overwrite", action="store_true", help="replace --out if it holds one of our runs (never a directory of yours)")
     parser.set_defaults(func=run)
 
 

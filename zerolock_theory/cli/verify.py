@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=int, help="override the steps per run")
     parser.add_argument("--seeds", type=int, help="override the number of seeds")
     parser.add_argument("--chunks", type=int, help="override K")
-    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out that is not a verify directory")
+    parser.add_argument("--overwrite", action="store_true", help="replace --out if it holds another of our runs (never a directory of yours)")
     parser.set_defaults(func=run)
 
 
