@@ -125,6 +125,12 @@ CASES = [
          run_copy(edit=lambda r: (r / "config.json").write_text("[]"))),
     Case("resume-config-bad-type", (*T, "run", "--resume"), "run.steps=2.5",
          run_copy(edit=_edit_config(run__steps=2.5))),
+    Case("resume-corrupt-checkpoint", (*T, "run", "--resume", "--steps", "3"), "cannot read checkpoint",
+         run_copy(edit=lambda r: (r / "checkpoints" / "step_00000002" / "state.pt").write_bytes(b"torn"))),
+    Case("resume-model-gone", (*T, "run", "--resume", "--steps", "3"), "model directory 'gone' does not exist",
+         run_copy(edit=_edit_config(model__path="gone"))),
+    Case("resume-data-gone", (*T, "run", "--resume", "--steps", "3"), "data source 'gone.txt' does not exist",
+         run_copy(edit=_edit_config(data__source="gone.txt"))),
     Case("resume-and-overwrite", (*T, "run", "--resume", "--overwrite"), "not allowed with"),
     # --- train: config values are type-checked ---------------------------------------------
     Case("set-steps-float", (*T, "r", "--set", "run.steps=2.5"), "run.steps=2.5: expected an integer"),
