@@ -58,6 +58,17 @@ def _legacy_kind(out: Path, data: dict[str, Any]) -> str | None:
     return None
 
 
+def _legacy_sweep(out: Path) -> str | None:
+    """A sweep directory written before the marker: nothing but train runs in it."""
+    try:
+        children = list(out.iterdir()) if out.is_dir() and not (out / MANIFEST).exists() else []
+    except OSError:
+        return None
+    if children and all(c.is_dir() and run_kind(c) == "train" for c in children):
+        return "sweep"
+    return None
+
+
 def run_kind(out: str | Path) -> str | None:
     """The kind of run ``out`` holds, or None when it is not one of ours."""
     out = Path(out)
@@ -67,7 +78,7 @@ def run_kind(out: str | Path) -> str | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return _legacy_sweep(out)
     if not isinstance(data, dict):
         return None
     if data.get("format") == FORMAT and data.get("kind") in KINDS:
