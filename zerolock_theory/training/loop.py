@@ -76,7 +76,7 @@ class RunSummary:
 def build_components(config: TrainConfig, device: torch.device) -> tuple[ChunkedLM, Any, LMData, DataStream]:
     """Seed, load the model, chunk it, attach adapters, build the data: what every process shares."""
     torch.manual_seed(config.run.seed)
-    if not config.run.progress:  # transformers' "Loading weights" bars too
+    if not config.run.progress:  # transformers' "Loading weights" bars too (--no-progress, verify)
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
