@@ -217,6 +217,10 @@ CASES = [
                          "--out", "p"), "trains method"),
     Case("pipe-data-missing", ("pipeline", "--stages", "2", "--data", "nope.txt", "--out", "p"), "does not exist"),
     Case("pipe-set-type", ("pipeline", "--stages", "2", "--set", "run.steps=2.5", "--out", "p"), "run.steps=2.5"),
+    Case("pipe-out-file", ("pipeline", "--stages", "2", "--out", "f"), "exists and is not a directory", write("f", "x")),
+    Case("pipe-out-under-file", ("pipeline", "--stages", "2", "--out", "f/p"), "is a file", write("f", "x")),
+    Case("sweep-out-under-file", ("sweep", "--out", "f/s", "--grid", "run.seed=0,1"), "is a file", write("f", "x")),
+    Case("verify-out-under-file", ("verify", "--quick", "--out", "f/v"), "is a file", write("f", "x")),
     Case("pipe-resume-overwrite", ("pipeline", "--stages", "2", "--out", "p", "--resume", "--overwrite"),
          "not allowed with"),
     # --- analyze / report / theory / top level --------------------------------------------------
@@ -287,12 +291,15 @@ def test_bad_input(case: Case, tmp_path, trained_run, monkeypatch, capsys) -> No
     assert snapshot(root) == before, "files changed"
 
 
-def test_read_only_out_is_one_line(tmp_path, monkeypatch, capsys) -> None:
+@pytest.mark.parametrize("argv", [["train", "--steps", "1"], ["pipeline", "--stages", "2"],
+                                  ["verify", "--quick"], ["sweep", "--grid", "run.seed=0,1"]],
+                         ids=["train", "pipeline", "verify", "sweep"])
+def test_read_only_out_is_one_line(argv, tmp_path, monkeypatch, capsys) -> None:
     """A read-only parent (mocked: the tests may run as root) is refused before anything loads."""
     from zerolock_theory.training import rundir
 
     monkeypatch.setattr(rundir.os, "access", lambda path, mode: False)
-    assert call(["train", "--out", str(tmp_path / "ro" / "x"), "--steps", "1"]) == 2
+    assert call([*argv, "--out", str(tmp_path / "ro" / "x")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "Permission denied" in lines[0] and "not writable" in lines[0]
+    assert len(lines) == 1 and "Permission denied" in lines[0] and "not writable" in lines[0], lines
     assert not (tmp_path / "ro").exists()

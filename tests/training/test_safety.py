@@ -50,6 +50,8 @@ def test_resume_may_extend_and_a_no_op_resume_writes_nothing(tmp_path, capsys):
     assert "nothing to do" in capsys.readouterr().out
     assert {name: (out / name).read_bytes() for name in files} == files
     assert main(["train", "--out", str(out), "--resume", "--steps", "3", "--no-progress"]) == 0  # extension
+    err = capsys.readouterr().err
+    assert "Loading weights" not in err and "%|" not in err  # no progress bars of ours or transformers'
     assert json.loads((out / "config.json").read_text())["run"]["steps"] == 3
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["resumed"] == 1 and manifest["kind"] == "train"
