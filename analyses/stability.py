@@ -1,10 +1,10 @@
 """Assumption 5: the stability ratio ρ_t and its scaling with the step (MATH.md).
 
-Reads the probe keys ``probe/stability/{obj}/{k}/{phi,dp_sq,ratio,actual,remainder}``,
+Reads the probe keys ``probe/stability/{obj}/{k}/{phi,q,ratio,actual,remainder}``,
 obj ∈ {paper, implemented} (R with D_k = KL(p_k ‖ g_k); R̄ with D_k = KL(m_k ‖ p_k)),
 k ∈ {1..K, total}. ρ_t = max(φ_t, 0) / ‖Δp̃_t‖² (``ratio``; null when undefined).
 
-Scaling diagnostic: the slope s of log ρ_t on log ‖Δp̃_t‖ = ½·log dp_sq, least squares over
+Scaling diagnostic: the slope s of log ρ_t on log ‖Δp̃_t‖ = ½·log q, least squares over
 the steps with ρ_t > 0 pooled across the runs of a learning-rate sweep; 95% interval by a
 moving-block bootstrap of (x, y) pairs over steps within each run (L = round(n^{1/3})).
 
@@ -60,7 +60,7 @@ def _check_objective(obj: str) -> None:
 
 def stability_chunks(frame: pd.DataFrame, obj: str) -> list[str]:
     """The chunk labels ``"1".."K"`` (numeric order) then ``"total"`` present for ``obj``."""
-    pattern = re.compile(rf"^{PREFIX}/{obj}/([^/]+)/dp_sq$")
+    pattern = re.compile(rf"^{PREFIX}/{obj}/([^/]+)/q$")
     found = {m.group(1) for c in frame.columns if (m := pattern.match(str(c)))}
     numeric = sorted((c for c in found if c.isdigit()), key=int)
     return numeric + (["total"] if "total" in found else [])
@@ -85,15 +85,15 @@ def _undefined_reason(frame: pd.DataFrame, obj: str) -> str:
 
 
 def _ratio(frame: pd.DataFrame, obj: str, chunk: str) -> tuple[pd.Series, pd.Series, pd.Series]:
-    """(φ, dp_sq, ρ) for one chunk; ρ recomputed as max(φ,0)/dp_sq if ``ratio`` is absent."""
+    """(φ, q, ρ) for one chunk; ρ recomputed as max(φ,0)/q if ``ratio`` is absent."""
     phi = numeric_column(frame, _key(obj, chunk, "phi"), where=obj)
-    dp_sq = numeric_column(frame, _key(obj, chunk, "dp_sq"), where=obj)
+    q = numeric_column(frame, _key(obj, chunk, "q"), where=obj)
     if _key(obj, chunk, "ratio") in frame.columns:
         rho = numeric_column(frame, _key(obj, chunk, "ratio"), where=obj)
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
-            rho = (phi.clip(lower=0.0) / dp_sq).where(dp_sq > 0)
-    return phi, dp_sq, rho
+            rho = (phi.clip(lower=0.0) / q).where(q > 0)
+    return phi, q, rho
 
 
 @dataclass(frozen=True)
@@ -128,15 +128,15 @@ class StabilitySummary(Result):
 
 
 def _stats(
-    chunk: str, phi: np.ndarray, dp_sq: np.ndarray, rho: np.ndarray, rem: np.ndarray
+    chunk: str, phi: np.ndarray, q: np.ndarray, rho: np.ndarray, rem: np.ndarray
 ) -> RatioStats:
-    probe = ~np.isnan(dp_sq)
+    probe = ~np.isnan(q)
     defined = probe & ~np.isnan(rho)
     values = rho[defined]
     finite = values[np.isfinite(values)]
     phis = phi[probe & ~np.isnan(phi)]
     with np.errstate(divide="ignore", invalid="ignore"):
-        rem_ratio = np.abs(rem) / dp_sq
+        rem_ratio = np.abs(rem) / q
     rem_ratio = rem_ratio[probe & np.isfinite(rem_ratio)]
     nan = float("nan")
     return RatioStats(
@@ -179,10 +179,10 @@ def stability_summary(
         if not ok.all():
             reasons.append(_undefined_reason(frame, obj))
         for chunk in chunks:
-            phi, dp_sq, rho = _ratio(frame, obj, chunk)
+            phi, q, rho = _ratio(frame, obj, chunk)
             rem_key = _key(obj, chunk, "remainder")
             rem = numeric_column(frame, rem_key) if rem_key in frame.columns else phi * np.nan
-            stacked = np.stack([phi, dp_sq, rho, rem]).astype(float)[:, ok]
+            stacked = np.stack([phi, q, rho, rem]).astype(float)[:, ok]
             cols[chunk].append(stacked)
     stats = [_stats(c, *np.concatenate(cols[c], axis=1)) for c in chunks]
     if all(s.n_probe == 0 for s in stats):
@@ -235,10 +235,10 @@ def scaling_verdict(slope: Interval) -> str:
 
 
 def _sweep_points(frame: pd.DataFrame, obj: str, chunk: str, name: str, lr: float):
-    phi, dp_sq, rho = _ratio(frame, obj, chunk)
-    ok = _defined_mask(frame, obj) & dp_sq.gt(0) & rho.notna() & np.isfinite(rho)
+    phi, q, rho = _ratio(frame, obj, chunk)
+    ok = _defined_mask(frame, obj) & q.gt(0) & rho.notna() & np.isfinite(rho)
     positive = ok & rho.gt(0)
-    x = 0.5 * np.log(dp_sq[positive].to_numpy())
+    x = 0.5 * np.log(q[positive].to_numpy())
     y = np.log(rho[positive].to_numpy())
     pos = np.unique(np.linspace(0, x.size - 1, min(x.size, SCATTER_POINTS)).astype(int))
     nan = float("nan")
@@ -278,7 +278,7 @@ def stability_scaling(
     runs = [
         (f, float(lr), n)
         for f, lr, n in zip(frames, lrs, names, strict=True)
-        if _key(obj, chunk, "dp_sq") in f.columns
+        if _key(obj, chunk, "q") in f.columns
     ]
     distinct = sorted({lr for _, lr, _ in runs})
     if len(distinct) < 2:

@@ -8,7 +8,7 @@ Record t (the update ω^t → ω^{t+1}) holds, on the probe batch, for both obje
 * ``implemented``: R̄(ω^t; p̃) = (1/N) Σ_n Σ_k KL(m_k(p_{k-1}) ‖ p_k), m_k built from the
   trained target p_y^{method.epsilon}; computed whichever direction is trained,
 
-per chunk k and in total: φ_t, ‖Δp̃_t‖², ρ_t = max(φ_t, 0)/‖Δp̃_t‖², the actual change
+per chunk k and in total: φ_t, q_t = (1/N) Σ_n ‖Δp̃_t(n)‖², ρ_t = max(φ_t, 0)/q_t, the actual change
 R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) and the remainder (actual − φ_t). p̃^t is rows 0..K-1 of the
 readouts at ω^t (kept from the previous ``after_step``, or computed by ``on_start``),
 p̃^{t+1} rows 0..K-1 at ω^{t+1}, and the chunk outputs p_k(ω^t) rows 1..K at ω^t, held
@@ -28,12 +28,12 @@ import torch
 from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
 from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
+from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
 from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
 
 __all__ = ["FIELDS", "StabilityProbe", "stability_metrics"]
 
-FIELDS = ("phi", "dp_sq", "ratio", "actual", "remainder")
-PREFIX = "probe/stability"
+FIELDS = STABILITY_FIELDS
 
 
 def stability_metrics(terms: StabilityTerms, objective: str) -> dict[str, Any]:
@@ -44,18 +44,18 @@ def stability_metrics(terms: StabilityTerms, objective: str) -> dict[str, Any]:
         if values is None:
             continue
         for k in range(terms.num_chunks):
-            out[f"{PREFIX}/{objective}/{k + 1}/{name}"] = as_metric(values[k])
-        out[f"{PREFIX}/{objective}/total/{name}"] = as_metric(getattr(terms, f"{name}_total"))
-    out[f"{PREFIX}/{objective}/defined"] = terms.defined
+            out[stability_key(objective, k + 1, name)] = as_metric(values[k])
+        out[stability_key(objective, "total", name)] = as_metric(getattr(terms, f"{name}_total"))
+    out[stability_flag(objective, "defined")] = terms.defined
     if not terms.defined:
-        out[f"{PREFIX}/{objective}/reason"] = terms.reason
+        out[stability_flag(objective, "reason")] = terms.reason
     return out
 
 
 @register("stability")
 @dataclass
 class StabilityProbe:
-    """φ_t, ‖Δp̃_t‖², ρ_t, actual change and remainder for R (paper) and R̄ (implemented)."""
+    """φ_t, q_t, ρ_t, actual change and remainder for R (paper) and R̄ (implemented)."""
 
     name: ClassVar[str] = "stability"
     every: int = 1

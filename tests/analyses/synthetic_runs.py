@@ -82,7 +82,7 @@ def _stability(rng, rec, obj, chunks, lr_t, slope, defined):
         rec[f"probe/stability/{obj}/defined"] = False
         rec[f"probe/stability/{obj}/reason"] = "one-hot labels: KL(p || p_y) is infinite"
         for k in [*map(str, range(1, chunks + 1)), "total"]:
-            for f in ("phi", "dp_sq", "ratio", "actual", "remainder"):
+            for f in ("phi", "q", "ratio", "actual", "remainder"):
                 rec[f"probe/stability/{obj}/{k}/{f}"] = None
         return
     rec[f"probe/stability/{obj}/defined"] = True
@@ -93,7 +93,7 @@ def _stability(rng, rec, obj, chunks, lr_t, slope, defined):
         phi = rho * dp * dp if positive else -0.1 * dp
         remainder = 0.3 * dp * dp * rng.normal()
         rec[f"probe/stability/{obj}/{k}/phi"] = phi
-        rec[f"probe/stability/{obj}/{k}/dp_sq"] = dp * dp
+        rec[f"probe/stability/{obj}/{k}/q"] = dp * dp
         rec[f"probe/stability/{obj}/{k}/ratio"] = max(phi, 0.0) / (dp * dp)
         rec[f"probe/stability/{obj}/{k}/actual"] = phi + remainder
         rec[f"probe/stability/{obj}/{k}/remainder"] = remainder

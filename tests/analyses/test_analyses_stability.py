@@ -26,7 +26,7 @@ def _sweep_frame(
         {
             "step": np.arange(n),
             f"{KEY}/phi": phi,
-            f"{KEY}/dp_sq": dp**2,
+            f"{KEY}/q": dp**2,
             f"{KEY}/ratio": np.maximum(phi, 0) / dp**2,
         }
     )
@@ -79,7 +79,7 @@ def test_summary_statistics_and_undefined_counts():
         {
             "step": range(5),
             f"{KEY}/phi": [1.0, -1.0, 2.0, 4.0, None],
-            f"{KEY}/dp_sq": [1.0, 1.0, 1.0, 0.0, None],
+            f"{KEY}/q": [1.0, 1.0, 1.0, 0.0, None],
             f"{KEY}/ratio": [1.0, 0.0, 2.0, None, None],
             f"{KEY}/remainder": [0.5, 0.5, 0.5, 0.5, None],
         }
@@ -107,7 +107,7 @@ def test_undefined_paper_objective_gives_the_probe_reason():
             "probe/stability/paper/defined": [False] * 3,
             "probe/stability/paper/reason": ["one-hot labels"] * 3,
             "probe/stability/paper/total/phi": [None] * 3,
-            "probe/stability/paper/total/dp_sq": [None] * 3,
+            "probe/stability/paper/total/q": [None] * 3,
         }
     )
     with pytest.raises(NotMeasured, match="one-hot labels"):

@@ -130,14 +130,14 @@ def test_online_phi_equals_recomputation_from_stored_full_distributions(runs):
             np.testing.assert_allclose(got, phis, rtol=1e-3, atol=1e-12, err_msg=f"{objective} step {t}")
             total = record[f"probe/stability/{objective}/total/phi"]
             assert total == pytest.approx(sum(phis), rel=1e-3)
-            dp_sq = float(((after[:-1] - before[:-1]) ** 2).sum())
-            assert record[f"probe/stability/{objective}/total/dp_sq"] == pytest.approx(dp_sq, rel=1e-3)
+            q = float(((after[:-1] - before[:-1]) ** 2).sum()) / N  # a per-position mean
+            assert record[f"probe/stability/{objective}/total/q"] == pytest.approx(q, rel=1e-3)
             # the closed-form gradient equals autograd, in the run
             for k in [*range(1, K + 1), "total"]:
                 auto = record[f"probe/stability/{objective}/{k}/phi_autograd"]
                 assert auto == pytest.approx(record[f"probe/stability/{objective}/{k}/phi"], rel=1e-4, abs=1e-15)
         assert record["probe/stability/implemented/1/ratio"] is None  # 0/0: p_0 is the frozen embedding readout
-        assert record["probe/stability/implemented/1/dp_sq"] == 0.0
+        assert record["probe/stability/implemented/1/q"] == 0.0
 
 
 def test_reverse_run_gives_finite_ratios_for_both_objectives(tmp_path):

@@ -62,7 +62,8 @@ def test_closed_form_phi_matches_autograd(seed, shape, alpha, epsilon, objective
     r_next = reference_r(p_next, p_out, p_y, alpha, objective)
     assert float(terms.r_before_total) == pytest.approx(float(r_t), abs=1e-12, rel=1e-10)
     assert float(terms.actual_total) == pytest.approx(float(r_next - r_t), abs=1e-11)
-    assert float(terms.dp_sq_total) == pytest.approx(float(((p_next - p_t) ** 2).sum()), rel=1e-12)
+    n = p_t.shape[1]
+    assert float(terms.q_total) == pytest.approx(float(((p_next - p_t) ** 2).sum()) / n, rel=1e-12)
     assert torch.allclose(terms.remainder, terms.actual - terms.phi)
     assert terms.defined and terms.reason == ""
 
@@ -140,7 +141,7 @@ def test_validation_and_metrics() -> None:
     assert {
         "ratio",
         "phi",
-        "dp_sq",
+        "q",
         "actual",
         "remainder",
         "chunk/2/phi",
@@ -152,3 +153,17 @@ def test_validation_and_metrics() -> None:
     assert as_metric(torch.tensor(-math.inf)) == -math.inf and as_metric(torch.tensor(1.5)) == 1.5
     with pytest.raises(ValueError):
         StabilityTerms(**{**terms.__dict__, "phi": torch.zeros(3, dtype=torch.float64)})
+
+
+@pytest.mark.parametrize("objective", ["paper", "implemented"])
+def test_duplicating_the_probe_batch_changes_nothing(objective: str) -> None:
+    """φ, q and ρ are per-position means: the batch B and B ∪ B give the same numbers."""
+    p_t, p_next, p_out, p_y = _probe(11, 3, 5, 6, h=0.05)
+    once = stability_terms(p_t, p_next, p_out, p_y, 0.4, objective)
+    twice = stability_terms(
+        *(torch.cat([x, x], dim=1) for x in (p_t, p_next, p_out)), torch.cat([p_y, p_y]), 0.4, objective
+    )
+    for name in ("phi", "q", "ratio", "actual", "r_before"):
+        torch.testing.assert_close(getattr(twice, name), getattr(once, name), rtol=1e-12, atol=1e-15)
+        torch.testing.assert_close(getattr(twice, f"{name}_total"), getattr(once, f"{name}_total"), rtol=1e-12, atol=1e-15)
+    assert float(once.q_total) > 0 and float(once.ratio_total) >= 0

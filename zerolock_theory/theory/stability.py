@@ -11,13 +11,15 @@ where p̃ = (p_0, …, p_{K-1}) are the upstream readouts. For one step t → t+
   ∂/∂p_{k-1} KL(p_k ‖ g_k) = (1-α)(g_k − p_k)/p_{k-1} and
   ∂/∂p_{k-1} KL(m_k ‖ p_k) = (1-α)(log(m_k/p_k) + 1), each divided by N (the fast path);
   optionally also by autograd through the definition of R (the check);
-* ‖Δp̃_t‖², the ratio ρ_t = max(φ_t, 0)/‖Δp̃_t‖², the actual change
-  R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) and the remainder (actual − φ_t).
+* the size of the shift q_t = ‖Δp̃_t‖² = (1/N) Σ_n Σ_k ‖Δp^t_{k-1}(n)‖², a per-position mean
+  like φ_t, so that nothing depends on N (duplicating the probe batch changes nothing);
+* the ratio ρ_t = max(φ_t, 0)/q_t, the actual change R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) and the
+  remainder (actual − φ_t).
 
 Chunk k (1-based) pairs p̃[k-1] = p_{k-1} with p_out[k-1] = p_k; every quantity is reported
-per chunk (a [K] tensor; R, φ and ‖Δp̃‖² add over chunks) and in total. Everything is float64.
+per chunk (a [K] tensor; R, φ and q add over chunks) and in total. Everything is float64.
 
-Undefined values: ρ is NaN where ‖Δp̃‖² = 0 (always so for chunk 1 when p_0 is the frozen
+Undefined values: ρ is NaN where q = 0 (always so for chunk 1 when p_0 is the frozen
 embedding readout). Where R itself is +inf (the paper objective with a one-hot p_y) the
 affected φ, ρ, actual change and remainder are +inf, never NaN, and ``defined`` is False
 with a ``reason``. ``as_metric`` turns NaN into ``None`` for logging and keeps ±inf.
@@ -37,8 +39,8 @@ from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 __all__ = ["StabilityTerms", "as_metric", "chunk_divergence", "stability_terms"]
 
 Objective = Literal["paper", "implemented"]
-_TENSOR_FIELDS = ("r_before", "r_after", "phi", "dp_sq", "ratio", "actual", "remainder")
-_TOTALS = ("r_before", "r_after", "phi", "phi_autograd", "dp_sq", "ratio", "actual", "remainder")
+_TENSOR_FIELDS = ("r_before", "r_after", "phi", "q", "ratio", "actual", "remainder")
+_TOTALS = ("r_before", "r_after", "phi", "phi_autograd", "q", "ratio", "actual", "remainder")
 
 
 def as_metric(x: torch.Tensor | float | None) -> float | None:
@@ -59,15 +61,15 @@ class StabilityTerms:
     r_after: torch.Tensor  # R_k(ω^t; p̃^{t+1})
     phi: torch.Tensor  # φ_k from the closed-form gradient
     phi_autograd: torch.Tensor | None  # φ_k by autograd (None unless requested)
-    dp_sq: torch.Tensor  # ‖p_{k-1}^{t+1} − p_{k-1}^t‖²
-    ratio: torch.Tensor  # max(φ_k, 0) / dp_sq_k
+    q: torch.Tensor  # q_k = (1/N) Σ_n ‖p_{k-1}^{t+1}(n) − p_{k-1}^t(n)‖²
+    ratio: torch.Tensor  # max(φ_k, 0) / q_k
     actual: torch.Tensor  # r_after − r_before
     remainder: torch.Tensor  # actual − phi
     r_before_total: torch.Tensor
     r_after_total: torch.Tensor
     phi_total: torch.Tensor
     phi_autograd_total: torch.Tensor | None
-    dp_sq_total: torch.Tensor
+    q_total: torch.Tensor
     ratio_total: torch.Tensor
     actual_total: torch.Tensor
     remainder_total: torch.Tensor
@@ -174,16 +176,16 @@ def _autograd_phi(
     return _inner(grad, delta)
 
 
-def _ratio(phi: torch.Tensor, dp_sq: torch.Tensor) -> torch.Tensor:
-    """max(φ, 0)/‖Δp̃‖²; NaN where ‖Δp̃‖² = 0 (and φ finite)."""
-    undefined = (dp_sq == 0) & torch.isfinite(phi)
-    safe = torch.where(dp_sq == 0, torch.ones_like(dp_sq), dp_sq)
+def _ratio(phi: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """max(φ, 0)/q; NaN where q = 0 (and φ finite)."""
+    undefined = (q == 0) & torch.isfinite(phi)
+    safe = torch.where(q == 0, torch.ones_like(q), q)
     return torch.where(undefined, torch.full_like(phi, math.nan), phi.clamp_min(0.0) / safe)
 
 
 def _assemble(rows: dict[str, torch.Tensor | None], alpha: float, objective: str) -> StabilityTerms:
     """Per-chunk and total terms, with +inf (never NaN) wherever R is infinite."""
-    r_b, r_a, phi, auto, dp = (rows[n] for n in ("r_before", "r_after", "phi", "auto", "dp"))
+    r_b, r_a, phi, auto, dp = (rows[n] for n in ("r_before", "r_after", "phi", "auto", "q"))
     infinite = ~torch.isfinite(r_b) | ~torch.isfinite(r_a)
     inf = torch.tensor(math.inf, dtype=torch.float64, device=phi.device)
 
@@ -217,7 +219,7 @@ def _assemble(rows: dict[str, torch.Tensor | None], alpha: float, objective: str
         r_after=r_a,
         phi=phi,
         phi_autograd=auto,
-        dp_sq=dp,
+        q=dp,
         ratio=flag(_ratio(phi, dp)),
         actual=actual,
         remainder=flag(actual - phi),
@@ -225,7 +227,7 @@ def _assemble(rows: dict[str, torch.Tensor | None], alpha: float, objective: str
         r_after_total=r_a.sum(),
         phi_total=phi_total,
         phi_autograd_total=None if auto is None else (inf if any_inf else auto.sum()),
-        dp_sq_total=dp_total,
+        q_total=dp_total,
         ratio_total=inf if any_inf else _ratio(phi_total, dp_total),
         actual_total=actual_total,
         remainder_total=inf if any_inf else actual_total - phi_total,
@@ -268,7 +270,7 @@ def stability_terms(
         )
     y = _to64(p_y, log_input).expand(p_tilde_t.shape[1:])
     rows: dict[str, list[torch.Tensor]] = {
-        n: [] for n in ("r_before", "r_after", "phi", "auto", "dp")
+        n: [] for n in ("r_before", "r_after", "phi", "auto", "q")
     }
     for k in range(p_tilde_t.shape[0]):
         prev, nxt, out = (_to64(x[k], log_input) for x in (p_tilde_t, p_tilde_next, p_out))
@@ -280,7 +282,7 @@ def stability_terms(
         target = _target(nxt, y, alpha, objective)
         rows["r_after"].append(_divergence(target, out, log_out, objective).mean())
         rows["phi"].append(_inner(grad, delta) / prev.shape[0])
-        rows["dp"].append(delta.pow(2).sum())
+        rows["q"].append(delta.pow(2).sum() / prev.shape[0])
         if check_autograd:
             rows["auto"].append(_autograd_phi(prev, delta, out, y, alpha, objective))
     stacked = {name: torch.stack(v) if v else None for name, v in rows.items()}

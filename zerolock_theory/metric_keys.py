@@ -1,0 +1,108 @@
+"""Metric key names, built in one place for the probes that write them and the analyses that read them.
+
+Keys are slash-separated (``probe/stability/paper/2/phi``). Probes build them with the
+functions below; analyses find them with the same functions (``present_chunks`` tries
+``key(k)`` for k = 1, 2, … instead of parsing column names), so a key can change here
+without a regular expression elsewhere going stale. ``scaling_factors`` is the one parser:
+the step-scaling factors c are part of the key and are read back here.
+
+This module imports nothing from the package (it sits below ``training``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+__all__ = [
+    "EVAL_CE",
+    "EVAL_CE_INITIAL",
+    "MAX_CHUNKS",
+    "OBJECTIVES",
+    "SCALING",
+    "STABILITY",
+    "STABILITY_FIELDS",
+    "chunk_ce",
+    "eval_chunk_ce",
+    "factor_label",
+    "minimizer_key",
+    "present_chunks",
+    "scaling_factors",
+    "scaling_key",
+    "scaling_step_key",
+    "stability_flag",
+    "stability_key",
+]
+
+OBJECTIVES: tuple[str, ...] = ("paper", "implemented")
+STABILITY = "probe/stability"
+SCALING = "probe/scaling"
+MINIMIZER = "probe/minimizer"
+STABILITY_FIELDS: tuple[str, ...] = ("phi", "q", "ratio", "actual", "remainder")
+SCALING_FIELDS: tuple[str, ...] = ("phi", "q", "ratio")
+EVAL_CE = "eval/ce"
+EVAL_CE_INITIAL = "eval/ce_initial"
+MAX_CHUNKS = 256
+
+
+def stability_key(objective: str, chunk: int | str, field: str) -> str:
+    """``probe/stability/{objective}/{k|total}/{field}`` (field in ``STABILITY_FIELDS`` or ``phi_autograd``)."""
+    return f"{STABILITY}/{objective}/{chunk}/{field}"
+
+
+def stability_flag(objective: str, name: str) -> str:
+    """``probe/stability/{objective}/{defined|reason}``."""
+    return f"{STABILITY}/{objective}/{name}"
+
+
+def factor_label(c: float) -> str:
+    """The text of a scaling factor c inside a key: shortest exact repr (``0.5``, ``0.015625``)."""
+    return repr(float(c))
+
+
+def scaling_key(objective: str, c: float, field: str) -> str:
+    """``probe/scaling/{objective}/c={c}/{phi|q|ratio}``: the totals at ω^t + c·Δω_t."""
+    return f"{SCALING}/{objective}/c={factor_label(c)}/{field}"
+
+
+def scaling_step_key(objective: str, name: str) -> str:
+    """Per-step summaries of the scaling probe: ``probe/scaling/{objective}/{phi_prime|q_second|defined}``."""
+    return f"{SCALING}/{objective}/{name}"
+
+
+def scaling_factors(columns: Iterable[str], objective: str) -> list[float]:
+    """The factors c with a ``scaling_key(objective, c, "phi")`` column, largest first."""
+    head, tail = f"{SCALING}/{objective}/c=", "/phi"
+    found = set()
+    for column in map(str, columns):
+        if column.startswith(head) and column.endswith(tail):
+            try:
+                found.add(float(column[len(head) : -len(tail)]))
+            except ValueError:
+                continue
+    return sorted(found, reverse=True)
+
+
+def minimizer_key(chunk: int, field: str) -> str:
+    """``probe/minimizer/{k}/{field}`` (kl_p_g, kl_m_p, tv_g, tv_m, gap, ce)."""
+    return f"{MINIMIZER}/{chunk}/{field}"
+
+
+def eval_chunk_ce(chunk: int) -> str:
+    """``eval/chunk/{k}/ce``: held-out CE(e_y, p_k)."""
+    return f"eval/chunk/{chunk}/ce"
+
+
+def chunk_ce(chunk: int) -> str:
+    """``chunk/{k}/ce``: CE(e_y, p_k) on the training minibatch."""
+    return f"chunk/{chunk}/ce"
+
+
+def present_chunks(columns: Iterable[str], key: Callable[[int], str]) -> list[int]:
+    """The chunks k = 1, 2, … whose ``key(k)`` is a column, stopping at the first absent one."""
+    have = set(map(str, columns))
+    out = []
+    for k in range(1, MAX_CHUNKS + 1):
+        if key(k) not in have:
+            break
+        out.append(k)
+    return out
