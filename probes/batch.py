@@ -32,6 +32,7 @@ __all__ = [
     "label_targets",
     "probe_batch",
     "readouts",
+    "readouts_now",
     "smoothing_for_g",
 ]
 
@@ -138,6 +139,14 @@ def readouts(
     value = _compute_readouts(ctx, batch)
     ctx.cache[_READOUT_KEY] = (step, value)
     return value
+
+
+def readouts_now(ctx: HookContext, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None) -> torch.Tensor:
+    """log p̃ at the parameters the model holds right now, NOT cached (for probes that move ω).
+
+    Same layout as ``readouts``; the step-keyed cache is neither read nor written.
+    """
+    return _compute_readouts(ctx, probe_batch(ctx, n_positions, seed))
 
 
 def label_targets(targets: torch.Tensor, vocab_size: int, epsilon: float) -> torch.Tensor:

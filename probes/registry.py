@@ -47,4 +47,6 @@ def _load_builtin() -> None:
         importlib.import_module(module)
 
 
-BUILTIN_MODULES: tuple[str, ...] = ("probes.readouts", "probes.stability", "probes.minimizers", "probes.gradients")
+BUILTIN_MODULES: tuple[str, ...] = (
+    "probes.readouts", "probes.stability", "probes.minimizers", "probes.gradients", "probes.scaling",
+)

@@ -28,6 +28,7 @@ ALL_PROBES = {
     "stability": {"n_positions": N, "check_autograd": True},
     "minimizers": {"n_positions": N},
     "gradients": {"n_positions": N, "every": 2},
+    "scaling": {"n_positions": N, "every": 2, "factors": [1.0, 0.5, 0.25]},
 }
 
 
@@ -92,6 +93,24 @@ def test_probes_change_nothing(runs):
     assert all("probe/minimizer/2/gap" in r for r in records)
     assert [r["step"] for r in records if "probe/gradient/global_sq" in r] == [0, 2, 4]
     assert [r["step"] for r in records if "probe/gradient/2/cos" in r] == [0, 2, 4]
+    assert [r["step"] for r in records if "probe/scaling/implemented/c=0.25/phi" in r] == [0, 2, 4]
+
+
+def test_scaling_probe_terms(runs):
+    """c = 1 is the stability probe's step; q(c) shrinks with c; φ′ = φ(c_min)/c_min."""
+    records = [r for r in read_metrics(runs["all"] / "metrics.jsonl") if "probe/scaling/paper/c=1.0/phi" in r]
+    assert len(records) == 3
+    for r in records:
+        for obj in ("paper", "implemented"):
+            for name in ("phi", "q", "ratio"):
+                assert r[f"probe/scaling/{obj}/c=1.0/{name}"] == r[f"probe/stability/{obj}/total/{name}"]
+            q = [r[f"probe/scaling/{obj}/c={c}/q"] for c in (1.0, 0.5, 0.25)]
+            assert q[0] > q[1] > q[2] > 0
+            # second order in c: q(c)/c² is about constant for small steps
+            assert q[1] / 0.25 == pytest.approx(q[0], rel=0.2) and q[2] / 0.0625 == pytest.approx(q[1] / 0.25, rel=0.2)
+            phi = r[f"probe/scaling/{obj}/c=0.25/phi"]
+            assert r[f"probe/scaling/{obj}/phi_prime"] == pytest.approx(phi / 0.25, rel=1e-12)
+            assert r[f"probe/scaling/{obj}/defined"] is True
 
 
 def _phi_by_hand(before: np.ndarray, after: np.ndarray, labels: np.ndarray, epsilon: float, objective: str):

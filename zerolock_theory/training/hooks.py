@@ -5,6 +5,9 @@ probes named in the run config's ``[probes]`` table; see ``probes.registry``). T
 for every hook:
 
 * ``on_start(ctx)`` once, after setup (``ctx.start_step`` > 0 on resume);
+* optionally ``before_step(ctx, step)`` before update ``step``, while the model holds ω^step
+  (only hooks that define it are called; it returns nothing and must leave the parameters
+  as it found them, bit for bit);
 * ``after_step(ctx, step, metrics)`` after update ``step`` (ω^t → ω^{t+1}); it returns a
   dict of ``probe/...`` metrics merged into that step's record;
 * ``on_checkpoint(ctx, step)`` after a checkpoint of ``step`` completed updates, returning

@@ -205,10 +205,15 @@ def execute(run: Run) -> RunSummary:
         if run.start_step == 0:
             initial = evaluate(run)["eval/ce"]
     bar = tqdm(total=cfg.steps, initial=run.start_step, disable=not cfg.progress, desc="train", unit="step")
+    before = [h for h in run.hooks if callable(getattr(h, "before_step", None))]
     try:
         run.chunked.train()
         for step in range(run.start_step, cfg.steps):
             batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
+            if before:  # optional hook method (hooks.py): sees ω^step before the update
+                with quiet_mode(run.chunked):
+                    for hook in before:
+                        hook.before_step(run.hook_ctx, step)
             tic = time.perf_counter()
             metrics = run.step_fn.train_step(batch, step)
             elapsed = time.perf_counter() - tic

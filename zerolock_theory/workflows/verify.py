@@ -61,6 +61,8 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "minimizers": {"n_positions": n},
         "gradients": {"n_positions": n, "every": spec.gradient_every},
         "readouts": {"n_positions": n, "every": max(1, spec.steps // 20)},
+        # Assumption 5 by step scaling: 6 extra probe-batch forwards per probed step, 8 probed steps a run
+        "scaling": {"n_positions": n, "every": max(1, spec.steps // 8)},
     }
     for name, options in spec.probes.items():
         probes.setdefault(name, {}).update(options)
