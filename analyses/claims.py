@@ -8,8 +8,9 @@ the measured figure behind it and the reason. The rules:
   reductions > 0 → refuted; < 0 with forward-trained chunks approaching g_k more than
   reverse-trained ones → supported; covers 0 → inconclusive. Forward runs only: r_F(m) −
   r_F(g) > 0 → refuted, else inconclusive. No on-model table: m_k ≠ g_k → refuted.
-* Assumption 5 for R / R̄ — the sweep slope verdict: unbounded → refuted, bounded →
-  supported, inconclusive → inconclusive; ρ_t measured but no sweep → inconclusive.
+* Assumption 5 for R / R̄ — step scaling on the primary group (``analyses.scaling``):
+  first order → refuted, bounded → supported, inconclusive → inconclusive, fewer than 3
+  seeds → not testable; the drift check is part of the figure.
 * Theorem 1 rate (local / global) — among groups trained with η_t ∝ 1/√t: every group's β
   interval reaches 0.5 → supported; otherwise refuted. No such group → inconclusive.
 * Proposition 1 — ``analyses.depth.depth_verdict``.
@@ -24,7 +25,9 @@ from analyses.convergence import RateSet
 from analyses.depth import DepthSet
 from analyses.minimizers import MinimizerTable, ToyCheck
 from analyses.results import Result, Verdict
-from analyses.stability import StabilityScaling, StabilitySummary
+from analyses.drift import DriftCheck
+from analyses.scaling import StepScaling
+from analyses.stability import StabilitySummary
 
 __all__ = ["CLAIMS", "verdicts"]
 
@@ -143,36 +146,40 @@ def _lemma2(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdic
     return Verdict(LEMMA2, "not measured", "-", skipped.get("minimizers", "no data"))
 
 
+A5_VERDICTS = {"first order": "refuted", "bounded": "supported", "inconclusive": "inconclusive",
+               "not testable": "not testable"}
+
+
 def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
+    """Assumption 5 from step scaling on the primary group (``analyses.scaling``): first order →
+    refuted, bounded → supported; the drift check (``analyses.drift``) is added to the figure."""
     scaling = results.get(f"scaling_{obj}")
+    drift = results.get(f"drift_{obj}")
     summary = results.get(f"stability_{obj}")
     total = summary.total() if isinstance(summary, StabilitySummary) else None
-    rho = (
-        f"median rho {fmt(total.median)}, p95 {fmt(total.p95)}, max {fmt(total.max)}, "
-        f"phi>0 at {fmt(100 * total.share_phi_positive)}% of {total.n_probe} steps"
-        if total is not None
-        else ""
-    )
-    if isinstance(scaling, StabilityScaling):
-        verdict = {"unbounded": "refuted", "bounded": "supported"}.get(
-            scaling.verdict, "inconclusive"
-        )
-        figure = f"slope s = {scaling.slope} over lr in {{{', '.join(map(fmt, scaling.lrs))}}}"
-        figure += f" ({scaling.n_points} steps"
-        figure += f", {scaling.trained}-trained runs)" if scaling.trained else ")"
-        figure += f"; {rho}" if rho else ""
-        reason = {
-            "unbounded": "s interval < 0: rho_t grows as the step shrinks, no uniform C_fo"
-            + (" (contains -1: first order)" if scaling.first_order else ""),
-            "bounded": "s interval excludes the first-order regime and does not lie below 0",
-        }.get(scaling.verdict, "s interval covers 0 and reaches -0.5 or below")
-        if math.isnan(scaling.slope.estimate):
-            figure, reason = rho or "rho_t = 0 at every step", "phi_t <= 0 at every probed step"
-        return Verdict(claim, verdict, figure, reason)
+    extra = []
+    if isinstance(drift, DriftCheck):
+        extra.append(drift.describe())
     if total is not None:
-        reason = f"no learning-rate sweep: {skipped.get(f'scaling_{obj}', 'no data')}"
-        return Verdict(claim, "inconclusive", rho, reason)
-    return Verdict(claim, "not measured", "-", skipped.get(f"stability_{obj}", "no data"))
+        extra.append(f"along training: median rho {fmt(total.median)}, max {fmt(total.max)} over {total.n_probe} steps")
+    if not isinstance(scaling, StepScaling):
+        why = skipped.get(f"scaling_{obj}", "no data")
+        return Verdict(claim, "not measured" if total is None else "not testable", "; ".join(extra) or "-",
+                       f"no step-scaling data: {why}")
+    primary = scaling.primary
+    figure = f"{primary.statement} ({len(primary.seeds)} seed(s), {primary.group})"
+    if extra:
+        figure += "; " + "; ".join(extra)
+    reason = {
+        "first order": "rho(c) grows like 1/c as the step is scaled down (slope interval < -0.5) on a share of "
+        "steps whose interval is > 0; eta_t -> 0 makes sup_t rho_t infinite",
+        "bounded": "the slope interval of log rho(c) on log c lies above -0.5, or phi' <= 0 at every scaled step",
+        "inconclusive": "the slope or share interval does not decide between bounded and first order",
+        "not testable": "fewer than 3 seeds with scaled steps in the primary group",
+    }[primary.verdict]
+    if scaling.excluded:
+        reason += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in scaling.excluded)}"
+    return Verdict(claim, A5_VERDICTS[primary.verdict], figure, reason)
 
 
 def _rate(name: str, claim: str, results, skipped) -> Verdict:

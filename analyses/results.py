@@ -30,7 +30,7 @@ __all__ = [
     "registered_kinds",
 ]
 
-VERDICTS: tuple[str, ...] = ("supported", "refuted", "inconclusive", "not measured")
+VERDICTS: tuple[str, ...] = ("supported", "refuted", "inconclusive", "not testable", "not measured")
 
 R = TypeVar("R", bound="Result")
 _REGISTRY: dict[str, type[Result]] = {}

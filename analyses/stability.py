@@ -1,56 +1,31 @@
-"""Assumption 5: the stability ratio ρ_t and its scaling with the step (MATH.md).
+"""Assumption 5: the stability ratio ρ_t along training, per chunk (MATH.md, "Assumption 5").
 
-Reads the probe keys ``probe/stability/{obj}/{k}/{phi,q,ratio,actual,remainder}``,
-obj ∈ {paper, implemented} (R with D_k = KL(p_k ‖ g_k); R̄ with D_k = KL(m_k ‖ p_k)),
-k ∈ {1..K, total}. ρ_t = max(φ_t, 0) / ‖Δp̃_t‖² (``ratio``; null when undefined).
+Reads the probe keys ``probe/stability/{obj}/{k}/{phi,q,ratio,actual,remainder}`` (built by
+``zerolock_theory.metric_keys.stability_key``), obj ∈ {paper (R, D_k = KL(p_k ‖ g_k)),
+implemented (R̄, D_k = KL(m_k ‖ p_k))}, k ∈ {1..K, total}; ρ_t = max(φ_t, 0)/q_t (null when
+undefined), q_t = (1/N) Σ_n ‖Δp̃_t(n)‖².
 
-Scaling diagnostic: the slope s of log ρ_t on log ‖Δp̃_t‖ = ½·log q, least squares over
-the steps with ρ_t > 0 pooled across the runs of a learning-rate sweep; 95% interval by a
-moving-block bootstrap of (x, y) pairs over steps within each run (L = round(n^{1/3})).
-
-Verdict on s (``StabilityScaling.verdict``), with interval [lo, hi]:
-
-* ``"unbounded"`` — hi < 0: ρ_t grows as the step shrinks, so no constant C_fo(α) bounds it
-  uniformly over step sizes (Assumption 5 refuted). ``first_order`` records whether the
-  interval contains −1, the generic first-order behaviour φ_t ∝ ‖Δp̃_t‖.
-* ``"bounded"`` — hi ≥ 0 and lo > −0.5: no growth of ρ_t as ‖Δp̃‖ → 0 is detected and the
-  first-order regime is excluded (consistent with Assumption 5). Also when φ_t ≤ 0 at every
-  probed step (ρ_t ≡ 0).
-* ``"inconclusive"`` — otherwise (the interval covers 0 and reaches −0.5 or below).
+This summary is descriptive. The verdict on Assumption 5 comes from step scaling
+(``analyses.scaling``): a pooled slope across the steps of a run is dominated by
+step-to-step noise and cannot decide it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analyses.bootstrap import block_indices, block_length, ols_slope, percentile_interval
 from analyses.io import numeric_column
-from analyses.results import Interval, NotMeasured, Result, register
+from analyses.results import NotMeasured, Result, register
+from zerolock_theory.metric_keys import OBJECTIVES, STABILITY, present_chunks, stability_flag, stability_key
 
-__all__ = [
-    "OBJECTIVES",
-    "RatioStats",
-    "StabilityScaling",
-    "StabilitySummary",
-    "SweepPoints",
-    "stability_chunks",
-    "stability_scaling",
-    "stability_summary",
-]
+__all__ = ["OBJECTIVES", "RatioStats", "StabilitySummary", "stability_chunks", "stability_summary"]
 
-OBJECTIVES: tuple[str, ...] = ("paper", "implemented")
-PREFIX = "probe/stability"
-MIN_POINTS = 10
-SCATTER_POINTS = 300
-
-
-def _key(obj: str, chunk: str, field: str) -> str:
-    return f"{PREFIX}/{obj}/{chunk}/{field}"
+PREFIX = STABILITY
+_key = stability_key
 
 
 def _check_objective(obj: str) -> None:
@@ -59,16 +34,14 @@ def _check_objective(obj: str) -> None:
 
 
 def stability_chunks(frame: pd.DataFrame, obj: str) -> list[str]:
-    """The chunk labels ``"1".."K"`` (numeric order) then ``"total"`` present for ``obj``."""
-    pattern = re.compile(rf"^{PREFIX}/{obj}/([^/]+)/q$")
-    found = {m.group(1) for c in frame.columns if (m := pattern.match(str(c)))}
-    numeric = sorted((c for c in found if c.isdigit()), key=int)
-    return numeric + (["total"] if "total" in found else [])
+    """The chunk labels ``"1".."K"`` then ``"total"`` present for ``obj``."""
+    chunks = [str(k) for k in present_chunks(frame.columns, lambda k: stability_key(obj, k, "q"))]
+    return chunks + (["total"] if stability_key(obj, "total", "q") in frame.columns else [])
 
 
 def _defined_mask(frame: pd.DataFrame, obj: str) -> pd.Series:
     """Rows where the objective could be evaluated (``probe/stability/{obj}/defined``)."""
-    column = f"{PREFIX}/{obj}/defined"
+    column = stability_flag(obj, "defined")
     if column not in frame.columns:
         return pd.Series(True, index=frame.index)
     undefined = frame[column].map(lambda v: isinstance(v, (bool, np.bool_)) and not v)
@@ -76,7 +49,7 @@ def _defined_mask(frame: pd.DataFrame, obj: str) -> pd.Series:
 
 
 def _undefined_reason(frame: pd.DataFrame, obj: str) -> str:
-    column = f"{PREFIX}/{obj}/reason"
+    column = stability_flag(obj, "reason")
     if column in frame.columns:
         reasons = frame[column].dropna()
         if len(reasons):
@@ -188,152 +161,3 @@ def stability_summary(
     if all(s.n_probe == 0 for s in stats):
         raise NotMeasured(reasons[0] if reasons else f"{PREFIX}/{obj}: no probed step")
     return StabilitySummary(obj, [n for _, n in usable], stats, n_undefined_obj, trained)
-
-
-@dataclass(frozen=True)
-class SweepPoints:
-    """The (log ‖Δp̃_t‖, log ρ_t) points of one run of the sweep (thinned for plotting)."""
-
-    run: str
-    lr: float
-    n_positive: int
-    n_zero: int
-    median_log_dp: float
-    median_log_rho: float
-    log_dp: list[float]
-    log_rho: list[float]
-
-
-@register
-@dataclass(frozen=True)
-class StabilityScaling(Result):
-    """Slope s of log ρ_t on log ‖Δp̃_t‖ across a learning-rate sweep, with its verdict."""
-
-    kind = "stability_scaling"
-    objective: str
-    chunk: str
-    slope: Interval
-    intercept: float
-    n_points: int
-    n_runs: int
-    lrs: list[float]
-    block_length: int
-    n_boot: int
-    verdict: str
-    first_order: bool
-    points: list[SweepPoints]
-    trained: str = ""
-
-
-def scaling_verdict(slope: Interval) -> str:
-    """``unbounded`` / ``bounded`` / ``inconclusive`` from s's interval (module docstring)."""
-    if slope.high < 0:
-        return "unbounded"
-    if slope.low > -0.5:
-        return "bounded"
-    return "inconclusive"
-
-
-def _sweep_points(frame: pd.DataFrame, obj: str, chunk: str, name: str, lr: float):
-    phi, q, rho = _ratio(frame, obj, chunk)
-    ok = _defined_mask(frame, obj) & q.gt(0) & rho.notna() & np.isfinite(rho)
-    positive = ok & rho.gt(0)
-    x = 0.5 * np.log(q[positive].to_numpy())
-    y = np.log(rho[positive].to_numpy())
-    pos = np.unique(np.linspace(0, x.size - 1, min(x.size, SCATTER_POINTS)).astype(int))
-    nan = float("nan")
-    pts = SweepPoints(
-        run=name,
-        lr=float(lr),
-        n_positive=int(x.size),
-        n_zero=int((ok & rho.eq(0)).sum()),
-        median_log_dp=float(np.median(x)) if x.size else nan,
-        median_log_rho=float(np.median(y)) if y.size else nan,
-        log_dp=x[pos].tolist() if x.size else [],
-        log_rho=y[pos].tolist() if y.size else [],
-    )
-    return pts, x, y
-
-
-def stability_scaling(
-    frames: Sequence[pd.DataFrame],
-    lrs: Sequence[float],
-    obj: str,
-    *,
-    chunk: str = "total",
-    names: Sequence[str] | None = None,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    trained: str = "",
-) -> StabilityScaling:
-    """Fit s in log ρ_t = a + s·log ‖Δp̃_t‖ over a learning-rate sweep (module docstring).
-
-    Guarantees: s is the pooled least-squares slope over steps with ρ_t > 0; the verdict
-    follows ``scaling_verdict``; same ``seed``, same result. Raises ``NotMeasured`` with fewer
-    than two distinct learning rates, or with 1..9 positive ratios in all.
-    """
-    _check_objective(obj)
-    names = list(names) if names is not None else [f"run {i}" for i in range(len(frames))]
-    runs = [
-        (f, float(lr), n)
-        for f, lr, n in zip(frames, lrs, names, strict=True)
-        if _key(obj, chunk, "q") in f.columns
-    ]
-    distinct = sorted({lr for _, lr, _ in runs})
-    if len(distinct) < 2:
-        raise NotMeasured(
-            f"{PREFIX}/{obj}/{chunk}: needs a learning-rate sweep (runs at >= 2 distinct "
-            f"optim.lr with the probe), found {len(distinct)}"
-        )
-    if all(not _defined_mask(f, obj).any() for f, _, _ in runs):
-        raise NotMeasured(_undefined_reason(runs[0][0], obj))
-    built = [_sweep_points(f, obj, chunk, n, lr) for f, lr, n in runs]
-    points = [b[0] for b in built]
-    xs = [b[1] for b in built if b[1].size]
-    ys = [b[2] for b in built if b[1].size]
-    n_points = sum(x.size for x in xs)
-    if n_points == 0 and sum(p.n_zero for p in points) > 0:
-        nan = float("nan")
-        return StabilityScaling(
-            obj,
-            chunk,
-            Interval(nan, nan, nan, level),
-            nan,
-            0,
-            len(runs),
-            distinct,
-            0,
-            int(n_boot),
-            "bounded",
-            False,
-            points,
-            trained,
-        )
-    if n_points < MIN_POINTS:
-        raise NotMeasured(
-            f"{PREFIX}/{obj}/{chunk}: too few positive ratios ({n_points} < {MIN_POINTS})"
-        )
-    slope, intercept = ols_slope(np.concatenate(xs), np.concatenate(ys))
-    rng = np.random.default_rng(seed)
-    idx = [block_indices(x.size, n_boot, rng) for x in xs]
-    bx = np.concatenate([x[i] for x, i in zip(xs, idx, strict=True)], axis=1)
-    by = np.concatenate([y[i] for y, i in zip(ys, idx, strict=True)], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot, _ = ols_slope(bx, by)
-    ci = percentile_interval(float(slope), boot, level)
-    return StabilityScaling(
-        objective=obj,
-        chunk=chunk,
-        slope=ci,
-        intercept=float(intercept),
-        n_points=int(n_points),
-        n_runs=len(runs),
-        lrs=distinct,
-        block_length=max(block_length(x.size) for x in xs),
-        n_boot=int(n_boot),
-        verdict=scaling_verdict(ci),
-        first_order=bool(ci.contains(-1.0)),
-        points=points,
-        trained=trained,
-    )

@@ -26,7 +26,11 @@ from analyses.io import Run, RunDataError, load_run
 from analyses.minimizers import minimizer_table, toy_check
 from analyses.outcome import compare_outcomes
 from analyses.results import NotMeasured, Result, Verdict, load_result, register
-from analyses.stability import OBJECTIVES, stability_chunks, stability_scaling, stability_summary
+from analyses.drift import drift_check
+from analyses.scaling import StepScaling, group_scaling
+from analyses.seeds import diverged
+from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
+from zerolock_theory.metric_keys import scaling_factors
 from analyses.systems import systems_comparison
 
 __all__ = ["CLAIMS", "RunInfo", "SuiteAnalysis", "analyze_loaded", "analyze_runs", "load_suite"]
@@ -247,8 +251,9 @@ def analyze_loaded(
             skipped[name] = str(exc)
 
     boot = {"n_boot": n_boot, "level": level, "seed": seed}
-    zl = [(i, f) for i, f in table if i.method == "zerolock"]
+    zl_all = [(i, f) for i, f in table if i.method == "zerolock"]
     bp = [(i, f) for i, f in table if i.method == "backprop"]
+    zl, excluded = _without_diverged(zl_all)
     attempt("toy_check", toy_check)
     attempt(
         "minimizers", lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot)
@@ -256,19 +261,18 @@ def analyze_loaded(
     for obj in OBJECTIVES:
         chosen = _stability_runs(zl, obj)
         frames, fnames = [f for _, f in chosen], [i.name for i, _ in chosen]
-        lrs = [i.lr for i, _ in chosen]
         trained = chosen[0][0].direction if chosen else ""
         attempt(
             f"stability_{obj}", partial(stability_summary, frames, obj, fnames, trained=trained)
         )
-        attempt(
-            f"scaling_{obj}",
-            partial(stability_scaling, frames, lrs, obj, names=fnames, trained=trained, **boot),
-        )
+        attempt(f"scaling_{obj}", partial(_step_scaling, zl, obj, excluded, level))
+        attempt(f"drift_{obj}", partial(_drift, zl, obj, level))
     attempt("convergence_local", lambda: _rate_set("local", LOCAL_COLUMN, zl, boot))
     attempt("convergence_global", lambda: _rate_set("global", GLOBAL_COLUMN, zl, boot))
     attempt("convergence_backprop", lambda: _rate_set("backprop", LOCAL_COLUMN, bp, boot))
     attempt("depth", lambda: depth_set([f for _, f in zl], [i.name for i, _ in zl], tol=tol))
+    if excluded:
+        skipped["diverged runs"] = "; ".join(excluded)
     attempt("outcome", lambda: compare_outcomes(_groups(table)))
     if systems is not None:
         attempt("systems", lambda: systems_comparison(systems))
@@ -279,22 +283,57 @@ def analyze_loaded(
     return SuiteAnalysis(infos, results, skipped, verdicts, settings)
 
 
+def _without_diverged(runs: list[tuple[RunInfo, pd.DataFrame]]):
+    """(kept runs, ``"name: reason"`` of each diverged run); ``analyses.seeds.diverged`` decides."""
+    kept, excluded = [], []
+    for info, frame in runs:
+        why = diverged(frame)
+        if why is None:
+            kept.append((info, frame))
+        else:
+            excluded.append(f"{info.name}: {why.reason}")
+    return kept, excluded
+
+
 def _stability_runs(zl: list[tuple[RunInfo, pd.DataFrame]], obj: str):
-    """The runs of one training direction that carry the objective's keys.
-
-    The direction with the most distinct learning rates wins (a sweep is what the scaling
-    diagnostic needs); on a tie, the objective's own direction (R: reverse, R̄: forward).
-    """
+    """The runs of the objective's primary group that carry its stability keys (``_primary``)."""
     have = [(i, f) for i, f in zl if stability_chunks(f, obj)]
+    return _primary(have, obj)[0] if have else []
+
+
+def _primary(runs: list[tuple[RunInfo, pd.DataFrame]], obj: str):
+    """Groups of ``runs``, the pre-registered one first: the objective's own training direction
+    (R: reverse, R̄: forward) with the most seeds; then the others (descriptive), by label."""
+    by_group: dict[str, list[tuple[RunInfo, pd.DataFrame]]] = {}
+    for info, frame in runs:
+        by_group.setdefault(info.group, []).append((info, frame))
+
+    def rank(label: str) -> tuple[bool, int, str]:
+        members = by_group[label]
+        return members[0][0].direction != _OBJECTIVE_DIRECTION[obj], -len(members), label
+
+    return [by_group[g] for g in sorted(by_group, key=rank)]
+
+
+def _step_scaling(zl, obj: str, excluded: list[str], level: float) -> StepScaling:
+    """Assumption 5 by step scaling: one ``GroupScaling`` per group, the primary first."""
+    have = [(i, f) for i, f in zl if scaling_factors(f.columns, obj)]
     if not have:
-        return []
+        raise NotMeasured(f"no run has probe/scaling/{obj} keys (probe 'scaling' off)")
+    groups = [
+        group_scaling([(i.name, f) for i, f in members], obj, group=members[0][0].group,
+                      trained=members[0][0].direction, level=level)
+        for members in _primary(have, obj)
+    ]
+    return StepScaling(obj, groups, excluded)
 
-    def rank(direction: str) -> tuple[int, bool]:
-        lrs = {i.lr for i, _ in have if i.direction == direction}
-        return len(lrs), direction == _OBJECTIVE_DIRECTION[obj]
 
-    best = max(sorted({i.direction for i, _ in have}), key=rank)
-    return [(i, f) for i, f in have if i.direction == best]
+def _drift(zl, obj: str, level: float):
+    """The drift check on the primary group of the stability probe."""
+    chosen = _stability_runs(zl, obj)
+    if not chosen:
+        raise NotMeasured(f"no run has probe/stability/{obj} keys")
+    return drift_check([(i.name, f) for i, f in chosen], obj, group=chosen[0][0].group, level=level)
 
 
 def _groups(table: list[tuple[RunInfo, pd.DataFrame]]) -> dict[str, tuple[str, list]]:

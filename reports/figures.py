@@ -21,7 +21,8 @@ from analyses.convergence import RateSet
 from analyses.depth import DepthSet
 from analyses.minimizers import MinimizerTable
 from analyses.outcome import OutcomeComparison
-from analyses.stability import StabilityScaling
+from analyses.drift import DriftCheck
+from analyses.scaling import StepScaling
 from analyses.suite import SuiteAnalysis
 
 __all__ = ["FIGURES", "RC", "render_figure", "render_figures", "save_figure"]
@@ -80,37 +81,80 @@ def _lr(label: str) -> str:
     return next((p.split("=", 1)[1] for p in label.split() if p.startswith("lr=")), "?")
 
 
+def palette(suite: SuiteAnalysis) -> dict[str, str]:
+    """One colour per configuration (run group), the same in every figure: groups in sorted order."""
+    groups = sorted({r.group for r in suite.runs})
+    return {g: COLORS[i % len(COLORS)] for i, g in enumerate(groups)}
+
+
+def _group_of(suite: SuiteAnalysis) -> dict[str, str]:
+    return {r.name: r.group for r in suite.runs}
+
+
+def _legend_outside(ax) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+def _objective_name(obj: str) -> str:
+    return "R (paper)" if obj == "paper" else "R̄ (implemented)"
+
+
 def stability_figure(suite: SuiteAnalysis) -> Figure | None:
-    """log ρ_t against log ‖Δp̃_t‖ for the learning-rate sweep, with the fitted slope s."""
-    fits = [
-        r
-        for n in ("scaling_paper", "scaling_implemented")
-        if isinstance(r := suite.get(n), StabilityScaling)
-    ]
+    """c·ρ(c) against the step factor c (log–log), median over steps per seed: line = median over
+    seeds, band = range over seeds, per group; references: flat (ρ first order, log ρ slope −1)
+    and ∝ c (ρ bounded, log ρ slope 0)."""
+    fits = [r for n in ("scaling_paper", "scaling_implemented") if isinstance(r := suite.get(n), StepScaling)]
     if not fits:
         return None
-    fig, axes = _figure(len(fits))
+    colors = palette(suite)
+    fig, axes = _figure(len(fits), width=5.4)
     for ax, fit in zip(axes, fits, strict=True):
-        lrs = sorted({p.lr for p in fit.points})
-        for p in fit.points:
-            color = COLORS[lrs.index(p.lr) % len(COLORS)]
-            ax.scatter(p.log_dp, p.log_rho, s=4, alpha=0.5, color=color, linewidths=0)
-        for lr in lrs:
-            ax.scatter([], [], s=12, color=COLORS[lrs.index(lr) % len(COLORS)], label=f"lr={lr:g}")
-        xs = np.concatenate([p.log_dp for p in fit.points if p.log_dp] or [np.zeros(1)])
-        grid = np.linspace(xs.min(), xs.max(), 20)
-        if np.isfinite(fit.slope.estimate):
-            ax.plot(
-                grid,
-                fit.intercept + fit.slope.estimate * grid,
-                color="k",
-                label=f"s = {fit.slope.estimate:.2f} [{fit.slope.low:.2f}, {fit.slope.high:.2f}]",
-            )
-        name = "R (paper)" if fit.objective == "paper" else "R̄ (implemented)"
-        ax.set_title(f"Assumption 5, {name}: ρ_t")
-        ax.set_xlabel("log ‖Δp̃_t‖")
-        ax.set_ylabel("log ρ_t")
-        ax.legend(fontsize=6)
+        for group in fit.groups:
+            c = np.asarray(group.seeds[0].factors)
+            rows = np.array([[np.nan if v is None else v for v in s.c_rho] for s in group.seeds], dtype=float)
+            ok = np.isfinite(rows) & (rows > 0)
+            if not ok.any():
+                continue
+            rows = np.where(ok, rows, np.nan)
+            color = colors.get(group.group, COLORS[0])
+            mid = np.nanmedian(rows, axis=0)
+            ax.fill_between(c, np.nanmin(rows, axis=0), np.nanmax(rows, axis=0), color=color, alpha=0.2, lw=0)
+            ax.plot(c, mid, color=color, marker="o", ms=3, lw=1.2, label=f"{group.group} ({len(group.seeds)} seeds)")
+            anchor = mid[np.isfinite(mid)][0]
+            ax.plot(c, np.full_like(c, anchor), color="0.3", ls="--", lw=0.8)
+            ax.plot(c, anchor * c / c[0], color="0.3", ls=":", lw=0.8)
+        ax.plot([], [], color="0.3", ls="--", lw=0.8, label="flat: rho first order (log rho slope -1)")
+        ax.plot([], [], color="0.3", ls=":", lw=0.8, label="∝ c: rho bounded (log rho slope 0)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"Assumption 5 by step scaling, {_objective_name(fit.objective)}", fontsize=8)
+        ax.set_xlabel("step factor c (omega^t + c·Δomega_t)")
+        ax.set_ylabel("c·rho(c), median over scaled steps")
+        _legend_outside(ax)
+    return fig
+
+
+def drift_figure(suite: SuiteAnalysis) -> Figure | None:
+    """D_T = Σ φ_t⁺ (solid), Σ q_t (dashed) and signed Σ φ_t (dotted) against T, per run."""
+    checks = [r for n in ("drift_paper", "drift_implemented") if isinstance(r := suite.get(n), DriftCheck)]
+    if not checks:
+        return None
+    colors, groups = palette(suite), _group_of(suite)
+    fig, axes = _figure(len(checks), width=5.4)
+    for ax, check in zip(axes, checks, strict=True):
+        for run in check.runs:
+            color = colors.get(groups.get(run.run, ""), COLORS[0])
+            ax.plot(run.steps, run.d, color=color, lw=1.1)
+            ax.plot(run.steps, run.q, color=color, lw=1.0, ls="--")
+            ax.plot(run.steps, run.s, color=color, lw=0.8, ls=":")
+        ax.plot([], [], color=colors.get(check.group, COLORS[0]), label=check.group)
+        for ls, what in (("-", "D_T = sum max(phi_t, 0)"), ("--", "sum q_t"), (":", "signed sum phi_t")):
+            ax.plot([], [], color="0.3", ls=ls, label=what)
+        ax.set_xlabel("step T")
+        ax.set_ylabel("cumulative sum over probed steps")
+        ax.set_title(f"Drift check, {_objective_name(check.objective)}: {check.describe()}", fontsize=7)
+        _legend_outside(ax)
     return fig
 
 
@@ -119,28 +163,26 @@ def depth_figure(suite: SuiteAnalysis) -> Figure | None:
     depth = suite.get("depth")
     if not isinstance(depth, DepthSet):
         return None
-    fig, (left, right) = _figure(2)
-    for i, prof in enumerate(depth.profiles):
-        left.plot(
-            prof.chunks,
-            prof.final_ce,
-            marker="o",
-            lw=1,
-            color=COLORS[i % len(COLORS)],
-            label=prof.run,
-        )
+    colors, groups = palette(suite), _group_of(suite)
+    fig, (left, right) = _figure(2, width=5.0)
+    seen: set[str] = set()
+    for prof in depth.profiles:
+        group = groups.get(prof.run, prof.run)
+        left.plot(prof.chunks, prof.final_ce, marker="o", lw=1, color=colors.get(group, COLORS[0]),
+                  label=None if group in seen else group)
+        seen.add(group)
     left.set_xticks(sorted({k for p in depth.profiles for k in p.chunks}))
     left.set_xlabel("chunk k")
     left.set_ylabel("CE(e_y, p_k), final")
-    left.set_title("Proposition 1: CE by chunk")
-    left.legend(fontsize=6)
+    left.set_title(f"Proposition 1: final CE by chunk, all {len(depth.profiles)} runs", fontsize=8)
+    _legend_outside(left)
     first = depth.profiles[0]
     for j, (k, values) in enumerate(zip(first.chunks, first.ce, strict=True)):
         right.plot(first.ce_steps, values, color=COLORS[j % len(COLORS)], lw=1, label=f"k={k}")
     right.set_xlabel("step")
     right.set_ylabel("CE(e_y, p_k)")
     right.set_title(f"CE by chunk over training ({first.run})", fontsize=8)
-    right.legend(fontsize=6)
+    _legend_outside(right)
     return fig
 
 
@@ -149,21 +191,22 @@ def outcome_figure(suite: SuiteAnalysis) -> Figure | None:
     outcome = suite.get("outcome")
     if not isinstance(outcome, OutcomeComparison):
         return None
-    fig, (ax,) = _figure(1, width=6.0)
-    for i, group in enumerate(outcome.groups):
+    colors = palette(suite)
+    fig, (ax,) = _figure(1, width=7.0)
+    for group in outcome.groups:
         ls = "--" if group.method == "backprop" else "-"
         ax.plot(
             group.steps,
             group.mean_ce,
             ls=ls,
             lw=1.2,
-            color=COLORS[i % len(COLORS)],
+            color=colors.get(group.group, COLORS[0]),
             label=f"{group.group.split(' ')[0]} lr={_lr(group.group)}",
         )
     ax.set_xlabel("step")
     ax.set_ylabel("held-out CE(e_y, p_K)")
     ax.set_title("Outcome: eval/ce, ZeroLock vs backprop")
-    ax.legend(fontsize=6)
+    _legend_outside(ax)
     return fig
 
 
@@ -203,6 +246,7 @@ def minimizers_figure(suite: SuiteAnalysis) -> Figure | None:
 FIGURES: dict[str, Callable[[SuiteAnalysis], Figure | None]] = {
     "convergence": convergence_figure,
     "stability": stability_figure,
+    "drift": drift_figure,
     "depth": depth_figure,
     "outcome": outcome_figure,
     "minimizers": minimizers_figure,

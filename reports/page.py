@@ -22,7 +22,9 @@ from analyses.convergence import RateSet
 from analyses.depth import DepthSet
 from analyses.minimizers import MinimizerTable, ToyCheck
 from analyses.outcome import OutcomeComparison
-from analyses.stability import StabilityScaling, StabilitySummary
+from analyses.drift import DriftCheck
+from analyses.scaling import StepScaling
+from analyses.stability import StabilitySummary
 from analyses.suite import SuiteAnalysis
 from analyses.systems import SystemsComparison
 from reports.figures import render_figures
@@ -42,7 +44,12 @@ CAPTIONS = {
         "Relative reduction (head - tail)/head of each trained chunk's distance to m_k and g_k "
         "over training (mean over chunks and runs; 95% intervals)."
     ),
-    "stability": "Stability ratio against step size across the learning-rate sweep.",
+    "stability": (
+        "Step scaling: c·rho(c) at omega^t + c·Delta omega_t against c (median over scaled steps; line: "
+        "median over seeds, band: range over seeds). Flat means phi is first order (rho ~ 1/c, unbounded); "
+        "proportional to c means rho stays bounded."
+    ),
+    "drift": "Drift check: D_T = sum of phi_t^+, sum of q_t and the signed sum of phi_t against T, per run.",
     "convergence": "Running mean of squared gradient norms with fitted power laws (dashed).",
     "depth": "Task CE by chunk: final values per run and over training.",
     "outcome": "Held-out CE of the final chunk over training.",
@@ -206,7 +213,7 @@ def _lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 
 def _stability_blocks(suite: SuiteAnalysis) -> list[Block]:
-    out = [Block("h2", "Assumption 5: the stability ratio rho_t = max(phi_t, 0) / ||dp||^2")]
+    out = [Block("h2", "Assumption 5: the stability ratio rho_t = max(phi_t, 0) / q_t")]
     for obj, name in (
         ("paper", "R (paper objective)"),
         ("implemented", "R̄ (implemented objective)"),
@@ -239,7 +246,7 @@ def _stability_blocks(suite: SuiteAnalysis) -> list[Block]:
                         "p95",
                         "max",
                         "phi>0",
-                        "median |rem|/||dp||^2",
+                        "median |rem|/q",
                     ],
                     rows,
                 )
@@ -248,25 +255,31 @@ def _stability_blocks(suite: SuiteAnalysis) -> list[Block]:
             out.append(
                 Block("p", f"Not measured: {suite.skipped.get(f'stability_{obj}', 'no data')}.")
             )
-        scaling = suite.get(f"scaling_{obj}")
-        if isinstance(scaling, StabilityScaling):
-            out.append(
-                Block(
-                    "p",
-                    f"Slope of log rho_t on log ||dp_t||: s = {scaling.slope} over "
-                    f"{scaling.n_points} steps of {scaling.n_runs} runs; verdict: {scaling.verdict}.",
-                )
-            )
-        else:
-            out.append(
-                Block(
-                    "p", f"Scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}."
-                )
-            )
-    if any(
-        isinstance(suite.get(f"scaling_{o}"), StabilityScaling) for o in ("paper", "implemented")
-    ):
+        out.extend(_scaling_blocks(suite, obj))
+    if any(isinstance(suite.get(f"scaling_{o}"), StepScaling) for o in ("paper", "implemented")):
         out.append(Block("figure", "stability"))
+    if any(isinstance(suite.get(f"drift_{o}"), DriftCheck) for o in ("paper", "implemented")):
+        out.append(Block("figure", "drift"))
+    return out
+
+
+def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
+    """The step-scaling table (one row per group, the primary first) and the drift line."""
+    scaling = suite.get(f"scaling_{obj}")
+    if not isinstance(scaling, StepScaling):
+        return [Block("p", f"Step scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}.")]
+    rows = [
+        [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)),
+         str(g.share_positive) if g.share_positive else "n/a", str(g.slope) if g.slope else "n/a", g.statement]
+        for i, g in enumerate(scaling.groups)
+    ]
+    out = [_table(["group", "trained", "seeds", "share phi'>0", "slope log rho(c) on log c", "finding"], rows)]
+    drift = suite.get(f"drift_{obj}")
+    if isinstance(drift, DriftCheck):
+        out.append(Block("p", f"{drift.describe()} ({drift.group}); D_T / sum q_t at the end: "
+                     f"{drift.end_ratio if drift.end_ratio else 'n/a'}."))
+    if scaling.excluded:
+        out.append(Block("p", "Excluded as diverged: " + "; ".join(scaling.excluded) + "."))
     return out
 
 

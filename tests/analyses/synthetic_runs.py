@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from zerolock_theory.metric_keys import scaling_key, scaling_step_key
+
 __all__ = ["minimizer_frame", "power_law_series", "write_run", "write_suite", "write_systems"]
 
 
@@ -146,6 +148,37 @@ def minimizer_frame(
     return pd.DataFrame(data)
 
 
+FACTORS = tuple(2.0**-i for i in range(7))
+
+
+def scaling_record(rng, rec, obj: str, order: str, share: float = 0.7, noise: float = 0.2) -> None:
+    """Step-scaling keys of one step: q(c) = c²·q″ and φ(c) = c·φ′ + c²·b ("first", φ′ > 0 with
+    probability ``share``) or φ(c) = c²·a with 0 < a ≤ 2·q″ ("bounded": ρ(c) ≤ 2 at every c)."""
+    q2 = math.exp(noise * rng.normal()) * 1e-3
+    positive = rng.random() < share
+    phi1 = (1 if positive else -1) * 1e-3 * math.exp(noise * rng.normal())
+    b = 1e-4 * rng.normal()
+    a = q2 * rng.uniform(0.1, 2.0)
+    for c in FACTORS:
+        q = c * c * q2
+        phi = c * phi1 + c * c * b if order == "first" else c * c * a
+        rec[scaling_key(obj, c, "phi")] = phi
+        rec[scaling_key(obj, c, "q")] = q
+        rec[scaling_key(obj, c, "ratio")] = max(phi, 0.0) / q
+    rec[scaling_step_key(obj, "phi_prime")] = rec[scaling_key(obj, FACTORS[-1], "phi")] / FACTORS[-1]
+
+
+def scaling_frame(order: str, seed: int, steps: int = 12, **kw: Any) -> pd.DataFrame:
+    """A run's scaled steps only (one per row), for the scaling analysis."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(steps):
+        rec: dict[str, Any] = {"step": 10 * t}
+        scaling_record(rng, rec, "implemented", order, **kw)
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
 def write_run(
     root: Path,
     name: str,
@@ -164,6 +197,7 @@ def write_run(
     global_every: int = 5,
     eval_every: int = 10,
     stability_slope: float = -1.0,
+    scaling: str = "first",
     tracks: str = "m",
     monotone: bool = True,
     probes: bool = True,
@@ -184,6 +218,7 @@ def write_run(
     (run / "manifest.json").write_text(json.dumps(manifest))
     g_local = power_law_series(rng, steps, beta)
     g_global = power_law_series(rng, steps, beta_global, c=5.0)
+    scaling_rng = np.random.default_rng(rng.bit_generator.seed_seq.entropy + 7)  # own stream: other keys unchanged
     lines = []
     for t in range(steps):
         lr_t = lr / math.sqrt(t + 1) if schedule == "inv_sqrt" else lr
@@ -214,6 +249,10 @@ def write_run(
             _stability(rng, rec, "paper", chunks, lr_t, stability_slope, epsilon > 0)
             if t % 2 == 0:
                 _minimizer(rng, rec, chunks, t, tracks, base)
+            if t % 10 == 0:
+                scaling_record(scaling_rng, rec, "implemented", scaling)
+                if epsilon > 0:
+                    scaling_record(scaling_rng, rec, "paper", scaling)
         lines.append(json.dumps(rec))
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     return run
@@ -237,15 +276,16 @@ def write_systems(directory: Path) -> Path:
 
 
 def write_suite(
-    root: Path, *, steps: int = 120, seeds=(0, 1), lrs=(1e-3, 3e-3, 1e-2)
+    root: Path, *, steps: int = 120, seeds=(0, 1), lrs=(1e-3, 3e-3, 1e-2), reverse_seeds=(0, 1, 2)
 ) -> list[Path]:
-    """A forward lr sweep × seeds, one reverse run, one backprop run, and a systems dir."""
+    """A forward lr sweep × seeds, reverse runs (one per reverse seed), one backprop run, and a systems dir."""
     runs = [
         write_run(root, f"zl_fwd_lr{lr:g}_s{seed}", lr=lr, seed=seed, steps=steps)
         for lr in lrs
         for seed in seeds
     ]
-    runs.append(write_run(root, "zl_rev_s0", direction="reverse", tracks="g", steps=steps))
+    runs.extend(write_run(root, f"zl_rev_s{s}", direction="reverse", tracks="g", seed=s, steps=steps)
+                for s in reverse_seeds)
     runs.append(
         write_run(root, "bp_s0", method="backprop", direction="", steps=steps, probes=False)
     )

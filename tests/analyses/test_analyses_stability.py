@@ -1,15 +1,13 @@
-"""Assumption 5 analyses on synthetic ρ_t with known scaling (analyses.stability)."""
+"""The descriptive ρ_t summary on synthetic data (analyses.stability)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analyses.results import Interval, NotMeasured
-from analyses.stability import scaling_verdict, stability_scaling, stability_summary
+from analyses.results import NotMeasured
+from analyses.stability import stability_summary
 
 KEY = "probe/stability/implemented/total"
 
@@ -30,48 +28,6 @@ def _sweep_frame(
             f"{KEY}/ratio": np.maximum(phi, 0) / dp**2,
         }
     )
-
-
-@pytest.mark.parametrize(
-    ("slope", "verdict"), [(-1.0, "unbounded"), (0.0, "bounded"), (-0.5, "unbounded")]
-)
-def test_known_slope_is_recovered(slope, verdict):
-    lrs = [1e-3, 3e-3, 1e-2]
-    frames = [_sweep_frame(lr, slope, i) for i, lr in enumerate(lrs)]
-    fit = stability_scaling(frames, lrs, "implemented", n_boot=300)
-    assert fit.slope.contains(slope)
-    assert abs(fit.slope.estimate - slope) < 0.05
-    assert fit.verdict == verdict
-    assert fit.first_order == fit.slope.contains(-1.0)
-    assert fit.lrs == lrs and fit.n_runs == 3
-    assert sum(p.n_positive for p in fit.points) == fit.n_points
-
-
-@pytest.mark.parametrize(
-    ("interval", "verdict"),
-    [
-        ((-1.0, -1.2, -0.8), "unbounded"),
-        ((-0.1, -0.3, 0.2), "bounded"),
-        ((0.4, 0.1, 0.7), "bounded"),
-        ((-0.3, -0.9, 0.2), "inconclusive"),
-        ((-0.4, -0.45, -0.01), "unbounded"),
-    ],
-)
-def test_scaling_verdict_rule(interval, verdict):
-    assert scaling_verdict(Interval(*interval)) == verdict
-
-
-def test_single_learning_rate_is_not_a_sweep():
-    with pytest.raises(NotMeasured, match="learning-rate sweep"):
-        stability_scaling(
-            [_sweep_frame(1e-3, -1, 0), _sweep_frame(1e-3, -1, 1)], [1e-3, 1e-3], "implemented"
-        )
-
-
-def test_nonpositive_phi_everywhere_is_bounded():
-    frames = [_sweep_frame(lr, -1.0, i, share_pos=0.0) for i, lr in enumerate([1e-3, 1e-2])]
-    fit = stability_scaling(frames, [1e-3, 1e-2], "implemented", n_boot=10)
-    assert fit.verdict == "bounded" and math.isnan(fit.slope.estimate) and fit.n_points == 0
 
 
 def test_summary_statistics_and_undefined_counts():
@@ -112,8 +68,6 @@ def test_undefined_paper_objective_gives_the_probe_reason():
     )
     with pytest.raises(NotMeasured, match="one-hot labels"):
         stability_summary([frame], "paper")
-    with pytest.raises(NotMeasured, match="one-hot labels"):
-        stability_scaling([frame, frame], [1e-3, 1e-2], "paper")
 
 
 def test_missing_keys_are_not_measured():

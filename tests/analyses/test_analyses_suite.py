@@ -15,7 +15,7 @@ from analyses.suite import analyze_runs, load_suite
 
 @pytest.fixture(scope="module")
 def suite_dirs(tmp_path_factory):
-    return write_suite(tmp_path_factory.mktemp("suite"), steps=100)
+    return write_suite(tmp_path_factory.mktemp("suite"), steps=100, seeds=(0, 1, 2))
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,8 @@ def test_every_analysis_runs_on_complete_data(suite):
         "stability_implemented",
         "scaling_paper",
         "scaling_implemented",
+        "drift_paper",
+        "drift_implemented",
         "convergence_local",
         "convergence_global",
         "convergence_backprop",
@@ -39,7 +41,7 @@ def test_every_analysis_runs_on_complete_data(suite):
         "outcome",
         "systems",
     }
-    assert len(suite.runs) == 8
+    assert len(suite.runs) == 13
 
 
 def test_verdict_rows_follow_the_synthetic_truth(suite):
@@ -58,7 +60,7 @@ def test_verdict_rows_follow_the_synthetic_truth(suite):
 def test_groups_pool_seeds(suite):
     local = suite.results["convergence_local"]
     assert len(local.fits) == 4  # three forward lrs and one reverse run
-    assert sorted(f.n_series for f in local.fits) == [1, 2, 2, 2]
+    assert sorted(f.n_series for f in local.fits) == [3, 3, 3, 3]
     assert set(local.schedules) == {"inv_sqrt"}
 
 
@@ -87,7 +89,7 @@ def test_missing_probes_are_skipped_with_reasons(tmp_path):
         assert result.skipped[name]
     rows = {v.claim: v for v in result.claims}
     assert rows[CLAIMS[0]].verdict == "refuted" and "analytic" in rows[CLAIMS[0]].reason
-    assert rows[CLAIMS[1]].verdict == "not measured" and "probe/stability" in rows[CLAIMS[1]].reason
+    assert rows[CLAIMS[1]].verdict == "not measured" and "probe/scaling" in rows[CLAIMS[1]].reason
     assert all(v.verdict in VERDICTS for v in result.claims)
 
 
@@ -99,10 +101,21 @@ def test_constant_schedule_and_slow_rate(tmp_path):
     assert next(v for v in slow.claims if v.claim == CLAIMS[3]).verdict == "refuted"
 
 
-def test_single_lr_gives_inconclusive_assumption5(tmp_path):
+def test_one_seed_is_not_testable_for_assumption5(tmp_path):
     result = analyze_runs([write_run(tmp_path, "a", steps=60)], n_boot=20)
     row = next(v for v in result.claims if v.claim == CLAIMS[2])
-    assert row.verdict == "inconclusive" and "sweep" in row.reason and "rho" in row.figure
+    assert row.verdict == "not testable" and "3 needed" in row.figure and "rho" in row.figure
+
+
+def test_bounded_scaling_is_supported_and_diverged_runs_are_excluded(tmp_path):
+    runs = [write_run(tmp_path, f"b{s}", seed=s, steps=60, scaling="bounded") for s in range(3)]
+    runs.append(write_run(tmp_path, "bad", seed=9, steps=60, scaling="first", final_ce_drop=-3.0))
+    result = analyze_runs(runs, n_boot=20)
+    row = next(v for v in result.claims if v.claim == CLAIMS[2])
+    assert row.verdict == "supported" and row.figure.startswith("consistent: rho stays bounded")
+    assert "excluded as diverged: bad" in row.reason
+    assert [s.run for s in result.results["scaling_implemented"].primary.seeds] == ["b0", "b1", "b2"]
+    assert "bad" in result.skipped["diverged runs"]
 
 
 def test_paper_objective_undefined_without_smoothing(tmp_path):
