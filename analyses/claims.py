@@ -13,7 +13,8 @@ the measured figure behind it and the reason. The rules:
   seeds → not testable; the drift check is part of the figure.
 * Theorem 1 rate (local / global) — among groups trained with η_t ∝ 1/√t: every group's β
   interval reaches 0.5 → supported; otherwise refuted. No such group → inconclusive.
-* Proposition 1 — ``analyses.depth.depth_verdict``.
+* Proposition 1 — CE_k ≤ CE_{k−1} + δ_k at float tolerance (``analyses.proposition``):
+  consistent (also "but vacuous") → supported, violated → refuted, isolated → inconclusive.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ import math
 from collections.abc import Mapping
 
 from analyses.convergence import RateSet
-from analyses.depth import DepthSet
-from analyses.minimizers import MinimizerTable, ToyCheck
-from analyses.results import Result, Verdict
 from analyses.drift import DriftCheck
+from analyses.minimizers import MinimizerTable, ToyCheck
+from analyses.proposition import PropositionSet
+from analyses.results import Result, Verdict
 from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary
 
@@ -36,7 +37,7 @@ A5_PAPER = "Assumption 5 for R (paper objective)"
 A5_IMPLEMENTED = "Assumption 5 for R̄ (implemented objective)"
 RATE_LOCAL = "Theorem 1 rate, local G_t"
 RATE_GLOBAL = "Theorem 1 rate, global ‖∇L‖²"
-DEPTH = "Proposition 1 depth monotonicity"
+DEPTH = "Proposition 1: CE_k <= CE_(k-1) + delta_k"
 CLAIMS: tuple[str, ...] = (LEMMA2, A5_PAPER, A5_IMPLEMENTED, RATE_LOCAL, RATE_GLOBAL, DEPTH)
 
 
@@ -204,21 +205,30 @@ def _rate(name: str, claim: str, results, skipped) -> Verdict:
     return Verdict(claim, "refuted", figure, "a beta interval lies below 0.5: slower than T^-1/2")
 
 
+PROPOSITION_VERDICTS = {"consistent": "supported", "consistent but vacuous": "supported", "violated": "refuted",
+                        "isolated violations": "inconclusive", "not testable": "not testable"}
+
+
 def _depth(results, skipped) -> Verdict:
-    depth = results.get("depth")
-    if not isinstance(depth, DepthSet):
-        return Verdict(DEPTH, "not measured", "-", skipped.get("depth", "no data"))
-    final = depth.profiles[0].final_ce
-    figure = (
-        f"CE non-increasing in k at {fmt(100 * depth.share_holds)}% of {depth.n_evaluated} "
-        f"evaluated steps; final CE by chunk ({depth.profiles[0].run}): "
-        + ", ".join(map(fmt, final))
-    )
+    """Proposition 1 with its slack on the primary group (``analyses.proposition``)."""
+    test = results.get("proposition")
+    if not isinstance(test, PropositionSet):
+        return Verdict(DEPTH, "not measured", "-", skipped.get("proposition", "no data"))
+    primary = test.primary
+    figure = f"{primary.statement} ({len(primary.runs)} seed(s), {primary.group})"
+    others = [f"{g.group}: {g.verdict}" for g in test.groups[1:]]
+    if others:
+        figure += "; other groups (descriptive): " + "; ".join(others)
     reason = {
-        "supported": "share >= 90% and every final step holds",
-        "refuted": "share < 50%",
-    }.get(depth.verdict, "share in [50%, 90%) or a final step violates")
-    return Verdict(DEPTH, depth.verdict, figure, reason)
+        "consistent": "CE_k <= CE_(k-1) + delta_k at every probed step and pair, at float tolerance",
+        "consistent but vacuous": "the inequality holds, but delta_k is over 10x the CE differences it should bound",
+        "violated": "the share of violating pairs has a seed interval above 0",
+        "isolated violations": "some pairs violate it, but not consistently across seeds",
+        "not testable": "fewer than 3 seeds in the primary group",
+    }[primary.verdict]
+    if test.excluded:
+        reason += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in test.excluded)}"
+    return Verdict(DEPTH, PROPOSITION_VERDICTS[primary.verdict], figure, reason)
 
 
 def verdicts(results: Mapping[str, Result], skipped: Mapping[str, str]) -> list[Verdict]:

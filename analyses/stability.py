@@ -20,7 +20,13 @@ import pandas as pd
 
 from analyses.io import numeric_column
 from analyses.results import NotMeasured, Result, register
-from zerolock_theory.metric_keys import OBJECTIVES, STABILITY, present_chunks, stability_flag, stability_key
+from zerolock_theory.metric_keys import (
+    OBJECTIVES,
+    STABILITY,
+    present_chunks,
+    stability_flag,
+    stability_key,
+)
 
 __all__ = ["OBJECTIVES", "RatioStats", "StabilitySummary", "stability_chunks", "stability_summary"]
 

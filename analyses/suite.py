@@ -22,16 +22,17 @@ import pandas as pd
 from analyses import claims as _claims
 from analyses.convergence import GLOBAL_COLUMN, LOCAL_COLUMN, RateSet, rate_fit, series_from_table
 from analyses.depth import depth_set
+from analyses.drift import drift_check
 from analyses.io import Run, RunDataError, load_run
 from analyses.minimizers import minimizer_table, toy_check
 from analyses.outcome import compare_outcomes
+from analyses.proposition import PropositionSet, proposition_group
 from analyses.results import NotMeasured, Result, Verdict, load_result, register
-from analyses.drift import drift_check
 from analyses.scaling import StepScaling, group_scaling
 from analyses.seeds import diverged
 from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
-from zerolock_theory.metric_keys import scaling_factors
 from analyses.systems import systems_comparison
+from zerolock_theory.metric_keys import scaling_factors
 
 __all__ = ["CLAIMS", "RunInfo", "SuiteAnalysis", "analyze_loaded", "analyze_runs", "load_suite"]
 
@@ -271,6 +272,7 @@ def analyze_loaded(
     attempt("convergence_global", lambda: _rate_set("global", GLOBAL_COLUMN, zl, boot))
     attempt("convergence_backprop", lambda: _rate_set("backprop", LOCAL_COLUMN, bp, boot))
     attempt("depth", lambda: depth_set([f for _, f in zl], [i.name for i, _ in zl], tol=tol))
+    attempt("proposition", partial(_proposition, zl, excluded, level))
     if excluded:
         skipped["diverged runs"] = "; ".join(excluded)
     attempt("outcome", lambda: compare_outcomes(_groups(table)))
@@ -326,6 +328,20 @@ def _step_scaling(zl, obj: str, excluded: list[str], level: float) -> StepScalin
         for members in _primary(have, obj)
     ]
     return StepScaling(obj, groups, excluded)
+
+
+def _proposition(zl, excluded: list[str], level: float) -> PropositionSet:
+    """Proposition 1 per group; the primary group is the paper's setting (reverse, most seeds)."""
+    groups = []
+    for members in _primary(zl, "paper"):
+        try:
+            groups.append(proposition_group([(i.name, f) for i, f in members], group=members[0][0].group,
+                                            trained=members[0][0].direction, level=level))
+        except NotMeasured:
+            continue
+    if not groups:
+        raise NotMeasured("no run has probe/minimizer/{k}/ce and gap (probe 'minimizers' off)")
+    return PropositionSet(groups, excluded)
 
 
 def _drift(zl, obj: str, level: float):

@@ -10,7 +10,7 @@ positions:
   trained target p_y^{method.epsilon};
 * ``gap`` = δ_k of the trained direction: ``kl_p_g`` (reverse) or ``kl_m_p`` (forward);
   for the backprop baseline, that of ``method.direction`` (a diagnostic, not its loss);
-* ``ce`` = CE(e_y, p_k).
+* ``ce`` = CE(e_y, p_k), also for k = 0 (the readout p_0: Proposition 1's CE_0).
 
 Units: nats (KL, CE), TV in [0, 1]. α comes from ``method.alpha``.
 """
@@ -55,6 +55,7 @@ def minimizer_metrics(
     out: dict[str, float] = {}
     log_prev = log_p[0].double()
     prev = log_prev.exp()
+    out[f"{PREFIX}/0/ce"] = float(-log_prev.gather(-1, idx).squeeze(-1).mean())  # CE_0 for Proposition 1
     for k in range(1, log_p.shape[0]):
         log_pk = log_p[k].double()
         p_k = log_pk.exp()

@@ -32,7 +32,14 @@ from typing import Any, ClassVar
 
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, readouts_now, smoothing_for_g
+from probes.batch import (
+    DEFAULT_N_POSITIONS,
+    label_targets,
+    probe_batch,
+    readouts,
+    readouts_now,
+    smoothing_for_g,
+)
 from probes.registry import register
 from zerolock_theory.metric_keys import scaling_key, scaling_step_key
 from zerolock_theory.theory.stability import as_metric, stability_terms

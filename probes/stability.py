@@ -26,10 +26,10 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
-from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
 from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
 from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
+from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["FIELDS", "StabilityProbe", "stability_metrics"]
 

@@ -19,9 +19,9 @@ from matplotlib.figure import Figure
 
 from analyses.convergence import RateSet
 from analyses.depth import DepthSet
+from analyses.drift import DriftCheck
 from analyses.minimizers import MinimizerTable
 from analyses.outcome import OutcomeComparison
-from analyses.drift import DriftCheck
 from analyses.scaling import StepScaling
 from analyses.suite import SuiteAnalysis
 

@@ -13,21 +13,18 @@ import base64
 import html
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analyses.claims import fmt
 from analyses.convergence import RateSet
-from analyses.depth import DepthSet
-from analyses.minimizers import MinimizerTable, ToyCheck
 from analyses.outcome import OutcomeComparison
-from analyses.drift import DriftCheck
-from analyses.scaling import StepScaling
-from analyses.stability import StabilitySummary
 from analyses.suite import SuiteAnalysis
 from analyses.systems import SystemsComparison
+from reports.blocks import Block, pct, table
 from reports.figures import render_figures
+from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 
 __all__ = [
     "Block",
@@ -56,35 +53,10 @@ CAPTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Block:
-    """One element of the page: heading, paragraph, table, preformatted text or figure."""
-
-    kind: str
-    text: str = ""
-    headers: tuple[str, ...] = ()
-    rows: tuple[tuple[str, ...], ...] = ()
-    css: tuple[str, ...] = field(default=())
-
-
-def _pct(x: float) -> str:
-    return f"{fmt(100 * x)}%"
-
-
-def _vec(values: list[float]) -> str:
-    return "(" + ", ".join(map(fmt, values)) + ")"
-
-
-def _table(headers: list[str], rows: list[list[Any]], css: tuple[str, ...] = ()) -> Block:
-    return Block(
-        "table", headers=tuple(headers), rows=tuple(tuple(map(str, r)) for r in rows), css=css
-    )
-
-
 def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
     rows = [[v.claim, v.verdict, v.figure, v.reason] for v in suite.claims]
     css = tuple("verdict-" + v.verdict.replace(" ", "-") for v in suite.claims)
-    return [Block("h2", "Verdicts"), _table(["claim", "verdict", "measured", "reason"], rows, css)]
+    return [Block("h2", "Verdicts"), table(["claim", "verdict", "measured", "reason"], rows, css)]
 
 
 def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -98,189 +70,15 @@ def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
         [
             r.chunks,
             r.baseline,
-            _pct(r.memory_reduction),
-            _pct(sys_.claimed_memory_reduction),
-            _pct(r.throughput_gain),
-            _pct(sys_.claimed_throughput_gain),
+            pct(r.memory_reduction),
+            pct(sys_.claimed_memory_reduction),
+            pct(r.throughput_gain),
+            pct(sys_.claimed_throughput_gain),
         ]
         for r in sys_.ratios
     ]
     headers = ["K", "baseline", "memory reduction", "claimed", "throughput gain", "claimed"]
-    return out + [_table(headers, rows), Block("p", f"Source: {sys_.source}")]
-
-
-def _lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
-    out = [Block("h2", "Lemma 2: which target does a trained chunk track?")]
-    toy = suite.get("toy_check")
-    if isinstance(toy, ToyCheck):
-        out.append(
-            Block(
-                "p",
-                f"Two-token check: p_y = e_1, p_(k-1) = p = (0.5, 0.5), alpha = {fmt(toy.alpha)}.",
-            )
-        )
-        rows = [
-            [
-                fmt(r.epsilon),
-                _vec(r.p_y),
-                _vec(r.m),
-                _vec(r.g),
-                fmt(r.kl_p_py),
-                fmt(r.ce_py_p),
-                fmt(r.reverse_loss),
-                fmt(r.forward_loss),
-                fmt(r.tv_m_g),
-            ]
-            for r in toy.rows
-        ]
-        out.append(
-            _table(
-                [
-                    "eps",
-                    "p_y",
-                    "m_k",
-                    "g_k",
-                    "KL(p||p_y)",
-                    "CE(p_y,p)",
-                    "l^R(p)",
-                    "l^F(p)",
-                    "TV(m_k,g_k)",
-                ],
-                rows,
-            )
-        )
-    table = suite.get("minimizers")
-    if isinstance(table, MinimizerTable):
-        out.append(
-            Block(
-                "p",
-                "Movement over training: head = first "
-                f"{fmt(100 * table.head)}% of probed steps, tail = last {fmt(100 * table.tail)}%; "
-                "relative reduction = (head - tail)/head (> 0: moved toward the target). "
-                "KL is KL(m_k||p_k) for m_k and KL(p_k||g_k) for g_k. Levels are for display: "
-                "m_k carries mass alpha on the label, so TV to m_k is large for any model.",
-            )
-        )
-        rows = [
-            [
-                c.trained,
-                f"{c.target}_k",
-                str(c.kl_reduction),
-                str(c.tv_reduction),
-                f"{fmt(c.kl_head.estimate)} -> {fmt(c.kl.estimate)}",
-                f"{fmt(c.tv_head.estimate)} -> {fmt(c.tv.estimate)}",
-                f"{c.n_head_steps} / {c.n_steps}",
-                c.n_runs,
-            ]
-            for c in table.cells
-        ]
-        headers = [
-            "trained",
-            "target",
-            "KL rel. reduction",
-            "TV rel. reduction",
-            "KL head -> tail",
-            "TV head -> tail",
-            "head / tail steps",
-            "runs",
-        ]
-        out.append(_table(headers, rows))
-        rows = [[t.trained, t.measure.upper(), str(t.difference), t.toward] for t in table.tracking]
-        out.append(_table(["trained", "measure", "r(m_k) - r(g_k)", "moves toward"], rows))
-        if table.contrasts:
-            rows = [
-                [c.measure.upper(), str(c.m_column), str(c.g_column), str(c.did), c.toward]
-                for c in table.contrasts
-            ]
-            headers = [
-                "measure",
-                "r_F(m) - r_R(m)",
-                "r_R(g) - r_F(g)",
-                "DiD",
-                "forward loss pulls toward",
-            ]
-            out.append(_table(headers, rows))
-        else:
-            out.append(Block("p", "No forward/reverse contrast: runs of only one direction."))
-        out.append(Block("figure", "minimizers"))
-    else:
-        out.append(
-            Block(
-                "p", f"On-model table not measured: {suite.skipped.get('minimizers', 'no data')}."
-            )
-        )
-    return out
-
-
-def _stability_blocks(suite: SuiteAnalysis) -> list[Block]:
-    out = [Block("h2", "Assumption 5: the stability ratio rho_t = max(phi_t, 0) / q_t")]
-    for obj, name in (
-        ("paper", "R (paper objective)"),
-        ("implemented", "R̄ (implemented objective)"),
-    ):
-        out.append(Block("h3", name))
-        summary = suite.get(f"stability_{obj}")
-        if isinstance(summary, StabilitySummary):
-            rows = [
-                [
-                    c.chunk,
-                    c.n_probe,
-                    c.n_defined,
-                    c.n_undefined,
-                    fmt(c.median),
-                    fmt(c.p95),
-                    fmt(c.max),
-                    _pct(c.share_phi_positive),
-                    fmt(c.remainder_ratio_median),
-                ]
-                for c in summary.chunks
-            ]
-            out.append(
-                _table(
-                    [
-                        "chunk",
-                        "probed",
-                        "defined",
-                        "undefined",
-                        "median",
-                        "p95",
-                        "max",
-                        "phi>0",
-                        "median |rem|/q",
-                    ],
-                    rows,
-                )
-            )
-        else:
-            out.append(
-                Block("p", f"Not measured: {suite.skipped.get(f'stability_{obj}', 'no data')}.")
-            )
-        out.extend(_scaling_blocks(suite, obj))
-    if any(isinstance(suite.get(f"scaling_{o}"), StepScaling) for o in ("paper", "implemented")):
-        out.append(Block("figure", "stability"))
-    if any(isinstance(suite.get(f"drift_{o}"), DriftCheck) for o in ("paper", "implemented")):
-        out.append(Block("figure", "drift"))
-    return out
-
-
-def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
-    """The step-scaling table (one row per group, the primary first) and the drift line."""
-    scaling = suite.get(f"scaling_{obj}")
-    if not isinstance(scaling, StepScaling):
-        return [Block("p", f"Step scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}.")]
-    rows = [
-        [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)),
-         str(g.share_positive) if g.share_positive else "n/a", str(g.slope) if g.slope else "n/a", g.statement]
-        for i, g in enumerate(scaling.groups)
-    ]
-    out = [_table(["group", "trained", "seeds", "share phi'>0", "slope log rho(c) on log c", "finding"], rows)]
-    drift = suite.get(f"drift_{obj}")
-    if isinstance(drift, DriftCheck):
-        out.append(Block("p", f"{drift.describe()} ({drift.group}); D_T / sum q_t at the end: "
-                     f"{drift.end_ratio if drift.end_ratio else 'n/a'}."))
-    if scaling.excluded:
-        out.append(Block("p", "Excluded as diverged: " + "; ".join(scaling.excluded) + "."))
-    return out
+    return out + [table(headers, rows), Block("p", f"Source: {sys_.source}")]
 
 
 def _convergence_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -308,7 +106,7 @@ def _convergence_blocks(suite: SuiteAnalysis) -> list[Block]:
             )
     if rows:
         out.append(
-            _table(
+            table(
                 [
                     "quantity",
                     "group",
@@ -328,31 +126,6 @@ def _convergence_blocks(suite: SuiteAnalysis) -> list[Block]:
     return out
 
 
-def _depth_blocks(suite: SuiteAnalysis) -> list[Block]:
-    out = [Block("h2", "Proposition 1: task CE by chunk")]
-    depth = suite.get("depth")
-    if not isinstance(depth, DepthSet):
-        return out + [Block("p", f"Not measured: {suite.skipped.get('depth', 'no data')}.")]
-    rows = [
-        [
-            p.run,
-            p.source,
-            p.n_evaluated,
-            _pct(p.share_holds),
-            ", ".join(map(fmt, p.final_ce)),
-            ", ".join(map(fmt, p.gap_final)) or "-",
-        ]
-        for p in depth.profiles
-    ]
-    out.append(
-        _table(
-            ["run", "source", "evaluated", "non-increasing", "final CE by k", "final delta_k"], rows
-        )
-    )
-    out.append(Block("figure", "depth"))
-    return out
-
-
 def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", "Outcome: held-out CE of the final chunk")]
     outcome = suite.get("outcome")
@@ -366,11 +139,11 @@ def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
             fmt(g.start),
             fmt(g.end),
             fmt(g.best),
-            _pct(g.relative_improvement),
+            pct(g.relative_improvement),
         ]
         for g in outcome.groups
     ]
-    out.append(_table(["group", "method", "runs", "start", "end", "best", "improvement"], rows))
+    out.append(table(["group", "method", "runs", "start", "end", "best", "improvement"], rows))
     out.append(Block("figure", "outcome"))
     return out
 
@@ -389,17 +162,17 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 def _runs_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", "Runs")]
     rows = [[r.name, r.group, r.seed, r.n_records, r.last_step, r.path] for r in suite.runs]
-    out.append(_table(["run", "group", "seed", "records", "last step", "path"], rows))
+    out.append(table(["run", "group", "seed", "records", "last step", "path"], rows))
     out.extend(Block("p", f"{r.name}: {w}") for r in suite.runs for w in r.warnings)
     flats = [_flatten(r.config) for r in suite.runs]
     base = flats[0] if flats else {}
     out.append(Block("h3", f"Config of {suite.runs[0].name}" if suite.runs else "Config"))
-    out.append(_table(["key", "value"], [[k, v] for k, v in sorted(base.items())]))
+    out.append(table(["key", "value"], [[k, v] for k, v in sorted(base.items())]))
     keys = sorted({k for f in flats for k in f if any(g.get(k) != base.get(k) for g in flats)})
     if keys:
         out.append(Block("h3", "Config differences between runs"))
         out.append(
-            _table(
+            table(
                 ["run", *keys],
                 [
                     [r.name, *[f.get(k, "-") for k in keys]]
@@ -414,7 +187,7 @@ def _runs_blocks(suite: SuiteAnalysis) -> list[Block]:
             "; ".join(f"{k}={v}" for k, v in sorted(_flatten(r.manifest).items())) or "no manifest"
         )
         envs.setdefault(text, []).append(r.name)
-    out.append(_table(["runs", "manifest"], [[", ".join(n), e] for e, n in envs.items()]))
+    out.append(table(["runs", "manifest"], [[", ".join(n), e] for e, n in envs.items()]))
     settings = ", ".join(f"{k}={v}" for k, v in sorted(suite.settings.items()))
     out.append(Block("p", f"Analysis settings: {settings}."))
     return out
@@ -426,17 +199,17 @@ def report_blocks(suite: SuiteAnalysis) -> list[Block]:
     for part in (
         _verdict_blocks,
         _systems_blocks,
-        _lemma2_blocks,
-        _stability_blocks,
+        lemma2_blocks,
+        stability_blocks,
         _convergence_blocks,
-        _depth_blocks,
+        depth_blocks,
         _outcome_blocks,
     ):
         blocks.extend(part(suite))
     if suite.skipped:
         blocks.append(Block("h2", "Skipped analyses"))
         blocks.append(
-            _table(["analysis", "reason"], [[k, v] for k, v in sorted(suite.skipped.items())])
+            table(["analysis", "reason"], [[k, v] for k, v in sorted(suite.skipped.items())])
         )
     return blocks + _runs_blocks(suite)
 

@@ -46,6 +46,10 @@ def test_two_seeds_are_not_testable():
     assert "3 needed" in group.statement
 
 
+def _interval(v):
+    return None if v is None else Interval(*v)
+
+
 @pytest.mark.parametrize(
     ("share", "slope", "verdict"),
     [
@@ -59,8 +63,7 @@ def test_two_seeds_are_not_testable():
     ],
 )
 def test_every_verdict_is_reachable(share, slope, verdict):
-    wrap = (lambda v: None if v is None else Interval(*v))
-    assert scaling_verdict(wrap(share), wrap(slope)) == verdict
+    assert scaling_verdict(_interval(share), _interval(slope)) == verdict
 
 
 def test_seed_statistics_of_an_exact_first_order_run():

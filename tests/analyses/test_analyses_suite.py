@@ -38,6 +38,7 @@ def test_every_analysis_runs_on_complete_data(suite):
         "convergence_global",
         "convergence_backprop",
         "depth",
+        "proposition",
         "outcome",
         "systems",
     }

@@ -1,0 +1,214 @@
+"""Report sections of the verdicts on Lemma 2, Assumption 5 and Proposition 1."""
+
+from __future__ import annotations
+
+from analyses.claims import fmt
+from analyses.depth import DepthSet
+from analyses.drift import DriftCheck
+from analyses.minimizers import MinimizerTable, ToyCheck
+from analyses.scaling import StepScaling
+from analyses.stability import StabilitySummary
+from analyses.suite import SuiteAnalysis
+from reports.blocks import Block, pct, vec
+from reports.blocks import table as grid
+
+__all__ = ["depth_blocks", "lemma2_blocks", "stability_blocks"]
+
+
+def lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
+    out = [Block("h2", "Lemma 2: which target does a trained chunk track?")]
+    toy = suite.get("toy_check")
+    if isinstance(toy, ToyCheck):
+        out.append(
+            Block(
+                "p",
+                f"Two-token check: p_y = e_1, p_(k-1) = p = (0.5, 0.5), alpha = {fmt(toy.alpha)}.",
+            )
+        )
+        rows = [
+            [
+                fmt(r.epsilon),
+                vec(r.p_y),
+                vec(r.m),
+                vec(r.g),
+                fmt(r.kl_p_py),
+                fmt(r.ce_py_p),
+                fmt(r.reverse_loss),
+                fmt(r.forward_loss),
+                fmt(r.tv_m_g),
+            ]
+            for r in toy.rows
+        ]
+        out.append(
+            grid(
+                [
+                    "eps",
+                    "p_y",
+                    "m_k",
+                    "g_k",
+                    "KL(p||p_y)",
+                    "CE(p_y,p)",
+                    "l^R(p)",
+                    "l^F(p)",
+                    "TV(m_k,g_k)",
+                ],
+                rows,
+            )
+        )
+    table = suite.get("minimizers")
+    if isinstance(table, MinimizerTable):
+        out.append(
+            Block(
+                "p",
+                "Movement over training: head = first "
+                f"{fmt(100 * table.head)}% of probed steps, tail = last {fmt(100 * table.tail)}%; "
+                "relative reduction = (head - tail)/head (> 0: moved toward the target). "
+                "KL is KL(m_k||p_k) for m_k and KL(p_k||g_k) for g_k. Levels are for display: "
+                "m_k carries mass alpha on the label, so TV to m_k is large for any model.",
+            )
+        )
+        rows = [
+            [
+                c.trained,
+                f"{c.target}_k",
+                str(c.kl_reduction),
+                str(c.tv_reduction),
+                f"{fmt(c.kl_head.estimate)} -> {fmt(c.kl.estimate)}",
+                f"{fmt(c.tv_head.estimate)} -> {fmt(c.tv.estimate)}",
+                f"{c.n_head_steps} / {c.n_steps}",
+                c.n_runs,
+            ]
+            for c in table.cells
+        ]
+        headers = [
+            "trained",
+            "target",
+            "KL rel. reduction",
+            "TV rel. reduction",
+            "KL head -> tail",
+            "TV head -> tail",
+            "head / tail steps",
+            "runs",
+        ]
+        out.append(grid(headers, rows))
+        rows = [[t.trained, t.measure.upper(), str(t.difference), t.toward] for t in table.tracking]
+        out.append(grid(["trained", "measure", "r(m_k) - r(g_k)", "moves toward"], rows))
+        if table.contrasts:
+            rows = [
+                [c.measure.upper(), str(c.m_column), str(c.g_column), str(c.did), c.toward]
+                for c in table.contrasts
+            ]
+            headers = [
+                "measure",
+                "r_F(m) - r_R(m)",
+                "r_R(g) - r_F(g)",
+                "DiD",
+                "forward loss pulls toward",
+            ]
+            out.append(grid(headers, rows))
+        else:
+            out.append(Block("p", "No forward/reverse contrast: runs of only one direction."))
+        out.append(Block("figure", "minimizers"))
+    else:
+        out.append(
+            Block(
+                "p", f"On-model table not measured: {suite.skipped.get('minimizers', 'no data')}."
+            )
+        )
+    return out
+
+
+def stability_blocks(suite: SuiteAnalysis) -> list[Block]:
+    out = [Block("h2", "Assumption 5: the stability ratio rho_t = max(phi_t, 0) / q_t")]
+    for obj, name in (
+        ("paper", "R (paper objective)"),
+        ("implemented", "R̄ (implemented objective)"),
+    ):
+        out.append(Block("h3", name))
+        summary = suite.get(f"stability_{obj}")
+        if isinstance(summary, StabilitySummary):
+            rows = [
+                [
+                    c.chunk,
+                    c.n_probe,
+                    c.n_defined,
+                    c.n_undefined,
+                    fmt(c.median),
+                    fmt(c.p95),
+                    fmt(c.max),
+                    pct(c.share_phi_positive),
+                    fmt(c.remainder_ratio_median),
+                ]
+                for c in summary.chunks
+            ]
+            out.append(
+                grid(
+                    [
+                        "chunk",
+                        "probed",
+                        "defined",
+                        "undefined",
+                        "median",
+                        "p95",
+                        "max",
+                        "phi>0",
+                        "median |rem|/q",
+                    ],
+                    rows,
+                )
+            )
+        else:
+            out.append(
+                Block("p", f"Not measured: {suite.skipped.get(f'stability_{obj}', 'no data')}.")
+            )
+        out.extend(_scaling_blocks(suite, obj))
+    if any(isinstance(suite.get(f"scaling_{o}"), StepScaling) for o in ("paper", "implemented")):
+        out.append(Block("figure", "stability"))
+    if any(isinstance(suite.get(f"drift_{o}"), DriftCheck) for o in ("paper", "implemented")):
+        out.append(Block("figure", "drift"))
+    return out
+
+
+def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
+    """The step-scaling table (one row per group, the primary first) and the drift line."""
+    scaling = suite.get(f"scaling_{obj}")
+    if not isinstance(scaling, StepScaling):
+        return [Block("p", f"Step scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}.")]
+    rows = [
+        [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)),
+         str(g.share_positive) if g.share_positive else "n/a", str(g.slope) if g.slope else "n/a", g.statement]
+        for i, g in enumerate(scaling.groups)
+    ]
+    out = [grid(["group", "trained", "seeds", "share phi'>0", "slope log rho(c) on log c", "finding"], rows)]
+    drift = suite.get(f"drift_{obj}")
+    if isinstance(drift, DriftCheck):
+        out.append(Block("p", f"{drift.describe()} ({drift.group}); D_T / sum q_t at the end: "
+                     f"{drift.end_ratio if drift.end_ratio else 'n/a'}."))
+    if scaling.excluded:
+        out.append(Block("p", "Excluded as diverged: " + "; ".join(scaling.excluded) + "."))
+    return out
+
+
+def depth_blocks(suite: SuiteAnalysis) -> list[Block]:
+    out = [Block("h2", "Proposition 1: task CE by chunk")]
+    depth = suite.get("depth")
+    if not isinstance(depth, DepthSet):
+        return out + [Block("p", f"Not measured: {suite.skipped.get('depth', 'no data')}.")]
+    rows = [
+        [
+            p.run,
+            p.source,
+            p.n_evaluated,
+            pct(p.share_holds),
+            ", ".join(map(fmt, p.final_ce)),
+            ", ".join(map(fmt, p.gap_final)) or "-",
+        ]
+        for p in depth.profiles
+    ]
+    out.append(
+        grid(
+            ["run", "source", "evaluated", "non-increasing", "final CE by k", "final delta_k"], rows
+        )
+    )
+    out.append(Block("figure", "depth"))
+    return out
