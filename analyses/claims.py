@@ -1,13 +1,14 @@
 """The verdict table: one ``Verdict`` per claim, from the analysis results (docs/ANALYSES.md).
 
-Verdicts are ``supported``, ``refuted``, ``inconclusive`` or ``not measured``; each row states
-the measured figure behind it and the reason. The rules:
+Verdicts are ``supported``, ``refuted``, ``inconclusive``, ``not testable`` (too few seeds or
+too little effect) or ``not measured``; each row states the measured figure behind it and the
+reason. Diverged runs (``analyses.seeds.diverged``) are excluded from every row. The rules:
 
-* Lemma 2 on the implemented loss — the toy check decides the mathematics (m_k ≠ g_k); the
-  on-model evidence is the movement contrast (``analyses.minimizers``): DiD of relative KL
-  reductions > 0 → refuted; < 0 with forward-trained chunks approaching g_k more than
-  reverse-trained ones → supported; covers 0 → inconclusive. Forward runs only: r_F(m) −
-  r_F(g) > 0 → refuted, else inconclusive. No on-model table: m_k ≠ g_k → refuted.
+* Lemma 2 (analytic) — the exact two-token toy and the closed forms: the implemented loss is
+  minimized by m_k; m_k ≠ g_k → refuted.
+* Lemma 2 (on the model, descriptive) — ``analyses.tracking``: forward-trained chunks'
+  r(m) − r(g) in TV relative to the untrained model, interval over seeds: > 0 → refuted,
+  < 0 → supported, covers 0 → inconclusive; < 3 seeds or unmoved readouts → not testable.
 * Assumption 5 for R / R̄ — step scaling on the primary group (``analyses.scaling``):
   first order → refuted, bounded → supported, inconclusive → inconclusive, fewer than 3
   seeds → not testable; the drift check is part of the figure.
@@ -24,21 +25,23 @@ from collections.abc import Mapping
 
 from analyses.convergence import RateSet
 from analyses.drift import DriftCheck
-from analyses.minimizers import MinimizerTable, ToyCheck
+from analyses.minimizers import ToyCheck
 from analyses.proposition import PropositionSet
 from analyses.results import Result, Verdict
 from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary
+from analyses.tracking import TrackingSet
 
 __all__ = ["CLAIMS", "verdicts"]
 
-LEMMA2 = "Lemma 2 on the implemented loss"
+LEMMA2 = "Lemma 2 (analytic): g_k is the optimum of the implemented loss"
+LEMMA2_MODEL = "Lemma 2 (on the model, descriptive): trained chunks track g_k"
 A5_PAPER = "Assumption 5 for R (paper objective)"
 A5_IMPLEMENTED = "Assumption 5 for R̄ (implemented objective)"
 RATE_LOCAL = "Theorem 1 rate, local G_t"
 RATE_GLOBAL = "Theorem 1 rate, global ‖∇L‖²"
 DEPTH = "Proposition 1: CE_k <= CE_(k-1) + delta_k"
-CLAIMS: tuple[str, ...] = (LEMMA2, A5_PAPER, A5_IMPLEMENTED, RATE_LOCAL, RATE_GLOBAL, DEPTH)
+CLAIMS: tuple[str, ...] = (LEMMA2, LEMMA2_MODEL, A5_PAPER, A5_IMPLEMENTED, RATE_LOCAL, RATE_GLOBAL, DEPTH)
 
 
 def fmt(value: float) -> str:
@@ -53,98 +56,43 @@ def fmt(value: float) -> str:
 def _toy_figure(toy: ToyCheck) -> str:
     row = toy.rows[0]
     return (
-        f"toy check (alpha={fmt(toy.alpha)}, eps={fmt(row.epsilon)}): KL(p||p_y) = "
+        f"two-token toy (alpha={fmt(toy.alpha)}, eps={fmt(row.epsilon)}): KL(p||p_y) = "
         f"{fmt(row.kl_p_py)}, CE(p_y, p) = {fmt(row.ce_py_p)}; m_k = "
         f"({', '.join(map(fmt, row.m))}), g_k = ({', '.join(map(fmt, row.g))}), "
-        f"TV {fmt(row.tv_m_g)}"
-    )
-
-
-def _reductions(table: MinimizerTable, trained: str) -> str:
-    m, g = table.cell(trained, "m"), table.cell(trained, "g")
-    return (
-        f"{trained}-trained ({m.n_runs} run(s)) to m_k {m.reduction(table.primary)}, "
-        f"to g_k {g.reduction(table.primary)}"
+        f"TV(m_k, g_k) = {fmt(row.tv_m_g)}"
     )
 
 
 def _lemma2(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdict:
-    """Lemma 2 on the implemented loss: its local optimum is g_k (docs/ANALYSES.md).
-
-    The toy check decides the mathematics (m_k ≠ g_k); the on-model movement contrast of
-    ``analyses.minimizers`` (primary measure, KL) says whether the runs show it:
-
-    * both directions trained — DiD interval > 0 (forward-trained chunks approach m_k
-      relative to reverse-trained ones) → refuted; DiD interval < 0 and forward-trained
-      chunks approach g_k more than reverse-trained ones → supported; else inconclusive.
-    * forward runs only — r_F(m) − r_F(g) interval > 0 → refuted; else inconclusive.
-    * no forward-trained on-model data — the toy check alone: m_k ≠ g_k → refuted.
-    """
+    """(a) Analytic, from the exact toy and the closed forms: the implemented (forward) loss is
+    minimized by m_k; m_k ≠ g_k in the toy → refuted; m_k = g_k → supported."""
     toy = results.get("toy_check")
-    toy = toy if isinstance(toy, ToyCheck) else None
-    analytic = toy is not None and toy.minimizers_differ
-    maths = (
-        "analytic: the implemented (forward) loss is minimized by m_k, not g_k (toy TV(m_k, g_k) "
-        f"= {fmt(toy.rows[0].tv_m_g)})"
-        if analytic
-        else "no analytic refutation (toy check "
-        + ("finds m_k = g_k)" if toy is not None else "not computed)")
-    )
-    table = results.get("minimizers")
-    table = table if isinstance(table, MinimizerTable) else None
-    measure = "KL" if table is None or table.primary == "kl" else "TV"
-    unit = f"relative reduction of {measure} from the first to the last steps"
-    if table is not None and table.cell("forward", "m") is not None:
-        contrast = table.contrast_of()
-        if contrast is not None:
-            tv = table.contrast_of("tv")
-            figure = (
-                f"{unit}: {_reductions(table, 'forward')}; {_reductions(table, 'reverse')}; "
-                f"contrast DiD = {contrast.did} (m column {contrast.m_column}, g column "
-                f"{contrast.g_column})" + (f"; TV DiD = {tv.did}" if tv is not None else "")
-            )
-            if contrast.toward == "m_k":
-                reason = (
-                    f"{maths}; on-model: forward-trained chunks approach m_k relative to "
-                    "reverse-trained ones (DiD interval > 0)"
-                )
-                return Verdict(LEMMA2, "refuted", figure, reason)
-            if contrast.toward == "g_k":
-                reason = (
-                    "on-model: forward-trained chunks approach g_k more than reverse-trained "
-                    "ones (DiD and g-column intervals < 0)"
-                    + ("; this contradicts the analytic check (m_k != g_k)" if analytic else "")
-                )
-                return Verdict(LEMMA2, "supported", figure, reason)
-            reason = (
-                (f"the mathematics still refutes it ({maths}), but" if analytic else f"{maths};")
-                + " the on-model data cannot distinguish m_k from g_k (DiD interval covers 0, "
-                "or favours g_k without forward-trained chunks approaching g_k more than "
-                "reverse-trained ones)"
-            )
-            return Verdict(LEMMA2, "inconclusive", figure, reason)
-        track = table.tracking_of("forward")
-        figure = f"{unit}: {_reductions(table, 'forward')}; difference {track.difference}"
-        if track.toward == "m_k":
-            reason = (
-                f"{maths}; on-model (no reverse-trained runs to contrast): forward-trained "
-                f"runs reduce {measure} to m_k by relatively more than to g_k (interval > 0)"
-            )
-            return Verdict(LEMMA2, "refuted", figure, reason)
-        reason = (
-            f"{maths}; on-model: no reverse-trained runs to contrast, and forward-trained runs "
-            f"do not reduce {measure} to m_k by relatively more than to g_k"
-        )
-        return Verdict(LEMMA2, "inconclusive", figure, reason)
-    if toy is not None:
-        why = (
-            "no forward-trained runs in it"
-            if table is not None
-            else skipped.get("minimizers", "no data")
-        )
-        reason = f"{maths}; on-model table not measured: {why}"
-        return Verdict(LEMMA2, "refuted" if analytic else "inconclusive", _toy_figure(toy), reason)
-    return Verdict(LEMMA2, "not measured", "-", skipped.get("minimizers", "no data"))
+    if not isinstance(toy, ToyCheck):
+        return Verdict(LEMMA2, "not measured", "-", skipped.get("toy_check", "not computed"))
+    if toy.minimizers_differ:
+        reason = ("the implemented (forward) loss is minimized by m_k = alpha p_y + (1-alpha) p_(k-1) "
+                  "(closed form), which differs from Lemma 2's g_k in the exact toy")
+        return Verdict(LEMMA2, "refuted", _toy_figure(toy), reason)
+    return Verdict(LEMMA2, "supported", _toy_figure(toy), "m_k = g_k in every toy row")
+
+
+def _lemma2_model(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdict:
+    """(b) Descriptive, on the model (``analyses.tracking``): forward-trained chunks' r(m) − r(g)
+    in TV relative to the untrained model; > 0 (track m_k) → refuted, < 0 (track g_k) →
+    supported, covers 0 → inconclusive, too few or unmoved seeds → not testable."""
+    tracking = results.get("tracking")
+    if not isinstance(tracking, TrackingSet):
+        return Verdict(LEMMA2_MODEL, "not measured", "-", skipped.get("tracking", "no data"))
+    figure = "; ".join(f"{d.statement} ({len(d.runs)} run(s))" for d in tracking.directions)
+    forward = tracking.of("forward")
+    if forward is None:
+        return Verdict(LEMMA2_MODEL, "not testable", figure, "no forward-trained (implemented-loss) runs")
+    verdict = {"m_k": "refuted", "g_k": "supported", "undecided": "inconclusive"}.get(forward.toward, "not testable")
+    reason = ("descriptive: which target the implemented loss's chunks move toward, in one symmetric bounded "
+              "metric (TV) with the same eps for both targets; the interval is over seeds")
+    if tracking.excluded:
+        reason += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in tracking.excluded)}"
+    return Verdict(LEMMA2_MODEL, verdict, figure, reason)
 
 
 A5_VERDICTS = {"first order": "refuted", "bounded": "supported", "inconclusive": "inconclusive",
@@ -235,6 +183,7 @@ def verdicts(results: Mapping[str, Result], skipped: Mapping[str, str]) -> list[
     """The verdict table, one row per entry of ``CLAIMS``, in that order."""
     return [
         _lemma2(results, skipped),
+        _lemma2_model(results, skipped),
         _assumption5("paper", A5_PAPER, results, skipped),
         _assumption5("implemented", A5_IMPLEMENTED, results, skipped),
         _rate("convergence_local", RATE_LOCAL, results, skipped),

@@ -71,14 +71,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import torch
 
 from analyses.bootstrap import block_indices, percentile_interval
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
-from zerolock_theory.theory.divergences import cross_entropy, kl, total_variation
-from zerolock_theory.theory.losses import local_loss
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth
+from zerolock_theory.theory.toy import two_token_case
 
 __all__ = [
     "PRIMARY",
@@ -132,37 +129,29 @@ class ToyCheck(Result):
 
 
 def toy_check(alpha: float = 0.5, epsilons: Sequence[float] = (0.0, 0.1)) -> ToyCheck:
-    """Two tokens, p_y = e_1, p_{k-1} = p = (½, ½) (module docstring).
+    """``zerolock_theory.theory.toy.two_token_case`` at each ε, as a result (module docstring).
 
     Guarantees: at ε = 0, ``kl_p_py == inf``, ``ce_py_p == log 2``, ``g == [1, 0]``; every row
     has ``m = α·p_y^ε + (1-α)·p_{k-1}``; ``minimizers_differ`` is true when TV(m_k, g_k) > 1e-9
     in some row.
     """
-    dt = torch.float64
-    e_y = torch.tensor([1.0, 0.0], dtype=dt)
-    p_prev = torch.tensor([0.5, 0.5], dtype=dt)
-    p = torch.tensor([0.5, 0.5], dtype=dt)
-    rows = []
-    for eps in epsilons:
-        p_y = label_smooth(e_y, eps)
-        m = arithmetic_target(p_y, p_prev, alpha)
-        log_g, _ = geometric_target(p_y, p_prev, alpha)
-        g = log_g.exp()
-        rows.append(
-            ToyRow(
-                epsilon=float(eps),
-                p_y=p_y.tolist(),
-                m=m.tolist(),
-                g=g.tolist(),
-                kl_p_py=float(kl(p, p_y)),
-                ce_py_p=float(cross_entropy(p_y, p)),
-                reverse_loss=float(local_loss(p, p_y, p_prev, alpha, "reverse")),
-                forward_loss=float(local_loss(p, p_y, p_prev, alpha, "forward")),
-                tv_m_g=float(total_variation(m, g)),
-            )
+    cases = [two_token_case(alpha, eps) for eps in epsilons]
+    rows = [
+        ToyRow(
+            epsilon=c.epsilon,
+            p_y=c.p_y.tolist(),
+            m=c.m.tolist(),
+            g=c.g.tolist(),
+            kl_p_py=c.kl_p_py,
+            ce_py_p=c.ce_py_p,
+            reverse_loss=c.reverse_loss,
+            forward_loss=c.forward_loss,
+            tv_m_g=c.tv_m_g,
         )
+        for c in cases
+    ]
     differ = any(r.tv_m_g > 1e-9 for r in rows)
-    return ToyCheck(float(alpha), p_prev.tolist(), p.tolist(), rows, differ)
+    return ToyCheck(float(alpha), cases[0].p_prev.tolist(), cases[0].p.tolist(), rows, differ)
 
 
 def minimizer_chunks(frame: pd.DataFrame) -> list[int]:

@@ -32,6 +32,7 @@ from analyses.scaling import StepScaling, group_scaling
 from analyses.seeds import diverged
 from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
 from analyses.systems import systems_comparison
+from analyses.tracking import TrackingSet, direction_tracking, run_tracking
 from zerolock_theory.metric_keys import scaling_factors
 
 __all__ = ["CLAIMS", "RunInfo", "SuiteAnalysis", "analyze_loaded", "analyze_runs", "load_suite"]
@@ -259,6 +260,7 @@ def analyze_loaded(
     attempt(
         "minimizers", lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot)
     )
+    attempt("tracking", partial(_tracking, zl, excluded, level))
     for obj in OBJECTIVES:
         chosen = _stability_runs(zl, obj)
         frames, fnames = [f for _, f in chosen], [i.name for i, _ in chosen]
@@ -328,6 +330,27 @@ def _step_scaling(zl, obj: str, excluded: list[str], level: float) -> StepScalin
         for members in _primary(have, obj)
     ]
     return StepScaling(obj, groups, excluded)
+
+
+def _tracking(zl, excluded: list[str], level: float) -> TrackingSet:
+    """Lemma 2 on the model: per training direction, its group with the most seeds."""
+    directions, reasons = [], []
+    for direction in ("forward", "reverse"):
+        members = [(i, f) for i, f in zl if i.direction == direction]
+        if not members:
+            continue
+        best = max(_primary(members, "implemented"), key=len)
+        runs = []
+        for info, _ in best:
+            try:
+                runs.append(run_tracking(info.path, info.alpha, info.epsilon, info.name))
+            except NotMeasured as exc:
+                reasons.append(str(exc))
+        if runs:
+            directions.append(direction_tracking(runs, direction, best[0][0].group, level))
+    if not directions:
+        raise NotMeasured("; ".join(reasons) or "no ZeroLock run")
+    return TrackingSet(directions, excluded)
 
 
 def _proposition(zl, excluded: list[str], level: float) -> PropositionSet:

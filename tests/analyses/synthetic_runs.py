@@ -179,6 +179,30 @@ def scaling_frame(order: str, seed: int, steps: int = 12, **kw: Any) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def write_readouts(run: Path, seed: int, toward: str, steps: int, chunks: int, alpha: float, epsilon: float) -> None:
+    """A full readout store at steps 0 and ``steps`` (p_k moved all the way to its m_k or g_k) and the probe batch."""
+    from probes.store import ReadoutWriter
+
+    rng = np.random.default_rng(seed + 99)
+    vocab, n, eps = 6, 8, epsilon if epsilon > 0 else 0.1
+    labels = rng.integers(0, vocab, n)
+    p_y = np.full((n, vocab), eps / vocab)
+    p_y[np.arange(n), labels] += 1 - eps
+    start = rng.dirichlet(np.ones(vocab), size=(chunks + 1, n))
+    end = start.copy()
+    for k in range(1, chunks + 1):
+        m = alpha * p_y + (1 - alpha) * end[k - 1]
+        g = p_y**alpha * end[k - 1] ** (1 - alpha)
+        end[k] = m if toward == "m" else g / g.sum(-1, keepdims=True)
+    meta = {"format": "zerolock-readouts", "version": 1, "rows": chunks + 1, "n_positions": n,
+            "vocab_size": vocab, "mode": "full", "dtype": "float32"}
+    writer = ReadoutWriter(run / "readouts", meta)
+    writer.append(0, {"probs": start.astype(np.float32)})
+    writer.append(steps, {"probs": end.astype(np.float32)})
+    writer.close()
+    (run / "probe_batch.json").write_text(json.dumps({"labels": labels.tolist(), "n_positions": n}))
+
+
 def write_run(
     root: Path,
     name: str,
@@ -255,6 +279,8 @@ def write_run(
                     scaling_record(scaling_rng, rec, "paper", scaling)
         lines.append(json.dumps(rec))
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    if probes and method == "zerolock":
+        write_readouts(run, seed, tracks, steps, chunks, alpha, epsilon)
     return run
 
 

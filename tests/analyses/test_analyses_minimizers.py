@@ -53,6 +53,16 @@ def _lemma2(table):
     return verdicts(results, {})[0]
 
 
+def test_the_analytic_row_is_decided_by_the_toy_alone():
+    """The descriptive 2x2 table no longer drives a verdict: it scores each column by its own loss."""
+    for tracks in ("m", "g"):
+        table = minimizer_table(_frames("forward", 2, **(TOWARD_M if tracks == "m" else TOWARD_G)), n_boot=50)
+        row = _lemma2(table)
+        assert row.verdict == "refuted" and "TV(m_k, g_k) = 0.25" in row.figure and "closed form" in row.reason
+    row = verdicts({"minimizers": table}, {})[0]
+    assert row.verdict == "not measured"
+
+
 def test_two_by_two_table_measures_movement(runs):
     table = minimizer_table(runs, n_boot=200)
     assert {(c.trained, c.target) for c in table.cells} == {
@@ -108,11 +118,6 @@ def test_forward_toward_m_and_reverse_toward_g_is_refuted():
     )
     contrast = table.contrast_of()
     assert contrast.toward == "m_k" and contrast.did.low > 0
-    row = _lemma2(table)
-    assert row.verdict == "refuted"
-    assert "DiD" in row.figure and str(contrast.did) in row.figure
-    assert str(table.cell("forward", "m").kl_reduction) in row.figure
-    assert "m_k" in row.reason and "analytic" in row.reason
 
 
 def test_forward_toward_g_is_supported():
@@ -121,8 +126,6 @@ def test_forward_toward_g_is_supported():
     )
     contrast = table.contrast_of()
     assert contrast.did.high < 0 and contrast.g_column.high < 0 and contrast.toward == "g_k"
-    row = _lemma2(table)
-    assert row.verdict == "supported" and "contradicts the analytic" in row.reason
 
 
 def test_no_movement_is_inconclusive():
@@ -131,9 +134,6 @@ def test_no_movement_is_inconclusive():
         _frames("forward", 2, **flat) + _frames("reverse", 2, **flat), n_boot=300
     )
     assert table.contrast_of().did.contains(0.0) and table.contrast_of().toward == "undecided"
-    row = _lemma2(table)
-    assert row.verdict == "inconclusive"
-    assert "mathematics still refutes" in row.reason and "cannot distinguish" in row.reason
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.05])
@@ -145,30 +145,12 @@ def test_untrained_levels_without_movement_are_not_supported(noise):
         table = minimizer_table(runs, n_boot=300)
         assert table.cell("forward", "m").tv.estimate == pytest.approx(0.5, rel=0.05)
         assert table.cell("forward", "g").tv.estimate == pytest.approx(0.09, rel=0.05)
-        row = _lemma2(table)
-        assert row.verdict == "inconclusive", row
-    assert "no reverse-trained runs" in row.reason
+        assert table.tracking_of("forward").toward != "g_k"
 
 
 def test_forward_runs_only_fall_back_to_the_within_direction_difference():
     table = minimizer_table(_frames("forward", 2, **TOWARD_M), n_boot=300)
     assert table.contrasts == [] and table.tracking_of("forward").difference.low > 0
-    row = _lemma2(table)
-    assert row.verdict == "refuted" and "no reverse-trained runs" in row.reason
-    assert str(table.tracking_of("forward").difference) in row.figure
-
-
-def test_reverse_runs_only_leave_the_toy_check_to_decide():
-    table = minimizer_table(_frames("reverse", 1, **TOWARD_G), n_boot=50)
-    row = _lemma2(table)
-    assert row.verdict == "refuted" and "no forward-trained runs" in row.reason
-    assert "toy check" in row.figure
-
-
-def test_without_the_toy_check_no_movement_is_still_inconclusive():
-    table = minimizer_table(_frames("forward", 1) + _frames("reverse", 1), n_boot=50)
-    row = verdicts({"minimizers": table}, {})[0]
-    assert row.verdict == "inconclusive" and "not computed" in row.reason
 
 
 def test_single_runs_use_the_block_bootstrap_over_steps():

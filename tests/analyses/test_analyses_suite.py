@@ -7,7 +7,7 @@ import json
 import pytest
 from synthetic_runs import write_run, write_suite
 
-from analyses.claims import CLAIMS
+from analyses.claims import A5_IMPLEMENTED, A5_PAPER, CLAIMS, LEMMA2, RATE_LOCAL
 from analyses.io import RunDataError
 from analyses.results import VERDICTS, load_result
 from analyses.suite import analyze_runs, load_suite
@@ -28,6 +28,7 @@ def test_every_analysis_runs_on_complete_data(suite):
     assert set(suite.results) == {
         "toy_check",
         "minimizers",
+        "tracking",
         "stability_paper",
         "stability_implemented",
         "scaling_paper",
@@ -51,7 +52,7 @@ def test_verdict_rows_follow_the_synthetic_truth(suite):
     assert got == dict(
         zip(
             CLAIMS,
-            ["refuted", "refuted", "refuted", "supported", "supported", "supported"],
+            ["refuted", "refuted", "refuted", "refuted", "supported", "supported", "supported"],
             strict=True,
         )
     )
@@ -89,22 +90,22 @@ def test_missing_probes_are_skipped_with_reasons(tmp_path):
     ):
         assert result.skipped[name]
     rows = {v.claim: v for v in result.claims}
-    assert rows[CLAIMS[0]].verdict == "refuted" and "analytic" in rows[CLAIMS[0]].reason
-    assert rows[CLAIMS[1]].verdict == "not measured" and "probe/scaling" in rows[CLAIMS[1]].reason
+    assert rows[LEMMA2].verdict == "refuted" and "closed form" in rows[LEMMA2].reason
+    assert rows[A5_PAPER].verdict == "not measured" and "probe/scaling" in rows[A5_PAPER].reason
     assert all(v.verdict in VERDICTS for v in result.claims)
 
 
 def test_constant_schedule_and_slow_rate(tmp_path):
     const = analyze_runs([write_run(tmp_path, "c", schedule="constant", steps=60)], n_boot=20)
-    row = next(v for v in const.claims if v.claim == CLAIMS[3])
+    row = next(v for v in const.claims if v.claim == RATE_LOCAL)
     assert row.verdict == "inconclusive" and "inv_sqrt" in row.reason
     slow = analyze_runs([write_run(tmp_path, "s", beta=0.1, steps=400)], n_boot=100)
-    assert next(v for v in slow.claims if v.claim == CLAIMS[3]).verdict == "refuted"
+    assert next(v for v in slow.claims if v.claim == RATE_LOCAL).verdict == "refuted"
 
 
 def test_one_seed_is_not_testable_for_assumption5(tmp_path):
     result = analyze_runs([write_run(tmp_path, "a", steps=60)], n_boot=20)
-    row = next(v for v in result.claims if v.claim == CLAIMS[2])
+    row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
     assert row.verdict == "not testable" and "3 needed" in row.figure and "rho" in row.figure
 
 
@@ -112,7 +113,7 @@ def test_bounded_scaling_is_supported_and_diverged_runs_are_excluded(tmp_path):
     runs = [write_run(tmp_path, f"b{s}", seed=s, steps=60, scaling="bounded") for s in range(3)]
     runs.append(write_run(tmp_path, "bad", seed=9, steps=60, scaling="first", final_ce_drop=-3.0))
     result = analyze_runs(runs, n_boot=20)
-    row = next(v for v in result.claims if v.claim == CLAIMS[2])
+    row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
     assert row.verdict == "supported" and row.figure.startswith("consistent: rho stays bounded")
     assert "excluded as diverged: bad" in row.reason
     assert [s.run for s in result.results["scaling_implemented"].primary.seeds] == ["b0", "b1", "b2"]
@@ -126,7 +127,7 @@ def test_paper_objective_undefined_without_smoothing(tmp_path):
     ]
     result = analyze_runs(runs, n_boot=20)
     assert "one-hot" in result.skipped["stability_paper"]
-    assert next(v for v in result.claims if v.claim == CLAIMS[1]).verdict == "not measured"
+    assert next(v for v in result.claims if v.claim == A5_PAPER).verdict == "not measured"
 
 
 def test_unreadable_run_is_an_error(tmp_path):

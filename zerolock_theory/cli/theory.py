@@ -87,24 +87,20 @@ def _fmt(value: Any) -> str:
 
 
 def _toy_case(alpha: float, epsilon: float) -> dict[str, Any]:
-    import torch
+    """``theory.toy.two_token_case`` as the CLI prints it."""
+    from zerolock_theory.theory.toy import two_token_case
 
-    from zerolock_theory.theory.divergences import cross_entropy, kl
-    from zerolock_theory.theory.losses import local_loss
-    from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth
-
-    p_y = label_smooth(torch.tensor([1.0, 0.0], dtype=torch.float64), epsilon)
-    p = p_prev = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    case = two_token_case(alpha, epsilon)
     return {
         "epsilon": epsilon,
-        "p_y": p_y,
-        "kl_p_py": float(kl(p, p_y)),
-        "ce_py_p": float(cross_entropy(p_y, p)),
-        "reverse_loss_at_p": float(local_loss(p, p_y, p_prev, alpha, "reverse")),
-        "forward_loss_at_p": float(local_loss(p, p_y, p_prev, alpha, "forward")),
-        "forward_minimizer": arithmetic_target(p_y, p_prev, alpha),
-        "reverse_minimizer": geometric_target(p_y, p_prev, alpha)[0].exp(),
-        "reverse_degenerate": bool(alpha > 0 and (p_y == 0).any()),
+        "p_y": case.p_y,
+        "kl_p_py": case.kl_p_py,
+        "ce_py_p": case.ce_py_p,
+        "reverse_loss_at_p": case.reverse_loss,
+        "forward_loss_at_p": case.forward_loss,
+        "forward_minimizer": case.m,
+        "reverse_minimizer": case.g,
+        "reverse_degenerate": case.reverse_degenerate,
     }
 
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from zerolock_theory.theory import toy
+
 __all__ = [
     "Derivation",
     "all_derivations",
@@ -184,8 +186,7 @@ def _kl_exact(p: Sequence[sp.Expr], q: Sequence[sp.Expr]) -> sp.Expr:
 
 def two_token_check() -> Derivation:
     """p_y = (1,0), p_{k-1} = p = (½,½): KL(p ‖ p_y) = ∞, CE(p_y, p) = log 2."""
-    half = sp.Rational(1, 2)
-    y, q, p = (sp.Integer(1), sp.Integer(0)), (half, half), (half, half)
+    y, q, p = (tuple(sp.Rational(v.numerator, v.denominator) for v in vec) for vec in (toy.P_Y, toy.P_PREV, toy.P))
     kl_p_y = _kl_exact(p, y)
     ce = -sum(yi * sp.log(pi) for yi, pi in _zip(y, p) if yi != 0)
     reverse = ALPHA * kl_p_y + (1 - ALPHA) * _kl_exact(p, q)
