@@ -35,13 +35,45 @@ from analyses.systems import systems_comparison
 from analyses.tracking import TrackingSet, direction_tracking, run_tracking
 from zerolock_theory.metric_keys import scaling_factors
 
-__all__ = ["CLAIMS", "RunInfo", "SuiteAnalysis", "analyze_loaded", "analyze_runs", "load_suite"]
+__all__ = [
+    "CLAIMS",
+    "SHARED_SETTINGS",
+    "IncomparableRuns",
+    "RunInfo",
+    "SuiteAnalysis",
+    "analyze_loaded",
+    "analyze_runs",
+    "check_comparable",
+    "load_suite",
+]
 
 CLAIMS = _claims.CLAIMS
 INDEX = "analysis.json"
 # Which training direction each stability objective belongs to: R (paper) is the surrogate
 # of reverse training, R̄ (implemented) that of forward training.
 _OBJECTIVE_DIRECTION = {"paper": "reverse", "implemented": "forward"}
+
+
+SHARED_SETTINGS: tuple[str, ...] = ("model.path", "model.tokenizer", "data.source", "data.text_field")
+"""Config fields every analysed run must share: contrasts across runs need one model, tokenizer
+(the model directory's, unless ``model.tokenizer`` names one) and corpus."""
+
+
+class IncomparableRuns(RunDataError):
+    """The runs differ in a ``SHARED_SETTINGS`` field, so contrasting them would be meaningless."""
+
+
+def check_comparable(runs: Sequence[Run], names: Sequence[str]) -> None:
+    """Raise ``IncomparableRuns`` (one line naming the field and the runs) when runs differ in a shared setting."""
+    for key in SHARED_SETTINGS:
+        values: dict[str, list[str]] = {}
+        for run, name in zip(runs, names, strict=True):
+            values.setdefault(str(run.get(key, "")), []).append(name)
+        if len(values) > 1:
+            parts = [f"{v or '(unset)'!r} ({', '.join(n[:3])}{', ...' if len(n) > 3 else ''})" for v, n in values.items()]
+            raise IncomparableRuns(
+                f"runs differ in {key}: {' vs '.join(parts)}; analyse runs of one model, tokenizer and data set"
+            )
 
 
 @dataclass(frozen=True)
@@ -241,6 +273,7 @@ def analyze_loaded(
 ) -> SuiteAnalysis:
     """Every analysis that has its data, over already loaded runs; then the claim verdicts."""
     names = list(names) if names is not None else [r.name for r in runs]
+    check_comparable(runs, names)
     infos = [run_info(r, n) for r, n in zip(runs, names, strict=True)]
     table = list(zip(infos, [r.metrics for r in runs], strict=True))
     results: dict[str, Result] = {}

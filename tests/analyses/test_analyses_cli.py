@@ -135,3 +135,18 @@ def test_help_documents_both_forms(capsys):
         "zerolock analyze RUN_DIR" in text
         and "zerolock analyze rate --table FILE --column NAME" in text
     )
+
+
+@pytest.mark.parametrize(("key", "value"), [("model", "/models/other-lm"), ("data", "/corpora/other.txt")])
+def test_runs_of_different_models_or_data_exit_2_naming_the_difference(tmp_path, capsys, key, value):
+    a, b = write_run(tmp_path, "a", steps=20), write_run(tmp_path, "b", steps=20)
+    config = json.loads((b / "config.json").read_text())
+    config[key]["path" if key == "model" else "source"] = value
+    (b / "config.json").write_text(json.dumps(config))
+    field = "model.path" if key == "model" else "data.source"
+    for command in ("analyze", "report"):
+        out = tmp_path / f"o_{command}"
+        assert cli.main([command, str(a), str(b), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"runs differ in {field}" in err and value in err
+        assert not (out / "analysis.json").exists()
