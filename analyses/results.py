@@ -1,9 +1,10 @@
 """Result objects: frozen dataclasses that round-trip through JSON.
 
 Every analysis returns a subclass of ``Result`` registered with ``@register``. ``to_json``
-writes strict JSON (``±inf`` and NaN become ``{"__float__": "inf"}``-style objects, so
-``from_json(to_json(r)) == r`` holds also for non-finite values). ``load_result`` reloads any
-registered result from its ``kind`` field, which is how reports read saved analyses.
+writes strict JSON: an undefined value (NaN) is ``null`` and reads back as NaN where the
+field is a float; ``±inf`` become ``{"__float__": "inf"}`` objects and read back exactly.
+``load_result`` reloads a result from its ``kind`` field; the kinds are those of the imported
+analysis modules (``analyses.suite`` imports them all).
 """
 
 from __future__ import annotations
@@ -52,15 +53,12 @@ def register(cls: type[R]) -> type[R]:
 
 
 def _lookup(kind: object) -> type[Result] | None:
-    """The class registered under ``kind``, importing every analysis module if needed."""
-    if kind not in _REGISTRY:
-        import analyses.suite  # noqa: F401  (imports and registers every result class)
+    """The class registered under ``kind`` (by an imported analysis module), else ``None``."""
     return _REGISTRY.get(kind) if isinstance(kind, str) else None
 
 
 def registered_kinds() -> tuple[str, ...]:
-    """Kinds known to ``load_result`` (every result class of the package), sorted."""
-    _lookup("suite")
+    """Kinds known to ``load_result`` (the result classes of the imported modules), sorted."""
     return tuple(sorted(_REGISTRY))
 
 
@@ -77,6 +75,8 @@ def _encode(value: Any) -> Any:
         return int(value)
     if isinstance(value, (float, np.floating)):
         value = float(value)
+        if math.isnan(value):
+            return None  # undefined
         return value if math.isfinite(value) else {"__float__": repr(value)}
     if isinstance(value, (list, tuple, np.ndarray)):
         return [_encode(v) for v in value]
@@ -109,6 +109,8 @@ def _decode(tp: Any, value: Any) -> Any:
         _, vt = typing.get_args(tp)
         return {k: _decode(vt, v) for k, v in value.items()}
     if tp is float:
+        if value is None:
+            return math.nan
         if isinstance(value, dict):
             return float(value["__float__"])
         return float(value)

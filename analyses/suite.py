@@ -9,10 +9,8 @@ analysis. An analysis without the data it needs is skipped and the reason record
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,16 +25,20 @@ from analyses.io import Run, RunDataError, load_run
 from analyses.minimizers import minimizer_table, toy_check
 from analyses.outcome import compare_outcomes
 from analyses.proposition import PropositionSet, proposition_group
-from analyses.results import NotMeasured, Result, Verdict, load_result, register
+from analyses.results import NotMeasured, Result
+from analyses.runinfo import SHARED_SETTINGS, IncomparableRuns, RunInfo, check_comparable, run_info
 from analyses.scaling import StepScaling, group_scaling
 from analyses.seeds import diverged
 from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
+from analyses.suite_result import INDEX, RESULT_FIELDS, SuiteAnalysis, load_suite
 from analyses.systems import systems_comparison
 from analyses.tracking import TrackingSet, direction_tracking, run_tracking
 from zerolock_theory.metric_keys import scaling_factors
 
 __all__ = [
     "CLAIMS",
+    "INDEX",
+    "RESULT_FIELDS",
     "SHARED_SETTINGS",
     "IncomparableRuns",
     "RunInfo",
@@ -48,165 +50,9 @@ __all__ = [
 ]
 
 CLAIMS = _claims.CLAIMS
-INDEX = "analysis.json"
 # Which training direction each stability objective belongs to: R (paper) is the surrogate
 # of reverse training, R̄ (implemented) that of forward training.
 _OBJECTIVE_DIRECTION = {"paper": "reverse", "implemented": "forward"}
-
-
-SHARED_SETTINGS: tuple[str, ...] = ("model.path", "model.tokenizer", "data.source", "data.text_field")
-"""Config fields every analysed run must share: contrasts across runs need one model, tokenizer
-(the model directory's, unless ``model.tokenizer`` names one) and corpus."""
-
-
-class IncomparableRuns(RunDataError):
-    """The runs differ in a ``SHARED_SETTINGS`` field, so contrasting them would be meaningless."""
-
-
-def check_comparable(runs: Sequence[Run], names: Sequence[str]) -> None:
-    """Raise ``IncomparableRuns`` (one line naming the field and the runs) when runs differ in a shared setting."""
-    for key in SHARED_SETTINGS:
-        values: dict[str, list[str]] = {}
-        for run, name in zip(runs, names, strict=True):
-            values.setdefault(str(run.get(key, "")), []).append(name)
-        if len(values) > 1:
-            parts = [f"{v or '(unset)'!r} ({', '.join(n[:3])}{', ...' if len(n) > 3 else ''})" for v, n in values.items()]
-            raise IncomparableRuns(
-                f"runs differ in {key}: {' vs '.join(parts)}; analyse runs of one model, tokenizer and data set"
-            )
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What the suite needs to know about one run, read from its config and manifest."""
-
-    name: str
-    path: str
-    method: str
-    direction: str
-    optimizer: str
-    lr: float
-    schedule: str
-    seed: int
-    chunks: int
-    alpha: float
-    epsilon: float
-    model: str
-    group: str
-    n_records: int
-    last_step: int
-    config: dict[str, Any]
-    manifest: dict[str, Any]
-    warnings: list[str]
-
-
-def _float(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return -1
-
-
-def run_info(run: Run, name: str) -> RunInfo:
-    """Summarise ``run``; the group label leaves out only the seed."""
-    method = str(run.get("method.name", "unknown"))
-    direction = str(run.get("method.direction", "")) if method == "zerolock" else ""
-    optimizer = str(run.get("optim.name", ""))
-    lr = _float(run.get("optim.lr"))
-    schedule = str(run.get("optim.schedule", ""))
-    chunks = _int(run.get("model.chunks"))
-    alpha = _float(run.get("method.alpha"))
-    epsilon = _float(run.get("method.epsilon", 0.0))
-    model = str(run.get("model.path", ""))
-    seed = _int(run.get("run.seed", run.get("data.seed")))
-    head = f"{method}/{direction}" if direction else method
-    group = f"{head} {optimizer} lr={lr:g} {schedule} K={chunks}"
-    if method == "zerolock":
-        group += f" alpha={alpha:g} eps={epsilon:g}"
-    if model:
-        group += f" {Path(model).name}"
-    steps = run.metrics["step"]
-    return RunInfo(
-        name=name,
-        path=str(run.path),
-        method=method,
-        direction=direction,
-        optimizer=optimizer,
-        lr=lr,
-        schedule=schedule,
-        seed=seed,
-        chunks=chunks,
-        alpha=alpha,
-        epsilon=epsilon,
-        model=model,
-        group=group,
-        n_records=int(len(steps)),
-        last_step=int(steps.max()),
-        config=run.config,
-        manifest=run.manifest,
-        warnings=list(run.warnings),
-    )
-
-
-@register
-@dataclass(frozen=True)
-class SuiteAnalysis(Result):
-    """Every analysis result by name, the skipped analyses with reasons, and the verdicts."""
-
-    kind = "suite"
-    runs: list[RunInfo]
-    results: dict[str, Result]
-    skipped: dict[str, str]
-    claims: list[Verdict]
-    settings: dict[str, Any]
-
-    def get(self, name: str) -> Result | None:
-        return self.results.get(name)
-
-    def save(self, out_dir: str | Path) -> Path:
-        """Write ``NAME.json`` per result and the index ``analysis.json``; return the index path."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        files = {}
-        for name, result in sorted(self.results.items()):
-            files[name] = f"{name}.json"
-            result.save(out / files[name])
-        index = self.to_dict()
-        index["results"] = files
-        path = out / INDEX
-        path.write_text(
-            json.dumps(index, indent=2, allow_nan=False, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
-        return path
-
-
-def load_suite(directory: str | Path) -> SuiteAnalysis:
-    """Inverse of ``SuiteAnalysis.save``; ``RunDataError`` when the index or a file is missing."""
-    root = Path(directory)
-    index_path = root / INDEX
-    if not index_path.is_file():
-        raise RunDataError(f"{root}: missing {INDEX} (not an analysis directory?)")
-    try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RunDataError(f"{index_path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    files = index.get("results", {})
-    results = {}
-    for name, file in files.items():
-        if not (root / file).is_file():
-            raise RunDataError(f"{root}: missing {file} listed in {INDEX}")
-        results[name] = load_result(root / file)
-    index["results"] = {}
-    suite = SuiteAnalysis.from_dict(index)
-    return SuiteAnalysis(suite.runs, results, suite.skipped, suite.claims, suite.settings)
 
 
 def _unique_names(paths: Sequence[Path]) -> list[str]:
@@ -317,7 +163,7 @@ def analyze_loaded(
         skipped["systems"] = "no systems.json given"
     verdicts = _claims.verdicts(results, skipped)
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "tail": tail, "tol": tol}
-    return SuiteAnalysis(infos, results, skipped, verdicts, settings)
+    return SuiteAnalysis(infos, skipped, verdicts, settings, **results)
 
 
 def _without_diverged(runs: list[tuple[RunInfo, pd.DataFrame]]):

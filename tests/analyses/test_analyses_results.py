@@ -39,7 +39,7 @@ def _fit(**over) -> RateFit:
 def test_round_trip_with_non_finite_values_is_strict_json():
     fit = _fit()
     text = fit.to_json()
-    assert "Infinity" not in text and "NaN" not in text
+    assert "Infinity" not in text and "NaN" not in text and '"nan"' not in text and "null" in text
     json.loads(text)  # strict JSON
     back = RateFit.from_json(text)
     assert back.gamma.estimate == math.inf and back.gamma.low == -math.inf
@@ -52,7 +52,9 @@ def test_load_result_dispatches_on_kind(tmp_path):
     loaded = load_result(path)
     assert isinstance(loaded, RateFit) and loaded.label == "g"
     assert isinstance(Result.from_json(path.read_text()), RateFit)
-    assert {"rate_fit", "rate_set", "suite", "toy_check"} <= set(registered_kinds())
+    import analyses.suite  # noqa: F401  (registers every result kind)
+
+    assert {"rate_fit", "rate_set", "suite", "toy_check", "step_scaling", "proposition"} <= set(registered_kinds())
 
 
 def test_unknown_kind_and_kind_mismatch():

@@ -73,6 +73,9 @@ def test_save_and_load_round_trip(suite, tmp_path):
     for name in suite.results:
         assert load_result(tmp_path / f"{name}.json") == suite.results[name]
     assert load_suite(tmp_path) == suite
+    for path in tmp_path.glob("*.json"):  # undefined values are null, never {"__float__": "nan"}
+        assert '"nan"' not in path.read_text()
+    assert suite.get("proposition") is suite.proposition and suite.get("nope") is None
 
 
 def test_missing_probes_are_skipped_with_reasons(tmp_path):
