@@ -14,7 +14,6 @@ share < 0.5 → ``refuted``; otherwise ``inconclusive``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,17 +22,21 @@ import pandas as pd
 
 from analyses.io import numeric_column
 from analyses.results import NotMeasured, Result, register
+from zerolock_theory.metric_keys import chunk_ce, eval_chunk_ce, minimizer_key, present_chunks
 
 __all__ = ["DepthProfile", "DepthSet", "depth_profile", "depth_set", "depth_verdict"]
 
-SOURCES: tuple[str, ...] = ("eval/chunk/{k}/ce", "chunk/{k}/ce")
-GAP = "probe/minimizer/{k}/gap"
+SOURCES = (eval_chunk_ce, chunk_ce)
+
+
+def GAP(k: int) -> str:  # noqa: N802 (a key builder, like SOURCES)
+    return minimizer_key(k, "gap")
+
 CURVE_POINTS = 300
 
 
-def _chunks_for(frame: pd.DataFrame, template: str) -> list[int]:
-    pattern = re.compile("^" + re.escape(template).replace(r"\{k\}", r"(\d+)") + "$")
-    return sorted(int(m.group(1)) for c in frame.columns if (m := pattern.match(str(c))))
+def _chunks_for(frame: pd.DataFrame, key) -> list[int]:
+    return present_chunks(frame.columns, key)
 
 
 def _thin(n: int, limit: int) -> np.ndarray:
@@ -76,18 +79,19 @@ def depth_profile(frame: pd.DataFrame, *, run: str = "run", tol: float = 0.0) ->
     if source is None:
         raise NotMeasured(f"{run}: no per-chunk CE (eval/chunk/{{k}}/ce or chunk/{{k}}/ce)")
     chunks = _chunks_for(frame, source)
-    ce = np.stack([numeric_column(frame, source.format(k=k), where=run) for k in chunks], axis=1)
+    label = source(1).replace("/1/", "/{k}/")
+    ce = np.stack([numeric_column(frame, source(k), where=run) for k in chunks], axis=1)
     steps = frame["step"].to_numpy()
     rows = ~np.isnan(ce).any(axis=1)
     ce, steps = ce[rows], steps[rows]
     if ce.shape[0] == 0:
-        raise NotMeasured(f"{run}: no step with CE for every chunk ({source})")
+        raise NotMeasured(f"{run}: no step with CE for every chunk ({label})")
     pair_ok = ce[:, 1:] <= ce[:, :-1] + tol
     holds = pair_ok.all(axis=1)
     pos = _thin(len(steps), CURVE_POINTS)
     gap_chunks = _chunks_for(frame, GAP)
     if gap_chunks:
-        gap = np.stack([numeric_column(frame, GAP.format(k=k), where=run) for k in gap_chunks], 1)
+        gap = np.stack([numeric_column(frame, GAP(k), where=run) for k in gap_chunks], 1)
         gap_rows = ~np.isnan(gap).all(axis=1)
         gap, gap_steps = gap[gap_rows], frame["step"].to_numpy()[gap_rows]
     else:
@@ -95,7 +99,7 @@ def depth_profile(frame: pd.DataFrame, *, run: str = "run", tol: float = 0.0) ->
     gpos = _thin(len(gap_steps), CURVE_POINTS)
     return DepthProfile(
         run=run,
-        source=source,
+        source=label,
         chunks=chunks,
         tol=float(tol),
         n_evaluated=int(len(steps)),

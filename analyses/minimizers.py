@@ -64,7 +64,6 @@ doubles that), so single-run contrasts are weaker evidence than multi-seed ones.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +74,7 @@ import pandas as pd
 from analyses.bootstrap import block_indices, percentile_interval
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
+from zerolock_theory.metric_keys import MINIMIZER, minimizer_key, present_chunks
 from zerolock_theory.theory.toy import two_token_case
 
 __all__ = [
@@ -91,7 +91,7 @@ __all__ = [
     "toy_check",
 ]
 
-PREFIX = "probe/minimizer"
+PREFIX = MINIMIZER
 METRICS = {("m", "kl"): "kl_m_p", ("g", "kl"): "kl_p_g", ("m", "tv"): "tv_m", ("g", "tv"): "tv_g"}
 ORDER = ("kl_m_p", "kl_p_g", "tv_m", "tv_g")  # metric axis of the arrays below
 MEASURES = ("kl", "tv")
@@ -156,8 +156,7 @@ def toy_check(alpha: float = 0.5, epsilons: Sequence[float] = (0.0, 0.1)) -> Toy
 
 def minimizer_chunks(frame: pd.DataFrame) -> list[int]:
     """Chunks k with ``probe/minimizer/{k}/tv_m`` in ``frame``, sorted."""
-    pattern = re.compile(rf"^{PREFIX}/(\d+)/tv_m$")
-    return sorted(int(m.group(1)) for c in frame.columns if (m := pattern.match(str(c))))
+    return present_chunks(frame.columns, lambda k: minimizer_key(k, "tv_m"))
 
 
 @dataclass(frozen=True)
@@ -302,7 +301,7 @@ def _run_stats(
     chunks = minimizer_chunks(frame)
     values = np.stack(
         [
-            np.stack([numeric_column(frame, f"{PREFIX}/{k}/{m}").to_numpy() for m in ORDER], 1)
+            np.stack([numeric_column(frame, minimizer_key(k, m)).to_numpy() for m in ORDER], 1)
             for k in chunks
         ],
         axis=1,
