@@ -12,6 +12,9 @@ positions and chunks: d_0(target) (untrained) and d_T(target) (trained), the rel
 reduction r(target) = (d_0 − d_T)/d_0 (> 0: moved toward the target, relative to the
 untrained model) and the statistic r(m) − r(g) (> 0: tracks m_k more than g_k).
 
+A top-k store (``readouts`` mode ``topk``, the default for large vocabularies) gives an
+approximate TV (the tail mass spread evenly); ``exact`` says which, and the statement notes it.
+
 Effect-size floor: the run's movement TV(p_k^T, p_k^0) (mean over positions and chunks) must
 reach ``MOVE_FLOOR``; a run whose readouts barely moved is "not measurable" and left out.
 Per training direction (its primary group: most seeds), a t-interval over seeds
@@ -55,6 +58,7 @@ class RunTracking:
     r_g: float
     difference: float
     measurable: bool
+    exact: bool  # False: a top-k store, the tail spread evenly over the rest (TV approximate)
 
 
 def _tv_to_targets(probs: np.ndarray, p_y: np.ndarray, alpha: float) -> tuple[float, float]:
@@ -99,7 +103,7 @@ def run_tracking(run_dir: str | Path, alpha: float, epsilon: float, run: str = "
     movement = float(np.mean([0.5 * np.abs(last[k] - first[k]).sum(-1).mean() for k in range(1, first.shape[0])]))
     r_m, r_g = (d0_m - dT_m) / d0_m, (d0_g - dT_g) / d0_g
     return RunTracking(run, store.steps[-1], eps, movement, d0_m, d0_g, dT_m, dT_g, r_m, r_g, r_m - r_g,
-                       movement >= MOVE_FLOOR)
+                       movement >= MOVE_FLOOR, store.mode == "full")
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ def direction_tracking(runs: Sequence[RunTracking], trained: str, group: str = "
         where = {"m_k": "toward m_k more than g_k", "g_k": "toward g_k more than m_k",
                  "undecided": "without a detectable preference"}[toward]
         text = f"{trained}-trained chunks move {where}: r(m) - r(g) = {diff} (TV, relative to the untrained model)"
+        if not all(r.exact for r in measurable):
+            text += "; from top-k readouts (approximate TV)"
     return DirectionTracking(trained, group, list(runs), diff, toward, text)
 
 

@@ -6,9 +6,11 @@ from analyses.claims import fmt
 from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
 from analyses.minimizers import MinimizerTable, ToyCheck
+from analyses.proposition import PropositionSet
 from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary
 from analyses.suite import SuiteAnalysis
+from analyses.tracking import TrackingSet
 from reports.blocks import Block, pct, vec
 from reports.blocks import table as grid
 
@@ -55,8 +57,10 @@ def lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
                 rows,
             )
         )
+    out.extend(_tracking_blocks(suite))
     table = suite.get("minimizers")
     if isinstance(table, MinimizerTable):
+        out.append(Block("h3", "Descriptive: movement of each objective's own gap (not a verdict)"))
         out.append(
             Block(
                 "p",
@@ -190,7 +194,8 @@ def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
 
 
 def depth_blocks(suite: SuiteAnalysis) -> list[Block]:
-    out = [Block("h2", "Proposition 1: task CE by chunk")]
+    """Proposition 1 with its slack (the verdict), then CE by chunk (descriptive)."""
+    out = [Block("h2", "Proposition 1: task CE by chunk")] + _proposition_blocks(suite)
     depth = suite.get("depth")
     if not isinstance(depth, DepthSet):
         return out + [Block("p", f"Not measured: {suite.skipped.get('depth', 'no data')}.")]
@@ -211,4 +216,40 @@ def depth_blocks(suite: SuiteAnalysis) -> list[Block]:
         )
     )
     out.append(Block("figure", "depth"))
+    return out
+
+
+def _tracking_blocks(suite: SuiteAnalysis) -> list[Block]:
+    """Lemma 2 on the model: TV to m_k and g_k, relative to the untrained model, per direction."""
+    out = [Block("h3", "On the model: distance to m_k and g_k in TV, relative to the untrained model")]
+    tracking = suite.get("tracking")
+    if not isinstance(tracking, TrackingSet):
+        return out + [Block("p", f"Not measured: {suite.skipped.get('tracking', 'no data')}.")]
+    rows = [
+        [d.trained, r.run, fmt(r.epsilon), fmt(r.movement), f"{fmt(r.d0_m)} -> {fmt(r.dT_m)}",
+         f"{fmt(r.d0_g)} -> {fmt(r.dT_g)}", fmt(r.difference), "yes" if r.measurable else "no (barely moved)"]
+        for d in tracking.directions
+        for r in d.runs
+    ]
+    headers = ["trained", "run", "eps", "movement TV(p_T, p_0)", "TV to m_k", "TV to g_k", "r(m) - r(g)", "measurable"]
+    out.append(grid(headers, rows))
+    out.extend(Block("p", d.statement + ".") for d in tracking.directions)
+    return out
+
+
+def _proposition_blocks(suite: SuiteAnalysis) -> list[Block]:
+    out: list[Block] = []
+    test = suite.get("proposition")
+    if isinstance(test, PropositionSet):
+        out.append(Block("h3", "CE_k <= CE_(k-1) + delta_k on the probe batch, at float tolerance"))
+        rows = [
+            [g.group, r.run, f"{r.n_pairs - r.n_violations}/{r.n_pairs}", fmt(r.min_margin),
+             fmt(r.median_slack_ratio) if r.median_slack_ratio is not None else "n/a"]
+            for g in test.groups
+            for r in g.runs
+        ]
+        out.append(grid(["group", "run", "pairs holding", "smallest margin", "median delta_k/|dCE|"], rows))
+        out.extend(Block("p", f"{g.group}: {g.statement}.") for g in test.groups)
+    else:
+        out.append(Block("p", f"Proposition 1 not measured: {suite.skipped.get('proposition', 'no data')}."))
     return out
