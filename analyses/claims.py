@@ -95,6 +95,7 @@ def _lemma2_model(results: Mapping[str, Result], skipped: Mapping[str, str]) -> 
     return Verdict(LEMMA2_MODEL, verdict, figure, reason)
 
 
+OWN_DIRECTION = {"paper": "reverse", "implemented": "forward"}  # R is reverse training's surrogate, R̄ forward's
 A5_VERDICTS = {"first order": "refuted", "bounded": "supported", "inconclusive": "inconclusive",
                "not testable": "not testable"}
 
@@ -116,6 +117,13 @@ def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
         return Verdict(claim, "not measured" if total is None else "not testable", "; ".join(extra) or "-",
                        f"no step-scaling data: {why}")
     primary = scaling.primary
+    own = OWN_DIRECTION[obj]
+    if primary.trained != own:  # the pre-registered group is missing (e.g. every such run diverged)
+        figure = "; ".join([f"descriptive, {g.group}: {g.statement}" for g in scaling.groups] + extra)
+        why = f"no non-diverged {own}-trained runs with scaled steps (the pre-registered group)"
+        if scaling.excluded:
+            why += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in scaling.excluded)}"
+        return Verdict(claim, "not testable", figure, why)
     figure = f"{primary.statement} ({len(primary.seeds)} seed(s), {primary.group})"
     if extra:
         figure += "; " + "; ".join(extra)
@@ -163,6 +171,12 @@ def _depth(results, skipped) -> Verdict:
     if not isinstance(test, PropositionSet):
         return Verdict(DEPTH, "not measured", "-", skipped.get("proposition", "no data"))
     primary = test.primary
+    if primary.trained != "reverse":  # the pre-registered group: the paper's (reverse) setting
+        figure = "; ".join(f"descriptive, {g.group}: {g.statement}" for g in test.groups)
+        why = "no non-diverged reverse-trained runs with CE_k and delta_k (the pre-registered group)"
+        if test.excluded:
+            why += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in test.excluded)}"
+        return Verdict(DEPTH, "not testable", figure, why)
     figure = f"{primary.statement} ({len(primary.runs)} seed(s), {primary.group})"
     others = [f"{g.group}: {g.verdict}" for g in test.groups[1:]]
     if others:

@@ -121,6 +121,8 @@ def test_bounded_scaling_is_supported_and_diverged_runs_are_excluded(tmp_path):
     assert "excluded as diverged: bad" in row.reason
     assert [s.run for s in result.results["scaling_implemented"].primary.seeds] == ["b0", "b1", "b2"]
     assert "bad" in result.skipped["diverged runs"]
+    paper = next(v for v in result.claims if v.claim == A5_PAPER)  # R belongs to reverse training
+    assert paper.verdict == "not testable" and "pre-registered" in paper.reason and "descriptive" in paper.figure
 
 
 def test_paper_objective_undefined_without_smoothing(tmp_path):
