@@ -31,7 +31,7 @@ import pandas as pd
 
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
-from analyses.seeds import seed_interval
+from analyses.seeds import seed_interval, share_interval
 from zerolock_theory.metric_keys import minimizer_key, present_chunks
 
 __all__ = ["PropositionGroup", "PropositionRun", "PropositionSet", "proposition_group", "proposition_run",
@@ -156,7 +156,7 @@ def proposition_group(
             reasons.append(str(exc))
     if not built:
         raise NotMeasured("; ".join(reasons) or "no run")
-    share = seed_interval([r.violation_share for r in built], level)
+    share = share_interval([r.violation_share for r in built], level)
     margin = seed_interval([r.min_margin for r in built], level)
     slack = seed_interval([math.nan if r.median_slack_ratio is None else r.median_slack_ratio for r in built], level)
     verdict = proposition_verdict(share, sum(r.n_violations for r in built), slack)

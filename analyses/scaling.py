@@ -33,7 +33,7 @@ import pandas as pd
 
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
-from analyses.seeds import seed_interval
+from analyses.seeds import seed_interval, share_interval
 from zerolock_theory.metric_keys import OBJECTIVES, scaling_factors, scaling_key
 
 __all__ = ["GroupScaling", "SeedScaling", "StepScaling", "group_scaling", "scaling_verdict", "seed_scaling"]
@@ -162,7 +162,7 @@ def group_scaling(
             reasons.append(str(exc))
     if not seeds:
         raise NotMeasured("; ".join(reasons) or f"no run for probe/scaling/{obj}")
-    share = seed_interval([s.share_positive for s in seeds], level)
+    share = share_interval([s.share_positive for s in seeds], level)
     slope = seed_interval([s.slope for s in seeds], level)
     verdict = scaling_verdict(share, slope)
     return GroupScaling(group, trained, seeds, share, slope, verdict, _statement(verdict, share, slope, len(seeds)))

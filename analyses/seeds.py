@@ -32,6 +32,7 @@ __all__ = [
     "Divergence",
     "diverged",
     "seed_interval",
+    "share_interval",
 ]
 
 MIN_SEEDS = 3
@@ -57,6 +58,14 @@ def seed_interval(values: Iterable[float], level: float = 0.95, *, min_seeds: in
     mean = float(x.mean())
     half = float(stats.t.ppf(0.5 + level / 2.0, df=x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
     return Interval(mean, mean - half, mean + half, level)
+
+
+def share_interval(values: Iterable[float], level: float = 0.95, *, min_seeds: int = MIN_SEEDS) -> Interval | None:
+    """``seed_interval`` of per-seed shares (fractions), with the interval clipped to [0, 1]."""
+    iv = seed_interval(values, level, min_seeds=min_seeds)
+    if iv is None:
+        return None
+    return Interval(iv.estimate, max(0.0, iv.low), min(1.0, iv.high), iv.level)
 
 
 @dataclass(frozen=True)

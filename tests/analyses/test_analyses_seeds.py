@@ -34,3 +34,11 @@ def test_diverged_flags_nonfinite_loss_and_risen_ce():
     risen = ok.assign(**{"eval/ce": [5.0, 5.6]})
     flag = diverged(risen)
     assert flag is not None and flag.start_ce == 5.0 and flag.end_ce == 5.6
+
+
+def test_share_interval_is_clipped_to_the_unit_interval():
+    from analyses.seeds import share_interval
+
+    iv = share_interval([0.9, 1.0, 0.6])
+    assert 0.0 <= iv.low < iv.estimate < iv.high == 1.0
+    assert share_interval([0.0, 0.0, 0.0]).high == 0.0 and share_interval([0.5, 0.5]) is None
