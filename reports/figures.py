@@ -87,13 +87,22 @@ def palette(suite: SuiteAnalysis) -> dict[str, str]:
     return {g: COLORS[i % len(COLORS)] for i, g in enumerate(groups)}
 
 
+def short_labels(suite: SuiteAnalysis) -> dict[str, str]:
+    """Group → a short label: its method/direction and the settings that differ between groups."""
+    groups = sorted({r.group for r in suite.runs})
+    tokens = {g: g.split() for g in groups}
+    shared = set.intersection(*(set(t[1:]) for t in tokens.values())) if groups else set()
+    return {g: " ".join([t[0]] + [x for x in t[1:] if x not in shared]) for g, t in tokens.items()}
+
+
 def _group_of(suite: SuiteAnalysis) -> dict[str, str]:
     return {r.name: r.group for r in suite.runs}
 
 
 def _legend_outside(ax) -> None:
+    """The legend below the axes, never over the data."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), borderaxespad=0.0, frameon=False)
 
 
 def _objective_name(obj: str) -> str:
@@ -107,8 +116,8 @@ def stability_figure(suite: SuiteAnalysis) -> Figure | None:
     fits = [r for n in ("scaling_paper", "scaling_implemented") if isinstance(r := suite.get(n), StepScaling)]
     if not fits:
         return None
-    colors = palette(suite)
-    fig, axes = _figure(len(fits), width=5.4)
+    colors, names = palette(suite), short_labels(suite)
+    fig, axes = _figure(len(fits), width=4.6, height=4.6)
     for ax, fit in zip(axes, fits, strict=True):
         for group in fit.groups:
             c = np.asarray(group.seeds[0].factors)
@@ -120,7 +129,7 @@ def stability_figure(suite: SuiteAnalysis) -> Figure | None:
             color = colors.get(group.group, COLORS[0])
             mid = np.nanmedian(rows, axis=0)
             ax.fill_between(c, np.nanmin(rows, axis=0), np.nanmax(rows, axis=0), color=color, alpha=0.2, lw=0)
-            ax.plot(c, mid, color=color, marker="o", ms=3, lw=1.2, label=f"{group.group} ({len(group.seeds)} seeds)")
+            ax.plot(c, mid, color=color, marker="o", ms=3, lw=1.2, label=f"{names.get(group.group, group.group)} ({len(group.seeds)} seeds)")
             anchor = mid[np.isfinite(mid)][0]
             ax.plot(c, np.full_like(c, anchor), color="0.3", ls="--", lw=0.8)
             ax.plot(c, anchor * c / c[0], color="0.3", ls=":", lw=0.8)
@@ -140,20 +149,20 @@ def drift_figure(suite: SuiteAnalysis) -> Figure | None:
     checks = [r for n in ("drift_paper", "drift_implemented") if isinstance(r := suite.get(n), DriftCheck)]
     if not checks:
         return None
-    colors, groups = palette(suite), _group_of(suite)
-    fig, axes = _figure(len(checks), width=5.4)
+    colors, groups, names = palette(suite), _group_of(suite), short_labels(suite)
+    fig, axes = _figure(len(checks), width=4.6, height=4.6)
     for ax, check in zip(axes, checks, strict=True):
         for run in check.runs:
             color = colors.get(groups.get(run.run, ""), COLORS[0])
             ax.plot(run.steps, run.d, color=color, lw=1.1)
             ax.plot(run.steps, run.q, color=color, lw=1.0, ls="--")
             ax.plot(run.steps, run.s, color=color, lw=0.8, ls=":")
-        ax.plot([], [], color=colors.get(check.group, COLORS[0]), label=check.group)
+        ax.plot([], [], color=colors.get(check.group, COLORS[0]), label=names.get(check.group, check.group))
         for ls, what in (("-", "D_T = sum max(phi_t, 0)"), ("--", "sum q_t"), (":", "signed sum phi_t")):
             ax.plot([], [], color="0.3", ls=ls, label=what)
         ax.set_xlabel("step T")
         ax.set_ylabel("cumulative sum over probed steps")
-        ax.set_title(f"Drift check, {_objective_name(check.objective)}: {check.describe()}", fontsize=7)
+        ax.set_title(f"Drift check, {_objective_name(check.objective)}\n{check.describe()}", fontsize=7)
         _legend_outside(ax)
     return fig
 
@@ -163,13 +172,13 @@ def depth_figure(suite: SuiteAnalysis) -> Figure | None:
     depth = suite.get("depth")
     if not isinstance(depth, DepthSet):
         return None
-    colors, groups = palette(suite), _group_of(suite)
-    fig, (left, right) = _figure(2, width=5.0)
+    colors, groups, names = palette(suite), _group_of(suite), short_labels(suite)
+    fig, (left, right) = _figure(2, width=4.6, height=4.4)
     seen: set[str] = set()
     for prof in depth.profiles:
         group = groups.get(prof.run, prof.run)
         left.plot(prof.chunks, prof.final_ce, marker="o", lw=1, color=colors.get(group, COLORS[0]),
-                  label=None if group in seen else group)
+                  label=None if group in seen else names.get(group, group))
         seen.add(group)
     left.set_xticks(sorted({k for p in depth.profiles for k in p.chunks}))
     left.set_xlabel("chunk k")
@@ -192,7 +201,7 @@ def outcome_figure(suite: SuiteAnalysis) -> Figure | None:
     if not isinstance(outcome, OutcomeComparison):
         return None
     colors = palette(suite)
-    fig, (ax,) = _figure(1, width=7.0)
+    fig, (ax,) = _figure(1, width=6.0, height=4.4)
     for group in outcome.groups:
         ls = "--" if group.method == "backprop" else "-"
         ax.plot(
@@ -201,7 +210,7 @@ def outcome_figure(suite: SuiteAnalysis) -> Figure | None:
             ls=ls,
             lw=1.2,
             color=colors.get(group.group, COLORS[0]),
-            label=f"{group.group.split(' ')[0]} lr={_lr(group.group)}",
+            label=short_labels(suite).get(group.group, group.group),
         )
     ax.set_xlabel("step")
     ax.set_ylabel("held-out CE(e_y, p_K)")
