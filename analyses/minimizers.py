@@ -1,13 +1,8 @@
 """Lemma 2 and the implemented loss: which target does a trained chunk move toward? (MATH.md)
 
-Two results:
+The descriptive on-model table (the Lemma 2 verdicts come from ``analyses.toy`` and
+``analyses.tracking``; ``toy_check`` is re-exported from ``analyses.toy``):
 
-* ``toy_check`` — the review's two-token check, p_y = (1,0), p_{k-1} = (0.5,0.5),
-  p = (0.5,0.5), at ε = 0 and ε = 0.1: KL(p ‖ p_y), CE(p_y, p), ℓ^R_k(p), ℓ^F_k(p), the
-  minimizers g_k (Lemma 2, reverse) and m_k (forward) and TV(m_k, g_k). Exact values at
-  ε = 0: KL(p ‖ p_y) = +inf, CE(p_y, p) = log 2, g_k = e_y, m_k = α·e_y + (1-α)·p_{k-1}.
-  This decides the mathematics: m_k ≠ g_k means Lemma 2 does not describe the implemented
-  (forward) loss.
 * ``minimizer_table`` — the on-model 2×2 contrast of *movement* from
   ``probe/minimizer/{k}/{kl_m_p, kl_p_g, tv_m, tv_g}``: rows = the trained direction
   (forward / reverse), columns = the target (m_k / g_k).
@@ -54,11 +49,7 @@ replacement, each drawn run contributing its own step replicate. Directions are 
 independently; contrasts are formed replicate by replicate. With one run this is the
 moving-block bootstrap over steps alone.
 
-Calibration (no movement, i.i.d. noise, ``head`` = 0.2; the synthetic ``minimizer_frame``
-of tests/analyses): with ≥ 2 runs per direction the DiD interval excludes 0 in ≤ 3% of
-repetitions at 40–100 probed steps; with one run per direction in ≈ 10% at 40 steps and
-≈ 7% at 100 (a percentile bootstrap of a short head window is too narrow; ``head`` = 0.1
-doubles that), so single-run contrasts are weaker evidence than multi-seed ones.
+Calibration of these intervals on synthetic frames without movement: docs/ANALYSES.md.
 """
 
 from __future__ import annotations
@@ -74,22 +65,11 @@ import pandas as pd
 from analyses.bootstrap import block_indices, percentile_interval
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
+from analyses.toy import ToyCheck, ToyRow, toy_check
 from zerolock_theory.metric_keys import MINIMIZER, minimizer_key, present_chunks
-from zerolock_theory.theory.toy import two_token_case
 
-__all__ = [
-    "PRIMARY",
-    "ChunkDistances",
-    "Contrast",
-    "MinimizerCell",
-    "MinimizerTable",
-    "ToyCheck",
-    "ToyRow",
-    "Tracking",
-    "minimizer_chunks",
-    "minimizer_table",
-    "toy_check",
-]
+__all__ = ["PRIMARY", "ChunkDistances", "Contrast", "MinimizerCell", "MinimizerTable", "ToyCheck", "ToyRow",
+           "Tracking", "minimizer_chunks", "minimizer_table", "toy_check"]
 
 PREFIX = MINIMIZER
 METRICS = {("m", "kl"): "kl_m_p", ("g", "kl"): "kl_p_g", ("m", "tv"): "tv_m", ("g", "tv"): "tv_g"}
@@ -98,60 +78,6 @@ MEASURES = ("kl", "tv")
 PRIMARY = "kl"
 # quantity axis of the per-run statistic: head level, tail level, Δ, relative reduction
 HEAD, TAIL, CHANGE, REDUCTION = range(4)
-
-
-@dataclass(frozen=True)
-class ToyRow:
-    """The two-token check at one label smoothing ε."""
-
-    epsilon: float
-    p_y: list[float]
-    m: list[float]
-    g: list[float]
-    kl_p_py: float
-    ce_py_p: float
-    reverse_loss: float
-    forward_loss: float
-    tv_m_g: float
-
-
-@register
-@dataclass(frozen=True)
-class ToyCheck(Result):
-    """The review's two-token check computed with ``zerolock_theory``."""
-
-    kind = "toy_check"
-    alpha: float
-    p_prev: list[float]
-    p: list[float]
-    rows: list[ToyRow]
-    minimizers_differ: bool
-
-
-def toy_check(alpha: float = 0.5, epsilons: Sequence[float] = (0.0, 0.1)) -> ToyCheck:
-    """``zerolock_theory.theory.toy.two_token_case`` at each ε, as a result (module docstring).
-
-    Guarantees: at ε = 0, ``kl_p_py == inf``, ``ce_py_p == log 2``, ``g == [1, 0]``; every row
-    has ``m = α·p_y^ε + (1-α)·p_{k-1}``; ``minimizers_differ`` is true when TV(m_k, g_k) > 1e-9
-    in some row.
-    """
-    cases = [two_token_case(alpha, eps) for eps in epsilons]
-    rows = [
-        ToyRow(
-            epsilon=c.epsilon,
-            p_y=c.p_y.tolist(),
-            m=c.m.tolist(),
-            g=c.g.tolist(),
-            kl_p_py=c.kl_p_py,
-            ce_py_p=c.ce_py_p,
-            reverse_loss=c.reverse_loss,
-            forward_loss=c.forward_loss,
-            tv_m_g=c.tv_m_g,
-        )
-        for c in cases
-    ]
-    differ = any(r.tv_m_g > 1e-9 for r in rows)
-    return ToyCheck(float(alpha), cases[0].p_prev.tolist(), cases[0].p.tolist(), rows, differ)
 
 
 def minimizer_chunks(frame: pd.DataFrame) -> list[int]:
