@@ -114,3 +114,28 @@ def test_report_input_errors(analysed, tmp_path, capsys):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err
+
+
+def test_one_colour_per_configuration_across_figures(analysed):
+    """A group's line has the same colour in the stability, drift, depth and outcome figures."""
+    from matplotlib.colors import to_hex
+
+    from reports.figures import palette, render_figure, short_labels
+
+    suite = load_suite(analysed[1])
+    colors, names = palette(suite), short_labels(suite)
+    assert len(set(names.values())) == len(names)  # short labels stay distinct
+    seen: dict[str, set[str]] = {}
+    for name in ("stability", "drift", "depth", "outcome"):
+        fig = render_figure(name, suite)
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                label = str(line.get_label()).split(" (")[0]
+                group = next((g for g, n in names.items() if n == label), None)
+                if group is not None:
+                    seen.setdefault(group, set()).add(to_hex(line.get_color()))
+    assert seen and all(found == {colors[g]} for g, found in seen.items())
+    fig = render_figure("stability", suite)
+    for ax in fig.axes:  # the legend hangs below the axes, outside the data
+        legend = ax.get_legend()
+        assert legend is not None and legend.get_bbox_to_anchor().y0 < ax.bbox.y0
