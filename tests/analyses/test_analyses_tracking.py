@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -68,3 +69,10 @@ def test_two_seeds_are_not_testable_and_missing_store_is_not_measured(tmp_path):
     assert direction_tracking(runs, "forward").toward == "not testable"
     with pytest.raises(NotMeasured, match="readouts"):
         run_tracking(tmp_path, ALPHA, 0.1)
+
+
+def test_mixed_seeds_are_undecided(tmp_path):
+    base = run_tracking(_write(tmp_path / "s", 0, "m"), ALPHA, 0.1)
+    runs = [replace(base, run=f"s{i}", difference=d) for i, d in enumerate((-0.1, 0.12, 0.01))]
+    result = direction_tracking(runs, "forward")
+    assert result.toward == "undecided" and "without a detectable preference" in result.statement
