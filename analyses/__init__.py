@@ -1,1 +1,1 @@
-"""Analyses: pure functions from run directories to result objects (MATH.md names)."""
+"""Analyses: pure functions from run directories to result objects (docs/MATH.md names)."""

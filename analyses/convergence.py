@@ -1,4 +1,4 @@
-"""Theorem 1: the convergence rate of the running mean of squared gradient norms (MATH.md).
+"""Theorem 1: the convergence rate of the running mean of squared gradient norms (docs/MATH.md).
 
 Ā_T = (1/|S_T|) Σ_{t ∈ S_T} G_t, S_T = the observed steps t < T (every step for the local
 G_t; every s-th step for the global G^glob_t, which then estimates the same mean). Fits:
@@ -14,7 +14,7 @@ redone on Ā*; the percentile interval is recentred on the estimate (the trend's
 leaves residuals that shift β* slightly even without noise). Several seeds: each seed is resampled independently and the pooled Ā_T (mean
 over seeds at common T) is refitted, so the interval is pooled across seeds.
 
-Verdict (MATH.md): the rate claim *holds* on a group of runs when the interval of β reaches
+Verdict (docs/MATH.md): the rate claim *holds* on a group of runs when the interval of β reaches
 0.5 or above (``beta.high >= 0.5``).
 """
 

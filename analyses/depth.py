@@ -1,4 +1,4 @@
-"""Proposition 1 and depth: task loss by chunk, and the local gaps δ_k (MATH.md).
+"""Proposition 1 and depth: task loss by chunk, and the local gaps δ_k (docs/MATH.md).
 
 Task loss per chunk: CE(e_y, p_k) from ``eval/chunk/{k}/ce`` (held out, at eval steps) when
 the run has it, else ``chunk/{k}/ce`` (training minibatch, every step). Proposition 1 claims

@@ -1,4 +1,4 @@
-"""Lemma 2 and the implemented loss: which target does a trained chunk move toward? (MATH.md)
+"""Lemma 2 and the implemented loss: which target does a trained chunk move toward? (docs/MATH.md)
 
 The descriptive on-model table (the Lemma 2 verdicts come from ``analyses.toy`` and
 ``analyses.tracking``; ``toy_check`` is re-exported from ``analyses.toy``):

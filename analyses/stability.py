@@ -1,4 +1,4 @@
-"""Assumption 5: the stability ratio ρ_t along training, per chunk (MATH.md, "Assumption 5").
+"""Assumption 5: the stability ratio ρ_t along training, per chunk (docs/MATH.md, "Assumption 5").
 
 Reads the probe keys ``probe/stability/{obj}/{k}/{phi,q,ratio,actual,remainder}`` (built by
 ``zerolock_theory.metric_keys.stability_key``), obj ∈ {paper (R, D_k = KL(p_k ‖ g_k)),

@@ -1,4 +1,4 @@
-"""The fixed probe batch B and the readouts p̃ on it (MATH.md, "Assumption 5").
+"""The fixed probe batch B and the readouts p̃ on it (docs/MATH.md, "Assumption 5").
 
 B is N labelled token positions from the held-out data, chosen by a seed (default: the
 run seed), the same tokens at every step. Its ids and labels are saved once as

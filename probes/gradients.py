@@ -1,4 +1,4 @@
-"""Probe ``gradients``: the global gradient and its alignment with the local ones (MATH.md, "Theorem 1").
+"""Probe ``gradients``: the global gradient and its alignment with the local ones (docs/MATH.md, "Theorem 1").
 
 On the probe batch, at ω^t, for t ≡ 0 (mod ``every``) (every step for the backprop baseline):
 

@@ -1,4 +1,4 @@
-"""Probe ``minimizers``: which target does each chunk track? (MATH.md, "Proposition 1 and depth").
+"""Probe ``minimizers``: which target does each chunk track? (docs/MATH.md, "Proposition 1 and depth").
 
 After step t (at ω^{t+1}), on the probe batch, per chunk k = 1..K, averaged over the N
 positions:

@@ -1,4 +1,4 @@
-"""Probe ``stability``: Assumption 5's stability ratio, online (MATH.md, "Assumption 5").
+"""Probe ``stability``: Assumption 5's stability ratio, online (docs/MATH.md, "Assumption 5").
 
 Record t (the update ω^t → ω^{t+1}) holds, on the probe batch, for both objectives
 

@@ -1,6 +1,6 @@
 """zerolock-theory: test the claims of ZeroLock (arXiv 2608.07974) on real language models.
 
-Names follow ``MATH.md``: chunks k = 1..K, readouts p_k, targets m_k (arithmetic) and g_k
+Names follow ``docs/MATH.md``: chunks k = 1..K, readouts p_k, targets m_k (arithmetic) and g_k
 (geometric), local losses ℓ^F (forward, what implementations train) and ℓ^R (reverse, what
 the paper analyses).
 """

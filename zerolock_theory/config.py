@@ -98,7 +98,7 @@ class ModelConfig:
 
 @dataclass
 class MethodConfig:
-    """ZeroLock's local losses, or the backprop baseline (MATH.md, "Local losses")."""
+    """ZeroLock's local losses, or the backprop baseline (docs/MATH.md, "Local losses")."""
 
     name: str = "zerolock"  # "zerolock" or "backprop"
     direction: str = "forward"  # "forward" (CE, what implementations train) or "reverse" (paper)
@@ -118,7 +118,7 @@ class MethodConfig:
         _require(
             not (self.name == "zerolock" and self.direction == "reverse" and self.epsilon == 0.0 and self.alpha > 0),
             "reverse direction with epsilon = 0 is undefined: KL(p || e_y) = +inf for every p off the "
-            "one-hot label (MATH.md, degenerate case); set method.epsilon > 0, e.g. 0.1",
+            "one-hot label (docs/MATH.md, degenerate case); set method.epsilon > 0, e.g. 0.1",
         )
 
 

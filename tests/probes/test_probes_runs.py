@@ -114,7 +114,7 @@ def test_scaling_probe_terms(runs):
 
 
 def _phi_by_hand(before: np.ndarray, after: np.ndarray, labels: np.ndarray, epsilon: float, objective: str):
-    """φ_k = Σ_{n,v} ∂R/∂p_{k-1}·Δp_{k-1} with MATH.md's closed forms, float64, per chunk."""
+    """φ_k = Σ_{n,v} ∂R/∂p_{k-1}·Δp_{k-1} with docs/MATH.md's closed forms, float64, per chunk."""
     vocab = before.shape[-1]
     p_y = np.full((len(labels), vocab), epsilon / vocab)
     p_y[np.arange(len(labels)), labels] += 1.0 - epsilon

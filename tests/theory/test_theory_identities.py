@@ -1,4 +1,4 @@
-"""Property tests of the MATH.md identities for divergences, targets and local losses."""
+"""Property tests of the docs/MATH.md identities for divergences, targets and local losses."""
 
 from __future__ import annotations
 

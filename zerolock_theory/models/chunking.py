@@ -1,6 +1,6 @@
 """Split a Hugging Face causal LM's decoder into K chunks with a frozen readout.
 
-``ChunkedLM`` exposes exactly the pieces MATH.md names: h_0 = ``embed(batch)``,
+``ChunkedLM`` exposes exactly the pieces docs/MATH.md names: h_0 = ``embed(batch)``,
 h_k = ``forward_chunk(k, h_{k-1}, ctx)`` and the readout logits W_U·norm(h_k) =
 ``readout(h_k)``. Chaining the chunks and reading out reproduces ``model(input_ids).logits``
 (tested for each supported layout, with and without padding).

@@ -1,4 +1,4 @@
-"""Divergences between distributions on the simplex (MATH.md, "Local losses").
+"""Divergences between distributions on the simplex (docs/MATH.md, "Local losses").
 
 Every function reduces over the last dimension and broadcasts over the leading ones. Inputs
 are probabilities by default; pass ``log_input=True`` when the caller holds

@@ -1,8 +1,8 @@
-"""Local losses ℓ^F and ℓ^R (MATH.md, "Local losses").
+"""Local losses ℓ^F and ℓ^R (docs/MATH.md, "Local losses").
 
 Two layers:
 
-* ``local_loss`` works on probability vectors (the exact objects of MATH.md) and is what the
+* ``local_loss`` works on probability vectors (the exact objects of docs/MATH.md) and is what the
   identities, minimizers and probes use.
 * ``local_loss_from_logits`` is the training form: chunk logits, integer labels (−100 =
   no label), the detached previous readout as log-probabilities, label smoothing ε. It

@@ -1,6 +1,6 @@
 """Numerical minimization over the simplex, independent of the closed forms.
 
-MATH.md ("Local losses") gives closed-form minimizers: m_k for ℓ^F and g_k for ℓ^R. This
+docs/MATH.md ("Local losses") gives closed-form minimizers: m_k for ℓ^F and g_k for ℓ^R. This
 module checks them from the other side: it minimizes a loss over p ∈ Δ_V numerically and
 never evaluates m_k or g_k.
 

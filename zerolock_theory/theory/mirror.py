@@ -1,4 +1,4 @@
-"""Lemma 1: the local optimum as one mirror-descent step (MATH.md, "Lemma 1").
+"""Lemma 1: the local optimum as one mirror-descent step (docs/MATH.md, "Lemma 1").
 
     p*_k = argmin_{p ∈ Δ_V} ⟨∇L(p_{k-1}), p − p_{k-1}⟩ + (1/α)·D_ψ(p, p_{k-1})
 
@@ -8,7 +8,7 @@ Two geometries, each with its closed-form step (functions of the gradient ∇L(p
 * ``euclidean_mirror_step``: ψ = ½‖·‖², D_ψ = ½‖p − q‖²: p* = Π_Δ(p_{k-1} − α∇L(p_{k-1})),
   the Euclidean projection onto the simplex (the identity when the step stays on Δ_V).
 
-and the gradients of the three losses of MATH.md (``grad_reverse_kl``, ``grad_half_sq``,
+and the gradients of the three losses of docs/MATH.md (``grad_reverse_kl``, ``grad_half_sq``,
 ``grad_forward_ce``). The lemma's cases:
 
 * entropy step on L = KL(p ‖ p_y) gives g_k (``lemma1_reverse``);

@@ -1,4 +1,4 @@
-"""Assumption 5: the stability ratio (MATH.md, "Assumption 5: the stability ratio").
+"""Assumption 5: the stability ratio (docs/MATH.md, "Assumption 5: the stability ratio").
 
 On a fixed probe batch of N positions, with the chunk outputs p_k(ω^t) held fixed,
 

@@ -1,4 +1,4 @@
-"""Surrogate objectives of Lemma 3 (MATH.md, "Surrogate objectives and Lemma 3").
+"""Surrogate objectives of Lemma 3 (docs/MATH.md, "Surrogate objectives and Lemma 3").
 
 At iteration t the upstream readouts p^t_{k-1} are frozen, so are the targets built from
 them. With p_k = p_k(ω_k) the chunk readouts (differentiable):

@@ -1,4 +1,4 @@
-"""Symbolic derivations of the MATH.md identities with sympy ("Local losses", "Lemma 1").
+"""Symbolic derivations of the docs/MATH.md identities with sympy ("Local losses", "Lemma 1").
 
 Each function derives one statement from scratch and returns a ``Derivation``: the labelled
 sympy expressions of the derivation and ``holds`` (the statement was verified exactly).

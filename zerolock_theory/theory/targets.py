@@ -1,4 +1,4 @@
-"""Targets of the local losses (MATH.md, "Local losses").
+"""Targets of the local losses (docs/MATH.md, "Local losses").
 
 * ``label_smooth``: p_y^ε = (1-ε)·e_y + ε/V.
 * ``arithmetic_target``: m_k = α·p_y + (1-α)·p_{k-1}, minimizer of the forward loss ℓ^F.

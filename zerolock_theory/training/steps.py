@@ -1,7 +1,7 @@
 """The two step objects of the one training loop: ZeroLock and the backprop baseline.
 
 Both own one optimizer per chunk and apply the same schedule, clipping and logging; they
-differ only in where the loss that updates ω_k comes from (MATH.md, "Local losses"):
+differ only in where the loss that updates ω_k comes from (docs/MATH.md, "Local losses"):
 
 * ``ZeroLockStep``: chunk k runs on the detached input h^t_{k-1}, reads out p_k and
   minimizes its local loss ℓ_k (α·task + (1-α)·consistency to the detached p^t_{k-1}),

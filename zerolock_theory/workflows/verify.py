@@ -1,6 +1,6 @@
 """The main job: run the suite of experiments, analyse it, write the report.
 
-The suite (MATH.md names):
+The suite (docs/MATH.md names):
 
 * ZeroLock forward (the implemented CE loss), ZeroLock reverse (the paper's objective,
   ε = 0.1) and backprop, each over several seeds, with SGD and η_t = η_0/√(t+1) as in
