@@ -81,14 +81,14 @@ def test_source_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="line 3: no field 'text'"):
         load_texts(str(bad))
     bad.write_text('{"text": 5}\n')
-    with pytest.raises(ValueError, match="not a string"):
+    with pytest.raises(ValueError, match="holds int, not text"):
         load_texts(str(bad))
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="empty corpus"):
         load_texts(str(tmp_path / "empty"))
-    (tmp_path / "x.csv").write_text("a,b")
+    (tmp_path / "x.xlsx").write_text("a,b")
     with pytest.raises(ValueError, match="unsupported"):
-        load_texts(str(tmp_path / "x.csv"))
+        load_texts(str(tmp_path / "x.xlsx"))
 
 
 def test_too_small_corpus(byte_tokenizer, tmp_path: Path) -> None:

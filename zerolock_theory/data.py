@@ -13,7 +13,6 @@ of :class:`DataStream` is one ``torch.Generator`` permutation per epoch seeded w
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +20,14 @@ from typing import Any
 
 import torch
 
+from zerolock_theory.corpus import load_texts
+
 __all__ = [
     "IGNORE_INDEX", "DataConfig", "DataStream", "LMData", "blocks_to_batch", "load_texts",
     "pack_blocks", "pad_batch",
 ]
 
 IGNORE_INDEX = -100
-TEXT_SUFFIXES = (".txt", ".md")
-JSONL_SUFFIXES = (".jsonl", ".jsonlines", ".ndjson")
 
 
 @dataclass
@@ -36,10 +35,11 @@ class DataConfig:
     """Where the text comes from and how it is cut into batches."""
 
     source: str = "embedded"
-    """"embedded" (English prose of ``pydoc_data.topics``) or a path: a .txt/.md file, a
-    directory of .txt/.md files (sorted, recursive) or a .jsonl file with ``text_field``."""
+    """"embedded" (English prose of ``pydoc_data.topics``) or a path: .txt/.md, .jsonl,
+    .json, .csv or .parquet (each optionally .gz), a directory saved by ``datasets``, or a
+    directory of such files (see :mod:`zerolock_theory.corpus`)."""
     text_field: str = "text"
-    """Field holding the text in each JSON line."""
+    """Field (JSON) or column (CSV, Parquet, ``datasets``) holding the text."""
     seq_len: int = 128
     """Tokens per training sequence T (blocks hold T+1 tokens)."""
     batch_size: int = 8
@@ -64,59 +64,6 @@ class DataConfig:
             raise ValueError(f"eval_fraction must lie in (0, 1), got {self.eval_fraction!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
-
-
-def _embedded_texts() -> list[str]:
-    from pydoc_data.topics import topics
-
-    return [topics[key] for key in sorted(topics)]
-
-
-def _jsonl_texts(path: Path, text_field: str) -> list[str]:
-    texts = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {lineno}: not valid JSON ({err.msg})") from err
-            if not isinstance(record, dict) or text_field not in record:
-                raise ValueError(f"{path}, line {lineno}: no field {text_field!r} in record")
-            if not isinstance(record[text_field], str):
-                raise ValueError(f"{path}, line {lineno}: field {text_field!r} is not a string")
-            texts.append(record[text_field])
-    return texts
-
-
-def load_texts(source: str, text_field: str = "text") -> list[str]:
-    """Documents of ``source`` in a fixed order; empty documents are dropped.
-
-    Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for an unsupported
-    file type, a JSONL line that is not JSON or lacks ``text_field`` (with its line number),
-    or a corpus without any text.
-    """
-    if source == "embedded":
-        texts = _embedded_texts()
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"data source {source!r} does not exist")
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.suffix in TEXT_SUFFIXES and p.is_file())
-            texts = [p.read_text(encoding="utf-8") for p in files]
-        elif path.suffix in JSONL_SUFFIXES:
-            texts = _jsonl_texts(path, text_field)
-        elif path.suffix in TEXT_SUFFIXES:
-            texts = [path.read_text(encoding="utf-8")]
-        else:
-            raise ValueError(f"unsupported data file {source!r}: expected "
-                             f"{TEXT_SUFFIXES + JSONL_SUFFIXES} or a directory")
-    texts = [t for t in texts if t.strip()]
-    if not texts:
-        raise ValueError(f"data source {source!r} holds no text (empty corpus)")
-    return texts
 
 
 def blocks_to_batch(blocks: torch.Tensor) -> dict[str, torch.Tensor]:

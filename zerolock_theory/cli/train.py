@@ -29,7 +29,9 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "device": ("model.device", str, "auto, cpu, cuda, cuda:1, ..."),
     "dtype": ("model.dtype", str, "parameter dtype: float32, bfloat16, ..."),
     "autocast": ("model.autocast", str, "bfloat16 autocast (GPU)"),
-    "data": ("data.source", str, "'embedded' (pydoc topics), a .txt file or directory, or .jsonl"),
+    "data": ("data.source", str, "'embedded' (pydoc topics), a file (.txt .md .jsonl .json .csv "
+             ".parquet, optionally .gz), a directory of them, or a datasets save_to_disk directory"),
+    "text_field": ("data.text_field", str, "field or column that holds the text"),
     "seq_len": ("data.seq_len", int, "tokens per sequence"),
     "batch_size": ("data.batch_size", int, "sequences per step"),
     "steps": ("run.steps", int, "number of updates"),
