@@ -159,8 +159,13 @@ class RunConfig:
     keep_checkpoints: int = 2
     progress: bool = True
     threads: int | None = None  # torch intra-op threads; None = torch's default
+    report_to: list[str] = field(default_factory=list)  # metric export: tensorboard, wandb
 
     def __post_init__(self) -> None:
+        if isinstance(self.report_to, str):  # "tensorboard,wandb" from a flag or --set
+            self.report_to = [name.strip() for name in self.report_to.split(",") if name.strip()]
+        _require(isinstance(self.report_to, list) and set(self.report_to) <= {"tensorboard", "wandb"},
+                 f"run.report_to must name tensorboard and/or wandb, got {self.report_to!r}")
         _require(self.steps >= 1, f"run.steps must be >= 1, got {self.steps}")
         _require(self.eval_every >= 1, "run.eval_every must be >= 1")
         _require(self.checkpoint_every >= 1, "run.checkpoint_every must be >= 1")
@@ -248,10 +253,12 @@ def _parse_error(exc: Exception) -> str:
 
 
 def read_recipe(path: str | Path) -> dict[str, Any]:
-    """Read a TOML, YAML or JSON recipe into nested plain data, with one-line errors."""
-    path = Path(path)
+    """Read a TOML, YAML or JSON recipe (a file, or a packaged recipe's name) into plain data, with one-line errors."""
+    from zerolock_theory.recipes import list_recipes, resolve_recipe
+
+    path = resolve_recipe(path)
     _require(not path.is_dir(), f"config file {path} is a directory")
-    _require(path.is_file(), f"config file not found: {path}")
+    _require(path.is_file(), f"config file not found: {path} (packaged recipes: {', '.join(list_recipes())})")
     _require(
         path.suffix in (".toml", ".yaml", ".yml", ".json"),
         f"config file must end in .toml, .yaml, .yml or .json: {path}",

@@ -14,7 +14,9 @@ import sys
 import typing
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ("verify", "train", "sweep", "analyze", "report", "theory", "pipeline")
+COMMANDS: tuple[str, ...] = (
+    "verify", "train", "sweep", "analyze", "report", "theory", "pipeline", "export", "recipes",
+)
 
 
 class CLIError(Exception):

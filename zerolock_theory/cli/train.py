@@ -42,6 +42,7 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "schedule": ("optim.schedule", str, "constant, cosine or inv_sqrt (η_0/√(t+1))"),
     "eval_every": ("run.eval_every", int, "steps between held-out evaluations"),
     "checkpoint_every": ("run.checkpoint_every", int, "steps between checkpoints"),
+    "report_to": ("run.report_to", str, "also export metrics: tensorboard, wandb or tensorboard,wandb"),
 }
 
 

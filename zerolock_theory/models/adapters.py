@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import torch
 from torch import nn
 
 from zerolock_theory.config import LoraSettings
 from zerolock_theory.models.chunking import ChunkedLM
 
-__all__ = ["DEFAULT_TARGETS", "attach_adapters", "trainable_state_dict"]
+__all__ = [
+    "DEFAULT_TARGETS", "PEFT_CONFIG", "PEFT_WEIGHTS", "attach_adapters", "peft_state_dict",
+    "save_peft_adapter", "trainable_state_dict",
+]
 
 # Attention and MLP projections per layout: every linear map of a decoder layer.
 DEFAULT_TARGETS = {
@@ -54,3 +60,50 @@ def attach_adapters(chunked: ChunkedLM, settings: LoraSettings) -> None:
 def trainable_state_dict(model: nn.Module) -> dict[str, object]:
     """Name → tensor (detached, contiguous) of every trainable parameter."""
     return {n: p.detach().contiguous() for n, p in model.named_parameters() if p.requires_grad}
+
+
+PEFT_WEIGHTS = "adapter_model.safetensors"
+PEFT_CONFIG = "adapter_config.json"
+
+
+def peft_state_dict(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Trained LoRA tensors under the keys peft saves: ``base_model.model.<name>`` without ``.default``.
+
+    ``params`` are named as in the injected model (``model.layers.0.mlp.down_proj.lora_A.default.weight``).
+    Raises ``ValueError`` when a tensor is not a LoRA weight (a full-layer run has no adapter).
+    """
+    out = {}
+    for name, value in params.items():
+        if ".lora_A.default." not in name and ".lora_B.default." not in name:
+            raise ValueError(f"parameter {name!r} is not a LoRA weight; only LoRA runs "
+                             f"(model.lora.enabled = true) export a PEFT adapter")
+        out["base_model.model." + name.replace(".default.", ".")] = value.detach().cpu().contiguous()
+    return out
+
+
+def save_peft_adapter(params: dict[str, torch.Tensor], settings: LoraSettings, base_model: str,
+                      out: str | Path) -> Path:
+    """Write ``adapter_config.json`` and ``adapter_model.safetensors`` that peft loads.
+
+    ``PeftModel.from_pretrained(base, out)`` then reproduces the trained model: the target
+    modules are read from the tensor names, rank and alpha from ``settings``, and GPT-2's
+    transposed ``Conv1D`` layout sets ``fan_in_fan_out``.
+    """
+    from peft import LoraConfig
+    from safetensors.torch import save_file
+
+    tensors = peft_state_dict(params)
+    if not tensors:
+        raise ValueError("no LoRA weights to export")
+    targets = sorted({key.split(".lora_")[0].rsplit(".", 1)[-1] for key in tensors})
+    config = LoraConfig(
+        r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+        target_modules=targets, bias="none", task_type="CAUSAL_LM",
+        fan_in_fan_out=any(key.startswith("base_model.model.transformer.h.") for key in tensors),
+        base_model_name_or_path=base_model,
+    )
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out / PEFT_WEIGHTS), metadata={"format": "pt"})
+    config.save_pretrained(str(out))
+    return out

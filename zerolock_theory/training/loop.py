@@ -20,8 +20,9 @@ from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.data import DataStream, LMData
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
 from zerolock_theory.theory.losses import IGNORE_INDEX
+from zerolock_theory.training.export import save_run_adapter
 from zerolock_theory.training.hooks import Hook, HookContext
-from zerolock_theory.training.logger import JsonlLogger
+from zerolock_theory.training.logger import open_loggers
 from zerolock_theory.training.manifest import write_manifest
 from zerolock_theory.training.resume import check_resume, read_saved_config, write_text_atomic
 from zerolock_theory.training.rundir import OutDirError, check_out, prepare_out
@@ -196,7 +197,7 @@ def execute(run: Run) -> RunSummary:
     cfg = run.config.run
     if run.start_step >= cfg.steps:  # resumed a finished run: nothing to do, nothing rewritten
         return RunSummary(run.run_dir, cfg.steps, None, None, 0.0, noop=True)
-    logger = JsonlLogger(run.run_dir / "metrics.jsonl", keep_before=run.start_step)
+    logger = open_loggers(run.run_dir, cfg.report_to, keep_before=run.start_step, config=run.config.to_dict())
     t_start = time.perf_counter()
     initial = final = None
     with quiet_mode(run.chunked):
@@ -241,6 +242,8 @@ def execute(run: Run) -> RunSummary:
         with quiet_mode(run.chunked):
             for hook in run.hooks:
                 hook.on_end(run.hook_ctx)
+    if run.config.model.lora.enabled:
+        save_run_adapter(run.config, run.chunked.model, run.run_dir)
     seconds = time.perf_counter() - t_start
     return RunSummary(run.run_dir, cfg.steps, initial, final, seconds)
 

@@ -20,6 +20,7 @@ __all__ = ["RESUMABLE_CHANGES", "check_resume", "config_differences", "read_save
 
 RESUMABLE_CHANGES = (
     "run.steps", "run.progress", "run.eval_every", "run.checkpoint_every", "run.keep_checkpoints", "run.threads",
+    "run.report_to",
 )
 
 
