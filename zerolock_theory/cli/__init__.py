@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import re
 import sys
 import typing
 from collections.abc import Sequence
@@ -43,14 +44,52 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}{hint}\n")
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's layout (examples) and shows each option's meaningful default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "%(default)" in text or default in (None, False, [], argparse.SUPPRESS):
+            return text
+        if action.option_strings or action.nargs in ("?", "*"):
+            return f"{text} (default: %(default)s)"
+        return text
+
+
+def plain(text: str | None) -> str | None:
+    """Help text without reStructuredText markup (````x````, ``::``, ``:mod:`x```)."""
+    if text is None:
+        return None
+    text = re.sub(r":(?:class|func|mod|meth|attr):`([^`]*)`", r"\1", text)
+    text = re.sub(r"``([^`]*)``", r"\1", text)
+    return re.sub(r"::$", ":", text, flags=re.MULTILINE)
+
+
+def _polish(parser: argparse.ArgumentParser) -> None:
+    """Plain descriptions and shown defaults, for a parser and all its sub-parsers."""
+    parser.description = plain(parser.description)
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        action.help = plain(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _polish(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every sub-command registered."""
+    from zerolock_theory import __version__
+
     parser = OneLineParser(
-        prog="zerolock", description="Verify the claims of ZeroLock (arXiv 2608.07974)."
+        prog="zerolock", description="Verify the claims of ZeroLock (arXiv 2608.07974).",
+        epilog="Run 'zerolock COMMAND --help' for a command's options and examples.",
     )
+    parser.add_argument("--version", action="version", version=f"zerolock {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"zerolock_theory.cli.{name}").register(subparsers)
+    _polish(parser)
     return parser
 
 

@@ -2,7 +2,7 @@
 
 Example::
 
-    zerolock sweep --config zerolock_theory/recipes/zerolock_forward.toml --out runs/sweep \\
+    zerolock sweep --config zerolock_forward --out runs/sweep \\
         --grid optim.lr=1e-3,3e-3 --grid method.direction=forward,reverse \\
         --grid run.seed=0,1,2 --set method.epsilon=0.1
 

@@ -3,7 +3,7 @@
 Examples::
 
     zerolock train --out runs/zl                      # ZeroLock-forward on the embedded model
-    zerolock train --config recipes/backprop.toml --out runs/bp --steps 400
+    zerolock train --config backprop --out runs/bp --steps 400   # a packaged recipe by name
     zerolock train --out runs/zl --resume             # continue from the latest checkpoint
     zerolock train --model /models/qwen --data corpus.jsonl --device cuda --dtype bfloat16 --out runs/q
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,25 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
 }
 
 
+def _default(key: str) -> Any:
+    """The value of dotted ``key`` in a default ``TrainConfig`` (shown in --help)."""
+    from zerolock_theory.config import TrainConfig
+
+    value: Any = TrainConfig().to_dict()
+    for part in key.split("."):
+        value = value[part]
+    return ",".join(value) if isinstance(value, list) else value
+
+
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Recipe, overrides and the common flags (shared by train, sweep and pipeline)."""
-    parser.add_argument("--config", type=Path, help="recipe file (TOML, YAML or JSON)")
+    parser.add_argument("--config", type=Path, help="recipe file (TOML, YAML or JSON) or a packaged recipe's name "
+                        "(zerolock recipes lists them)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override any config key, e.g. --set model.lora.rank=4 --set probes.stability.every=1")
     for flag, (key, kind, help_text) in FLAGS.items():
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"{help_text} [{key}]")
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind,
+                            help=f"{help_text} [{key}, default: {_default(key)}]")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -100,6 +113,9 @@ def _saved_base(args: argparse.Namespace) -> dict[str, Any] | None:
 def run(args: argparse.Namespace) -> int:
     from zerolock_theory.training.rundir import check_out
 
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise CLIError("train runs in one process, but WORLD_SIZE > 1 (torchrun): use 'zerolock pipeline' "
+                       "for multi-process training, or run train without torchrun")
     check_out(args.out, "train", resume=args.resume, overwrite=args.overwrite)  # before reading anything
     config = config_from_args(args, _saved_base(args))
     from zerolock_theory.training.state import CheckpointError
