@@ -7,6 +7,12 @@ Example::
         --grid run.seed=0,1,2 --set method.epsilon=0.1
 
 Run it again after an interruption: complete runs are skipped, a half-written run resumes.
+
+Spread the runs (results equal those of --jobs 1 when run.threads is fixed):
+
+    zerolock sweep --out runs/sweep --grid run.seed=0,1,2,3 --jobs 4    # 4 worker processes
+    zerolock sweep --out runs/sweep --grid run.seed=0,1,2,3 --launcher slurm \
+        --slurm partition=gpu --slurm gpus_per_node=1 --slurm time=120
 """
 
 from __future__ import annotations
@@ -28,6 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="one axis of the grid; repeat for more axes")
     parser.add_argument("--out", type=Path, required=True, help="sweep directory (one run per sub-directory)")
     parser.add_argument("--dry-run", action="store_true", help="list the runs without training")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes (one GPU each when there are several, else one CPU thread each)")
+    parser.add_argument("--launcher", choices=("local", "slurm"), default="local",
+                        help="run here, or submit one Slurm job per run through submitit (needs the slurm extra)")
+    parser.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE",
+                        help="sbatch parameter for --launcher slurm, e.g. partition=gpu, time=120 (minutes)")
     parser.set_defaults(func=run)
 
 
@@ -35,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     from zerolock_theory.config import TrainConfig, apply_overrides, check_sources, read_recipe
     from zerolock_theory.workflows.sweep import check_sweep_dirs, expand_grid, parse_axis, run_grid
 
+    if args.jobs < 1:
+        raise CLIError(f"--jobs must be >= 1, got {args.jobs}")
     try:
+        slurm = _slurm_parameters(args.slurm)
         base = apply_overrides(read_recipe(args.config) if args.config else {}, args.overrides)
         points = expand_grid(parse_axis(axis) for axis in args.grid)
         configs = [TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in p.overrides]))
@@ -53,8 +68,22 @@ def run(args: argparse.Namespace) -> int:
     from zerolock_theory.training.steps import NonFiniteLossError
 
     try:
-        run_grid(base, points, args.out)
+        run_grid(base, points, args.out, jobs=args.jobs, launcher=args.launcher, slurm=slurm)
     except (ValueError, NonFiniteLossError, CheckpointError) as exc:
         raise CLIError(str(exc)) from exc
     print(f"sweep: {len(points)} runs in {args.out}")
     return 0
+
+
+def _slurm_parameters(items: list[str]) -> dict[str, object]:
+    """``["partition=gpu", "time=120"]`` → ``{"partition": "gpu", "time": 120}``."""
+    params: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--slurm {item!r} must look like KEY=VALUE")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params

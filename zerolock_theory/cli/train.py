@@ -129,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
     if summary.noop:
         print(f"run: {summary.run_dir} already completed {summary.steps} steps; nothing to do")
         return 0
-    start = "n/a" if summary.initial_eval_ce is None else f"{summary.initial_eval_ce:.4f}"
-    end = "n/a" if summary.final_eval_ce is None else f"{summary.final_eval_ce:.4f}"
+    from zerolock_theory.formatting import human
+
+    start, end = human(summary.initial_eval_ce), human(summary.final_eval_ce)
     print(f"run: {summary.run_dir}  steps: {summary.steps}  held-out CE: {start} -> {end}  "
           f"time: {summary.seconds:.1f}s")
     return 0

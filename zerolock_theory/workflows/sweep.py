@@ -1,8 +1,10 @@
-"""Grids of runs, one after another, resumable.
+"""Grids of runs, resumable: one after another, on parallel workers, or as Slurm jobs.
 
 A grid is a list of axes, each a dotted config key with its values. Every combination
 becomes one run directory under the sweep directory, named from the values. Running a
 sweep again skips completed runs and resumes half-written ones from their checkpoints.
+``run_grid(..., jobs=N)`` spreads the runs over N worker processes and
+``launcher="slurm"`` submits each as a Slurm job (``workflows/launch.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from zerolock_theory.training.logger import read_metrics
 from zerolock_theory.training.resume import check_resume, read_saved_config
 from zerolock_theory.training.rundir import check_out, prepare_kind, run_kind, write_marker
 from zerolock_theory.training.state import checkpoint_step, latest_checkpoint
+from zerolock_theory.workflows.launch import PointTask, describe, run_local_parallel, submit_slurm
 from zerolock_theory.workflows.runs import probed_train
 
 __all__ = ["GridPoint", "check_sweep_dirs", "expand_grid", "is_complete", "parse_axis", "run_grid", "validate_grid"]
@@ -100,18 +103,29 @@ def run_grid(
     points: list[GridPoint],
     out: Path,
     log: Callable[[str], None] = print,
+    *,
+    jobs: int = 1,
+    launcher: str = "local",
+    slurm: dict[str, Any] | None = None,
 ) -> list[Path]:
     """Run every grid point under ``out``; skip complete runs, resume partial ones.
 
     ``out`` must be new, empty or an earlier sweep, and every run directory in it new, empty or
-    one of our train runs: checked for all points before the first run starts.
+    one of our train runs: checked for all points before the first run starts. ``jobs > 1``
+    runs them on that many worker processes (``launch.run_local_parallel``); ``launcher =
+    "slurm"`` submits them as Slurm jobs with sbatch parameters ``slurm`` and returns without
+    waiting. Returns the run directories in grid order either way.
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive int, got {jobs!r}")
+    if launcher not in ("local", "slurm"):
+        raise ValueError(f"launcher must be 'local' or 'slurm', got {launcher!r}")
     configs = validate_grid(base, points)
     check_sweep_dirs(out, points, configs)
     prepare_kind(out, "sweep")
     if run_kind(out) != "sweep":
         write_marker(out, "sweep")
-    run_dirs = []
+    tasks, run_dirs = [], []
     for i, point in enumerate(points, start=1):
         config = configs[i - 1]
         run_dir = out / point.name
@@ -121,7 +135,13 @@ def run_grid(
             continue
         resume = run_dir.exists() and any(run_dir.iterdir())
         log(f"[{i}/{len(points)}] {point.name}: {'resuming' if resume else 'starting'}")
-        summary = probed_train(config, run_dir, resume=resume)
-        log(f"[{i}/{len(points)}] {point.name}: held-out CE {summary.initial_eval_ce} -> "
-            f"{summary.final_eval_ce} in {summary.seconds:.1f}s")
+        tasks.append(PointTask(point.name, config.to_dict(), run_dir, resume))
+    if launcher == "slurm":
+        submit_slurm(tasks, out / "slurm", slurm or {}, log)
+    elif jobs > 1 and len(tasks) > 1:
+        run_local_parallel(tasks, jobs, configs[0].model.device, log)
+    else:
+        for task in tasks:
+            summary = probed_train(TrainConfig.from_dict(task.raw), task.run_dir, resume=task.resume)
+            log(f"{task.name}: done, {describe(summary)}")
     return run_dirs
