@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch

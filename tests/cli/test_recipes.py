@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from zerolock_theory.cli import main
 from zerolock_theory.config import load_config
 from zerolock_theory.recipes import RECIPE_DIR, list_recipes
