@@ -95,3 +95,30 @@ def test_wandb_offline_logs_the_run(tmp_path: Path, monkeypatch) -> None:
     run = tmp_path / "run"
     assert main(["train", "--out", str(run), "--report-to", "wandb", *TRAIN]) == 0
     assert list((run / "wandb").glob("offline-run-*/run-*.wandb"))
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
+def test_save_peft_adapter_round_trip_per_architecture(tiny_lm, tmp_path: Path, arch: str) -> None:
+    """Random LoRA weights on a tiny model of each layout load back through peft exactly."""
+    from peft import PeftModel
+
+    from zerolock_theory.config import LoraSettings
+    from zerolock_theory.models.adapters import save_peft_adapter
+
+    settings = LoraSettings(rank=4, alpha=8.0)
+    chunked = ChunkedLM(tiny_lm(arch, layers=2), 2)
+    attach_adapters(chunked, settings)
+    with torch.no_grad():
+        for name, p in chunked.model.named_parameters():
+            if p.requires_grad:
+                p.copy_(torch.randn_like(p) * 0.1)
+    params = {n: p for n, p in chunked.model.named_parameters() if p.requires_grad}
+    save_peft_adapter(params, settings, "tiny", tmp_path / "a")
+    input_ids = torch.randint(3, 64, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = chunked.eval()(input_ids)
+        loaded = PeftModel.from_pretrained(tiny_lm(arch, layers=2), str(tmp_path / "a")).eval()
+        got = loaded(input_ids=input_ids).logits
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    config = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
+    assert config["r"] == 4 and config["lora_alpha"] == 8.0 and config["fan_in_fan_out"] == (arch == "gpt2")
