@@ -122,3 +122,11 @@ def test_save_peft_adapter_round_trip_per_architecture(tiny_lm, tmp_path: Path, 
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     config = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
     assert config["r"] == 4 and config["lora_alpha"] == 8.0 and config["fan_in_fan_out"] == (arch == "gpt2")
+
+
+def test_unknown_report_backend_is_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["train", "--out", str(tmp_path / "r"), "--report-to", "tensorboard,mlflow"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "run.report_to must name tensorboard and/or wandb" in err
+    assert TrainConfig.from_dict({"run": {"report_to": "tensorboard, wandb"}}).run.report_to == [
+        "tensorboard", "wandb"]
