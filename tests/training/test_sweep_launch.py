@@ -43,6 +43,17 @@ def test_parallel_workers_equal_one_job_and_skip_finished(tmp_path: Path) -> Non
     assert sum("complete, skipped" in line for line in again) == 2 and len(again) == 2
 
 
+def test_a_failing_worker_run_is_one_line_and_the_others_finish(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--out", str(out), "--grid", f"data.source=embedded,{tmp_path / 'missing.txt'}",
+            "--jobs", "2", "--set", "run.steps=2", "--set", "data.seq_len=16", "--set", "model.chunks=2",
+            "--set", "data.eval_batches=1", "--set", "run.progress=false"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "failed (exit 1)" in err[0] and "missing.txt' does not exist" in err[0]
+    assert is_complete(out / "source-embedded", 2)
+
+
 def test_bad_jobs_and_launcher(tmp_path: Path, capsys) -> None:
     with pytest.raises(ValueError, match="jobs"):
         run_grid(BASE, POINTS, tmp_path, jobs=0)

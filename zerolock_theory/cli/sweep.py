@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         run_grid(base, points, args.out, jobs=args.jobs, launcher=args.launcher, slurm=slurm)
-    except (ValueError, NonFiniteLossError, CheckpointError) as exc:
+    except (ValueError, RuntimeError, NonFiniteLossError, CheckpointError) as exc:  # RuntimeError: a worker's run
         raise CLIError(str(exc)) from exc
     print(f"sweep: {len(points)} runs in {args.out}")
     return 0

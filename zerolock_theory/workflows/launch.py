@@ -1,10 +1,11 @@
 """Where the runs of a grid execute: this process, parallel worker processes, or Slurm.
 
-* ``run_local_parallel``: a pool of ``jobs`` spawned worker processes. With several GPUs
-  (and a config on device ``auto``/``cuda``) each worker sees one GPU through
-  ``CUDA_VISIBLE_DEVICES`` (round robin); on CPU each worker uses one torch thread. A run's
-  result does not depend on which worker ran it, so with a fixed ``run.threads`` the runs
-  equal those of ``jobs = 1`` bit for bit.
+* ``run_local_parallel``: at most ``jobs`` worker processes at a time, one per run
+  (``python -m zerolock_theory.workflows.worker``). With several GPUs (and a config on
+  device ``auto``/``cuda``) each worker slot sees one GPU through ``CUDA_VISIBLE_DEVICES``
+  (round robin); on CPU each worker uses one torch thread. A run's result does not depend on
+  which worker ran it, so with a fixed ``run.threads`` the runs equal those of ``jobs = 1``
+  bit for bit.
 * ``submit_slurm``: one Slurm job per run through submitit (``pip install
   'zerolock-theory[slurm]'``); each job calls ``train_point``, the same function the workers
   run. Jobs are submitted and not waited for; run the sweep again to skip finished runs.
@@ -12,10 +13,14 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
 import os
+import queue
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,43 +49,61 @@ def train_point(task: PointTask) -> Any:
     return probed_train(TrainConfig.from_dict(task.raw), task.run_dir, resume=task.resume)
 
 
-def _init_worker(devices: Any) -> None:
-    """Pin this worker to one GPU (from the shared queue), or to one CPU thread."""
-    device = devices.get() if devices is not None else None
-    if device is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
-        return
-    import torch
-
-    torch.set_num_threads(1)
-
-
-def _gpu_queue(ctx: Any, jobs: int, device: str) -> Any:
-    """A queue of GPU ids, one per worker, when the runs may go to any of several GPUs."""
+def _gpu_slots(jobs: int, device: str) -> list[str | None]:
+    """One GPU id per worker slot (round robin) with several GPUs, else no pinning."""
     import torch
 
     count = torch.cuda.device_count() if device in ("auto", "cuda") else 0
-    if count < 2:
-        return None
-    queue = ctx.Queue()
-    for i in range(jobs):
-        queue.put(i % count)
-    return queue
+    return [str(i % count) for i in range(jobs)] if count >= 2 else [None] * jobs
+
+
+def _env(gpu: str | None) -> dict[str, str]:
+    """The worker's environment: this package importable, and its GPU when pinned."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    return env
+
+
+def _run_in_worker(task: PointTask, slots: queue.Queue, scratch: Path) -> Any:
+    """Train ``task`` in a fresh ``python -m zerolock_theory.workflows.worker`` process."""
+    from zerolock_theory.training.loop import RunSummary
+
+    spec, result = scratch / f"{task.name}.task.json", scratch / f"{task.name}.result.json"
+    spec.write_text(json.dumps({"name": task.name, "raw": task.raw, "run_dir": str(task.run_dir),
+                                "resume": task.resume}))
+    gpu = slots.get()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "zerolock_theory.workflows.worker", str(spec), str(result)],
+                              env=_env(gpu), capture_output=True, text=True, check=False)
+    finally:
+        slots.put(gpu)
+    if proc.returncode != 0 or not result.is_file():
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        raise RuntimeError(f"run {task.name} failed (exit {proc.returncode}): "
+                           f"{lines[-1] if lines else 'no output'}")
+    data = json.loads(result.read_text())
+    return RunSummary(Path(data["run_dir"]), data["steps"], data["initial_eval_ce"],
+                      data["final_eval_ce"], data["seconds"])
 
 
 def run_local_parallel(tasks: Sequence[PointTask], jobs: int, device: str,
                        log: Callable[[str], None]) -> dict[str, Any]:
-    """Run ``tasks`` on ``jobs`` worker processes; name → ``RunSummary``.
+    """Run ``tasks`` in at most ``jobs`` worker processes at a time; name → ``RunSummary``.
 
-    Every started run finishes even if another fails; the first failure is then re-raised.
+    Every started run finishes even if another fails; the first failure is then raised.
     """
-    ctx = mp.get_context("spawn")
     workers = min(jobs, len(tasks))
+    slots: queue.Queue = queue.Queue()
+    for gpu in _gpu_slots(workers, device):
+        slots.put(gpu)
     summaries: dict[str, Any] = {}
     errors: list[BaseException] = []
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(_gpu_queue(ctx, workers, device),)) as pool:
-        futures = {pool.submit(train_point, task): task for task in tasks}
+    with tempfile.TemporaryDirectory(prefix="zerolock-sweep-") as scratch, \
+            ThreadPoolExecutor(workers) as pool:
+        futures = {pool.submit(_run_in_worker, task, slots, Path(scratch)): task for task in tasks}
         for future in as_completed(futures):
             task = futures[future]
             try:
