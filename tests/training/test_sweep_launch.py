@@ -108,3 +108,14 @@ def test_slurm_without_a_cluster_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["sweep", "--out", str(tmp_path), "--grid", "run.seed=0", "--launcher", "slurm"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "srun" in err[0] and "--launcher slurm" in err[0]
+
+
+def test_worker_slots_pin_one_gpu_each(monkeypatch) -> None:
+    from zerolock_theory.workflows import launch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert launch._gpu_slots(3, "auto") == ["0", "1", "0"]
+    assert launch._gpu_slots(2, "cpu") == [None, None]
+    assert launch._env("1")["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert launch._gpu_slots(2, "cuda") == [None, None]  # one GPU: shared, not pinned
