@@ -50,7 +50,7 @@ def test_a_failing_worker_run_is_one_line_and_the_others_finish(tmp_path: Path, 
             "--set", "data.eval_batches=1", "--set", "run.progress=false"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "failed (exit 1)" in err[0] and "missing.txt' does not exist" in err[0]
+    assert len(err) == 1 and "source-_" in err[0] and "failed: FileNotFoundError" in err[0] and "missing.txt' does not exist" in err[0]
     assert is_complete(out / "source-embedded", 2)
 
 

@@ -1,7 +1,7 @@
 """Where the runs of a grid execute: this process, parallel worker processes, or Slurm.
 
-* ``run_local_parallel``: at most ``jobs`` worker processes at a time, one per run
-  (``python -m zerolock_theory.workflows.worker``). With several GPUs (and a config on
+* ``run_local_parallel``: ``jobs`` worker processes (``python -m
+  zerolock_theory.workflows.worker``), each training runs from a shared queue. With several GPUs (and a config on
   device ``auto``/``cuda``) each worker slot sees one GPU through ``CUDA_VISIBLE_DEVICES``
   (round robin); on CPU each worker uses one torch thread. A run's result does not depend on
   which worker ran it, so with a fixed ``run.threads`` the runs equal those of ``jobs = 1``
@@ -19,8 +19,8 @@ import queue
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,52 +67,102 @@ def _env(gpu: str | None) -> dict[str, str]:
     return env
 
 
-def _run_in_worker(task: PointTask, slots: queue.Queue, scratch: Path) -> Any:
-    """Train ``task`` in a fresh ``python -m zerolock_theory.workflows.worker`` process."""
-    from zerolock_theory.training.loop import RunSummary
+class _Worker:
+    """One ``python -m zerolock_theory.workflows.worker`` process, reused for several runs."""
 
-    spec, result = scratch / f"{task.name}.task.json", scratch / f"{task.name}.result.json"
-    spec.write_text(json.dumps({"name": task.name, "raw": task.raw, "run_dir": str(task.run_dir),
-                                "resume": task.resume}))
-    gpu = slots.get()
+    def __init__(self, gpu: str | None, scratch: Path, slot: int) -> None:
+        self.log = (scratch / f"worker-{slot}.log").open("w")
+        read, write = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "zerolock_theory.workflows.worker", str(write)], env=_env(gpu),
+            stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT, text=True, pass_fds=(write,))
+        os.close(write)
+        self.done = os.fdopen(read)
+        self.scratch = scratch
+
+    def run(self, task: PointTask) -> Any:
+        """Train ``task`` in this process; ``RuntimeError`` (one line) if it fails."""
+        from zerolock_theory.training.loop import RunSummary
+
+        spec = self.scratch / f"{task.name}.task.json"
+        result = self.scratch / f"{task.name}.result.json"
+        spec.write_text(json.dumps({"name": task.name, "raw": task.raw, "run_dir": str(task.run_dir),
+                                    "resume": task.resume}))
+        try:
+            self.proc.stdin.write(f"{spec} {result}\n")
+            self.proc.stdin.flush()
+            finished = bool(self.done.readline())
+        except BrokenPipeError:
+            finished = False
+        if not finished or not result.is_file():
+            self.log.flush()
+            lines = [x for x in Path(self.log.name).read_text().splitlines() if x.strip()]
+            raise RuntimeError(f"run {task.name}: worker process died: {lines[-1] if lines else 'no output'}")
+        data = json.loads(result.read_text())
+        if "error" in data:
+            raise RuntimeError(f"run {task.name} failed: {data['error']}")
+        return RunSummary(Path(data["run_dir"]), data["steps"], data["initial_eval_ce"],
+                          data["final_eval_ce"], data["seconds"])
+
+    def close(self) -> None:
+        """End the process (stdin closed: it finishes its loop) and release the files."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        self.proc.wait()
+        self.done.close()
+        self.log.close()
+
+
+def _serve(slot: int, gpu: str | None, tasks: queue.Queue, scratch: Path, report: Callable) -> None:
+    """Worker slot: train tasks from the queue until it is empty (a new process after a crash)."""
+    worker = _Worker(gpu, scratch, slot)
     try:
-        proc = subprocess.run([sys.executable, "-m", "zerolock_theory.workflows.worker", str(spec), str(result)],
-                              env=_env(gpu), capture_output=True, text=True, check=False)
+        while True:
+            try:
+                task = tasks.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                report(task, worker.run(task), None)
+            except RuntimeError as exc:
+                report(task, None, exc)
+                if worker.proc.poll() is not None:  # the process is gone: start another
+                    worker.close()
+                    worker = _Worker(gpu, scratch, slot)
     finally:
-        slots.put(gpu)
-    if proc.returncode != 0 or not result.is_file():
-        lines = [line for line in proc.stderr.splitlines() if line.strip()]
-        raise RuntimeError(f"run {task.name} failed (exit {proc.returncode}): "
-                           f"{lines[-1] if lines else 'no output'}")
-    data = json.loads(result.read_text())
-    return RunSummary(Path(data["run_dir"]), data["steps"], data["initial_eval_ce"],
-                      data["final_eval_ce"], data["seconds"])
+        worker.close()
 
 
 def run_local_parallel(tasks: Sequence[PointTask], jobs: int, device: str,
                        log: Callable[[str], None]) -> dict[str, Any]:
-    """Run ``tasks`` in at most ``jobs`` worker processes at a time; name → ``RunSummary``.
+    """Run ``tasks`` on at most ``jobs`` worker processes; name → ``RunSummary``.
 
-    Every started run finishes even if another fails; the first failure is then raised.
+    Every run is attempted even if another fails; the first failure is then raised.
     """
     workers = min(jobs, len(tasks))
-    slots: queue.Queue = queue.Queue()
-    for gpu in _gpu_slots(workers, device):
-        slots.put(gpu)
+    pending: queue.Queue = queue.Queue()
+    for task in tasks:
+        pending.put(task)
     summaries: dict[str, Any] = {}
     errors: list[BaseException] = []
-    with tempfile.TemporaryDirectory(prefix="zerolock-sweep-") as scratch, \
-            ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(_run_in_worker, task, slots, Path(scratch)): task for task in tasks}
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                summaries[task.name] = future.result()
-            except Exception as exc:  # report after the other runs finish
-                log(f"{task.name}: failed: {exc}")
-                errors.append(exc)
-                continue
-            log(f"{task.name}: done, {describe(summaries[task.name])}")
+    lock = threading.Lock()
+
+    def report(task: PointTask, summary: Any, error: BaseException | None) -> None:
+        with lock:
+            if error is not None:
+                errors.append(error)
+                log(f"{task.name}: failed: {error}")
+            else:
+                summaries[task.name] = summary
+                log(f"{task.name}: done, {describe(summary)}")
+
+    with tempfile.TemporaryDirectory(prefix="zerolock-sweep-") as scratch:
+        threads = [threading.Thread(target=_serve, args=(i, gpu, pending, Path(scratch), report))
+                   for i, gpu in enumerate(_gpu_slots(workers, device))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     if errors:
         raise errors[0]
     return summaries

@@ -1,32 +1,49 @@
-"""One grid point in its own process: ``python -m zerolock_theory.workflows.worker TASK RESULT``.
+"""A worker process that trains grid points: ``python -m zerolock_theory.workflows.worker FD``.
 
-``TASK`` is a JSON file with ``name``, ``raw`` (the merged config), ``run_dir`` and ``resume``;
-the summary of the run is written to ``RESULT`` as JSON. ``launch.run_local_parallel`` starts
-these processes; a plain entry point (rather than ``multiprocessing``) means the caller's main
-module is never re-imported, so any script, notebook or console entry point may call it.
+It reads one line per task from stdin, ``TASK_JSON RESULT_JSON`` (two file paths), trains the
+task, writes its summary (or ``{"error": ...}``) to ``RESULT_JSON`` and then a line to file
+descriptor ``FD`` to say so. A task file holds ``name``, ``raw`` (the merged config),
+``run_dir`` and ``resume``. ``launch.run_local_parallel`` keeps one such process per worker
+slot, so torch is imported once per slot; a plain entry point (rather than
+``multiprocessing``) means the caller's main module is never re-imported.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 
-def main(argv: list[str]) -> int:
-    """Train the task of ``argv[0]``, write its summary to ``argv[1]``."""
-    import torch
-
+def _train(task_file: Path) -> dict:
     from zerolock_theory.workflows.launch import PointTask, train_point
 
-    spec = json.loads(Path(argv[0]).read_text())
-    if not torch.cuda.is_available():
-        torch.set_num_threads(1)  # one worker per core; run.threads, when set, still applies
+    spec = json.loads(task_file.read_text())
     task = PointTask(spec["name"], spec["raw"], Path(spec["run_dir"]), bool(spec["resume"]))
     summary = train_point(task)
-    result = {"run_dir": str(summary.run_dir), "steps": summary.steps, "seconds": summary.seconds,
-              "initial_eval_ce": summary.initial_eval_ce, "final_eval_ce": summary.final_eval_ce}
-    Path(argv[1]).write_text(json.dumps(result))
+    return {"run_dir": str(summary.run_dir), "steps": summary.steps, "seconds": summary.seconds,
+            "initial_eval_ce": summary.initial_eval_ce, "final_eval_ce": summary.final_eval_ce}
+
+
+def main(argv: list[str]) -> int:
+    """Serve tasks from stdin until it closes; report each on file descriptor ``argv[0]``."""
+    import torch
+
+    if not torch.cuda.is_available():
+        torch.set_num_threads(1)  # one worker per core; run.threads, when set, still applies
+    with os.fdopen(int(argv[0]), "w") as done:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            task_file, result_file = (Path(p) for p in line.split())
+            try:
+                result = _train(task_file)
+            except Exception as exc:  # reported by the parent as one line
+                result = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+            result_file.write_text(json.dumps(result))
+            done.write("done\n")
+            done.flush()
     return 0
 
 
