@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from zerolock_theory.config_types import check_section, show_value
-from zerolock_theory.data import DataConfig
+from zerolock_theory.data_config import DataConfig
 
 __all__ = [
     "LoraSettings",

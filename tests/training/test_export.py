@@ -109,7 +109,7 @@ def test_save_peft_adapter_round_trip_per_architecture(tiny_lm, tmp_path: Path, 
     chunked = ChunkedLM(tiny_lm(arch, layers=2), 2)
     attach_adapters(chunked, settings)
     with torch.no_grad():
-        for name, p in chunked.model.named_parameters():
+        for p in chunked.model.parameters():
             if p.requires_grad:
                 p.copy_(torch.randn_like(p) * 0.1)
     params = {n: p for n, p in chunked.model.named_parameters() if p.requires_grad}
@@ -128,5 +128,7 @@ def test_unknown_report_backend_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["train", "--out", str(tmp_path / "r"), "--report-to", "tensorboard,mlflow"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "run.report_to must name tensorboard and/or wandb" in err
-    assert TrainConfig.from_dict({"run": {"report_to": "tensorboard, wandb"}}).run.report_to == [
-        "tensorboard", "wandb"]
+    from zerolock_theory.cli.train import FLAGS
+
+    assert FLAGS["report_to"][1]("tensorboard, wandb") == ["tensorboard", "wandb"]
+    assert TrainConfig.from_dict({"run": {"report_to": ["wandb"]}}).run.report_to == ["wandb"]

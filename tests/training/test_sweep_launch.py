@@ -44,13 +44,14 @@ def test_parallel_workers_equal_one_job_and_skip_finished(tmp_path: Path) -> Non
 
 
 def test_a_failing_worker_run_is_one_line_and_the_others_finish(tmp_path: Path, capsys) -> None:
-    out = tmp_path / "sweep"
-    argv = ["sweep", "--out", str(out), "--grid", f"data.source=embedded,{tmp_path / 'missing.txt'}",
+    out, tiny = tmp_path / "sweep", tmp_path / "tiny.txt"
+    tiny.write_text("too short to train on")  # passes the up-front checks, fails in the worker
+    argv = ["sweep", "--out", str(out), "--grid", f"data.source=embedded,{tiny}",
             "--jobs", "2", "--set", "run.steps=2", "--set", "data.seq_len=16", "--set", "model.chunks=2",
             "--set", "data.eval_batches=1", "--set", "run.progress=false"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "source-_" in err[0] and "failed: FileNotFoundError" in err[0] and "missing.txt' does not exist" in err[0]
+    assert len(err) == 1 and "tiny.txt failed: ValueError: the corpus is too short" in err[0]
     assert is_complete(out / "source-embedded", 2)
 
 

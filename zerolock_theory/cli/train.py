@@ -43,7 +43,8 @@ FLAGS: dict[str, tuple[str, Any, str]] = {
     "schedule": ("optim.schedule", str, "constant, cosine or inv_sqrt (η_0/√(t+1))"),
     "eval_every": ("run.eval_every", int, "steps between held-out evaluations"),
     "checkpoint_every": ("run.checkpoint_every", int, "steps between checkpoints"),
-    "report_to": ("run.report_to", str, "also export metrics: tensorboard, wandb or tensorboard,wandb"),
+    "report_to": ("run.report_to", lambda text: [n.strip() for n in text.split(",") if n.strip()],
+                  "also export metrics: tensorboard, wandb or tensorboard,wandb"),
 }
 
 
@@ -54,7 +55,7 @@ def _default(key: str) -> Any:
     value: Any = TrainConfig().to_dict()
     for part in key.split("."):
         value = value[part]
-    return ",".join(value) if isinstance(value, list) else value
+    return (",".join(value) or "none") if isinstance(value, list) else value
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
