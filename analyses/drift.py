@@ -1,4 +1,4 @@
-"""The drift check of Assumption 5 (MATH.md, "Assumption 5", what the proof needs).
+"""The drift check of Assumption 5 (docs/MATH.md, "Assumption 5", what the proof needs).
 
 Lemma 4 uses D_T = Σ_{t<T} max(φ_t, 0) ≤ C_fo·Σ_{t<T} q_t, i.e. D_T growing no faster than
 Σ η_t² (~ log T for η_t ∝ 1/√t). From the ``stability`` probe's totals

@@ -1,4 +1,4 @@
-"""Proposition 1 with its slack: CE_k ≤ CE_{k−1} + δ_k (MATH.md, "Proposition 1 and depth").
+"""Proposition 1 with its slack: CE_k ≤ CE_{k−1} + δ_k (docs/MATH.md, "Proposition 1 and depth").
 
 From the ``minimizers`` probe on the probe batch (same positions, same parameters ω^{t+1}):
 CE_k = ``probe/minimizer/{k}/ce`` = CE(e_y, p_k) and δ_k = ``probe/minimizer/{k}/gap``

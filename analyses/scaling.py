@@ -1,4 +1,4 @@
-"""Assumption 5 by step scaling (MATH.md, "Assumption 5", step scaling).
+"""Assumption 5 by step scaling (docs/MATH.md, "Assumption 5", step scaling).
 
 Reads the ``scaling`` probe's keys (``zerolock_theory.metric_keys.scaling_key``): at each
 scaled step t and factor c, φ(c), q(c) and ρ(c) = max(φ(c), 0)/q(c) at ω^t + c·Δω_t.

@@ -1,4 +1,4 @@
-"""Lemma 2 (analytic): the exact two-token toy as a result (MATH.md, "Lemma 2 on the implemented loss").
+"""Lemma 2 (analytic): the exact two-token toy as a result (docs/MATH.md, "Lemma 2 on the implemented loss").
 
 p_y = (1,0), p_{k-1} = p = (½,½) (``zerolock_theory.theory.toy``), at ε = 0 and 0.1:
 KL(p ‖ p_y), CE(p_y, p), ℓ^R_k(p), ℓ^F_k(p), the minimizers g_k (Lemma 2, reverse) and m_k

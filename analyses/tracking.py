@@ -1,4 +1,4 @@
-"""Lemma 2 on the model, descriptive: which target does a trained chunk track? (MATH.md, "Lemma 2").
+"""Lemma 2 on the model, descriptive: which target does a trained chunk track? (docs/MATH.md, "Lemma 2").
 
 Reads what the run wrote: the ``readouts`` store (full p̃ = (p_0..p_K) on the probe batch at
 stored steps, step 0 = the untrained model) and ``probe_batch.json`` (the labels). For the

@@ -1,4 +1,4 @@
-"""Probe ``scaling``: Assumption 5 by step scaling (MATH.md, "Assumption 5", step scaling).
+"""Probe ``scaling``: Assumption 5 by step scaling (docs/MATH.md, "Assumption 5", step scaling).
 
 At every ``every``-th step t the probe keeps ω^t (``before_step``), and after the update
 takes the actual step Δω_t = ω^{t+1} − ω^t of every trainable parameter (all chunks). For
