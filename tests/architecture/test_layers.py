@@ -1,0 +1,127 @@
+"""The layer order, enforced by walking every module's imports with ``ast``.
+
+theory ← models, data, config ← training ← probes, pipeline ← analyses ← reports ← cli,
+workflows. A module may import its own layer or any lower one, never a higher one, and the
+imports between the package's modules form no cycle (lazy imports inside functions count).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("zerolock_theory", "probes", "analyses", "reports")
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("zerolock_theory.theory",),
+    ("zerolock_theory.models", "zerolock_theory.data", "zerolock_theory.data_config", "zerolock_theory.corpus",
+     "zerolock_theory.config", "zerolock_theory.config_types", "zerolock_theory.recipes", "zerolock_theory.metric_keys",
+     "zerolock_theory.embedded", "zerolock_theory.formatting", "zerolock_theory.jsonio"),
+    ("zerolock_theory.training",),
+    ("probes", "zerolock_theory.pipeline"),
+    ("analyses",),
+    ("reports",),
+    ("zerolock_theory.cli", "zerolock_theory.workflows", "zerolock_theory.__main__"),
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            out[_module_name(path)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Package modules imported anywhere in ``path`` (resolved to the longest known module)."""
+    found = set()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def layer_of(module: str) -> int:
+    """Index in ``LAYERS`` of the longest matching prefix; the package roots count as lowest."""
+    best, best_len = None, -1
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    if best is None:
+        if module in PACKAGES:
+            return 0 if module == "zerolock_theory" else layer_of(module + ".x")
+        raise AssertionError(f"{module} belongs to no layer; add it to LAYERS")
+    return best
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        layer_of(module)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_upward_import(module):
+    if module == "zerolock_theory":  # the package root re-exports the theory layer only
+        assert all(layer_of(t) == 0 for t in GRAPH[module]), GRAPH[module]
+        return
+    upward = sorted(t for t in GRAPH[module] if t != "zerolock_theory" and layer_of(t) > layer_of(module))
+    assert not upward, f"{module} (layer {layer_of(module)}) imports higher layers: {upward}"
+
+
+def test_no_import_cycles():
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(GRAPH[node]):
+            if nxt == node or nxt not in GRAPH:
+                continue
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
+
+
+def test_theory_imports_nothing_else_of_the_package():
+    for module, targets in GRAPH.items():
+        if module.startswith("zerolock_theory.theory"):
+            assert all(t.startswith("zerolock_theory.theory") for t in targets), (module, targets)
