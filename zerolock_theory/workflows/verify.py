@@ -26,8 +26,11 @@ train step 155 ms (ZeroLock forward), ~210 ms (reverse, 1.36× forward in paired
 minimizers every 20 steps, gradients every 25, eval every 125) a 1000-step run costs about
 176 s (forward), 240 s (reverse), 124 s (backprop): 9 primary runs ≈ 1620 CPU-s, the sweep
 (4 × 200 steps) ≈ 180 CPU-s, the pilot (50 steps per method and η_0) ≈ 10–14 s per η_0
-tried (the three methods' pilot chains run at once). Extrapolated wall time: ≤ 80 s pilot +
-(1620 + 180)/2 s ≈ 16–17 min, plus analysis.
+tried (the three methods' pilot chains run at once). The ``scaling`` probe (8 probed steps a
+run, ~1–2 s each) adds ~10–18 s per primary run, ~150 CPU-s in all. Extrapolated wall time:
+≤ 80 s pilot + (1620 + 180 + 150)/2 s ≈ 17–18 min, plus ~30 s of analysis; measured on a
+shared machine, so the lead's full run is the reference. ``--quick`` measured 214 s (verify's
+own timer; 204 CPU-s) on the same shared machine at load ~1–4.
 Ĝ_t's two half-batch passes are included in the train-step costs. ``QUICK`` is a smoke test
 (≤ 3 min): its horizon is below the bound test's minimum, so Theorem 1 rows read "not
 testable at this horizon".
