@@ -35,8 +35,8 @@ own timer; 204 CPU-s) on the same shared machine at load ~1–4.
 (≤ 3 min): its horizon is below the bound test's minimum, so Theorem 1 rows read "not
 testable at this horizon".
 
-Runs go one after another through ``zerolock_theory.workflows.sweep.run_grid``, so an
-interrupted verify resumes: complete runs are skipped, a half-written run resumes.
+Runs go through ``zerolock_theory.workflows.sweep.run_grid`` (``jobs`` of them at once), so
+an interrupted verify resumes: complete runs are skipped, a half-written run resumes.
 """
 
 from __future__ import annotations
