@@ -8,7 +8,7 @@ The suite (docs/MATH.md names):
    probes). The method's η_0 is the **largest η_0 of the grid whose pilot's held-out CE does
    not rise** (final ``eval/ce`` ≤ ``eval/ce_initial``, every loss finite); if none
    qualifies, the smallest η_0 of the grid, recorded as "none qualified" (such runs may then
-   be flagged diverged and excluded). Pilots live under ``out/pilot`` and are not analysed.
+   be flagged diverged and excluded). Pilots live under ``out/pilot/METHOD`` and are not analysed.
 2. **Primary group** (one per claim, pre-registered): ZeroLock forward (the implemented CE
    loss), ZeroLock reverse (the paper's objective, ε = 0.1) and backprop, each over
    ``seeds`` at the chosen η_0, ``steps`` steps, every probe on. Ĝ_t is logged every step by
@@ -178,7 +178,8 @@ def choose_lr(
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """η_0 per primary method by the pilot criterion (module docstring), and the pilot table.
 
-    ``jobs`` > 1 runs the methods' pilot chains at once (one process each)."""
+    ``jobs`` > 1 runs the methods' pilot chains at once (one process each, each in its own
+    directory ``out/METHOD``)."""
     base = {**base, "probes": {}}
     if jobs > 1:
         import multiprocessing
@@ -186,29 +187,21 @@ def choose_lr(
 
         out.mkdir(parents=True, exist_ok=True)
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            chains = list(pool.map(pilot_chain, *zip(*[(spec, base, out, label) for label in PRIMARY], strict=True)))
+            chains = list(pool.map(pilot_chain, *zip(*[(spec, base, out / label, label) for label in PRIMARY],
+                                                     strict=True)))
     else:
-        chains = [pilot_chain(spec, base, out, label, log=log) for label in PRIMARY]
+        chains = [pilot_chain(spec, base, out / label, label, log=log) for label in PRIMARY]
     table = [row for chain in chains for row in chain]
     return {chain[-1]["method"]: chain[-1]["lr"] for chain in chains}, table
 
 
 def run_points(base: dict[str, Any], points: list[GridPoint], out: Path, jobs: int = 1, log=print) -> list[Path]:
-    """``run_grid`` over ``points``; with ``jobs`` > 1, that many single-threaded runs at once
-    (a process pool; each run still resumes / skips on its own). Returns the run directories in order."""
-    if jobs <= 1 or len(points) <= 1:
-        return run_grid(base, points, out, log=log)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    out.mkdir(parents=True, exist_ok=True)
-    order = sorted(range(len(points)), key=lambda i: -_cost(base, points[i]))  # longest first: balanced cores
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {i: pool.submit(run_grid, base, [points[i]], out) for i in order}
-        done = {i: f.result()[0] for i, f in futures.items()}
-    for i, point in enumerate(points, start=1):
-        log(f"[{i}/{len(points)}] {point.name}: done")
-    return [done[i] for i in range(len(points))]
+    """``run_grid`` over ``points`` with ``jobs`` worker processes, longest runs first (so the
+    cores stay busy to the end); returns the run directories in the order of ``points``."""
+    order = sorted(range(len(points)), key=lambda i: -_cost(base, points[i]))
+    dirs = run_grid(base, [points[i] for i in order], out, log=log, jobs=jobs)
+    by_index = dict(zip(order, dirs, strict=True))
+    return [by_index[i] for i in range(len(points))]
 
 
 def _cost(base: dict[str, Any], point: GridPoint) -> float:
