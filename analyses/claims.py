@@ -12,8 +12,12 @@ reason. Diverged runs (``analyses.seeds.diverged``) are excluded from every row.
 * Assumption 5 for R / R̄ — step scaling on the primary group (``analyses.scaling``):
   first order → refuted, bounded → supported, inconclusive → inconclusive, fewer than 3
   seeds → not testable; the drift check is part of the figure.
-* Theorem 1 rate (local / global) — among groups trained with η_t ∝ 1/√t: every group's β
-  interval reaches 0.5 → supported; otherwise refuted. No such group → inconclusive.
+* Theorem 1 bound (local Ĝ_t, R and R̄) — the primary group's bound test
+  (``analyses.convergence``, ``analyses.theorem1``): consistent / not consistent / not
+  testable (at this horizon); if a positive control (convex logistic regression, backprop
+  under the theorem's schedule) is "not consistent", the rows read "test not calibrated".
+* The abstract's comparison with backprop (global ‖∇L‖²) — not covered by Theorem 1; the same
+  bound test on ZeroLock forward's primary group, with backprop's beside it.
 * Proposition 1 — CE_k ≤ CE_{k−1} + δ_k at float tolerance (``analyses.proposition``):
   consistent (also "but vacuous") → supported, violated → refuted, isolated → inconclusive.
 """
@@ -23,13 +27,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from analyses.convergence import RateSet
+from analyses.convergence import BoundTest
 from analyses.drift import DriftCheck
 from analyses.minimizers import ToyCheck
 from analyses.proposition import PropositionSet
 from analyses.results import Result, Verdict
 from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary
+from analyses.theorem1 import BoundSet
 from analyses.tracking import TrackingSet
 
 __all__ = ["CLAIMS", "verdicts"]
@@ -38,10 +43,16 @@ LEMMA2 = "Lemma 2 (analytic): g_k is the optimum of the implemented loss"
 LEMMA2_MODEL = "Lemma 2 (on the model, descriptive): trained chunks track g_k"
 A5_PAPER = "Assumption 5 for R (paper objective)"
 A5_IMPLEMENTED = "Assumption 5 for R̄ (implemented objective)"
-RATE_LOCAL = "Theorem 1 rate, local G_t"
-RATE_GLOBAL = "Theorem 1 rate, global ‖∇L‖²"
+BOUND_PAPER = "Theorem 1 bound, local Ĝ_t of R (reverse)"
+BOUND_IMPLEMENTED = "Theorem 1 bound, local Ĝ_t of R̄ (forward)"
+GLOBAL_VS_BACKPROP = "Abstract: global ‖∇L‖², ZeroLock vs backprop (not Theorem 1)"
 DEPTH = "Proposition 1: CE_k <= CE_(k-1) + delta_k"
-CLAIMS: tuple[str, ...] = (LEMMA2, LEMMA2_MODEL, A5_PAPER, A5_IMPLEMENTED, RATE_LOCAL, RATE_GLOBAL, DEPTH)
+CONTROL_BACKPROP = "Control: backprop under Theorem 1's schedule"
+CONTROL_LOGISTIC = "Control: convex logistic regression, SGD"
+CLAIMS: tuple[str, ...] = (
+    LEMMA2, LEMMA2_MODEL, A5_PAPER, A5_IMPLEMENTED, BOUND_PAPER, BOUND_IMPLEMENTED, GLOBAL_VS_BACKPROP, DEPTH,
+    CONTROL_BACKPROP, CONTROL_LOGISTIC,
+)
 
 
 def fmt(value: float) -> str:
@@ -139,26 +150,59 @@ def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
     return Verdict(claim, A5_VERDICTS[primary.verdict], figure, reason)
 
 
-def _rate(name: str, claim: str, results, skipped) -> Verdict:
-    rates = results.get(name)
-    if not isinstance(rates, RateSet):
+def _row_verdict(test: BoundTest) -> str:
+    if test.verdict == "not testable" and test.seeds and test.horizon < test.min_horizon:
+        return "not testable at this horizon"
+    return test.verdict
+
+
+def _bound_detail(test: BoundTest) -> str:
+    beta = f"beta = {test.beta} (descriptive)" if test.beta is not None else "beta not estimable"
+    gone = f"; excluded as diverged: {', '.join(test.excluded)}" if test.excluded else ""
+    return f"{test.label}: {test.reason}; {beta}{gone}"
+
+
+def _primary(results, name: str) -> BoundTest | None:
+    found = results.get(name)
+    if isinstance(found, BoundTest):
+        return found
+    return found.primary_test() if isinstance(found, BoundSet) else None
+
+
+def _uncalibrated(results) -> list[str]:
+    """Controls whose bound test says "not consistent" (the rule rejects a true bound)."""
+    out = []
+    for name, label in (("control_logistic", "logistic control"), ("convergence_backprop", "backprop control")):
+        test = _primary(results, name)
+        if test is not None and test.verdict == "not consistent":
+            out.append(label)
+    return out
+
+
+def _bound(name: str, claim: str, results, skipped, *, control: bool = False) -> Verdict:
+    """A Theorem 1 bound-test row from the primary group of ``results[name]``."""
+    found = results.get(name)
+    if not isinstance(found, (BoundSet, BoundTest)):
         return Verdict(claim, "not measured", "-", skipped.get(name, "no data"))
-    backprop = results.get("convergence_backprop")
-    bp = ""
-    if isinstance(backprop, RateSet) and backprop.fits:
-        bp = "; backprop beta = " + ", ".join(str(f.beta) for f in backprop.fits)
-    fits = rates.theorem_fits()
-    if not fits:
-        worst = min(rates.fits, key=lambda f: f.beta.high)
-        figure = f"beta = {worst.beta} ({worst.label}){bp}"
-        reason = "no group trained with the theorem's step size eta_t ~ 1/sqrt(t) (optim.schedule = inv_sqrt)"
-        return Verdict(claim, "inconclusive", figure, reason)
-    worst = min(fits, key=lambda f: f.beta.high)
-    n_hold = sum(f.holds for f in fits)
-    figure = f"beta = {worst.beta} ({worst.label}); {n_hold}/{len(fits)} group(s) reach 0.5{bp}"
-    if n_hold == len(fits):
-        return Verdict(claim, "supported", figure, "every beta interval reaches 0.5")
-    return Verdict(claim, "refuted", figure, "a beta interval lies below 0.5: slower than T^-1/2")
+    test = _primary(results, name)
+    if test is None:
+        return Verdict(claim, "not testable", "-",
+                       "no group trained with the theorem's step size eta_t ~ 1/sqrt(t) (SGD, optim.schedule = inv_sqrt)")
+    bad = [] if control else _uncalibrated(results)
+    if bad:
+        reason = f"{' and '.join(bad)} not consistent: the rule rejects a bound that holds; " + _bound_detail(test)
+        return Verdict(claim, "test not calibrated", test.headline(), reason)
+    return Verdict(claim, _row_verdict(test), test.headline(), _bound_detail(test))
+
+
+def _global(results, skipped) -> Verdict:
+    """The abstract's comparison with backprop on ‖∇L‖²: the same test, backprop beside it."""
+    row = _bound("convergence_global", GLOBAL_VS_BACKPROP, results, skipped)
+    other = _primary(results, "convergence_global_backprop")
+    if other is None or row.verdict == "not measured":
+        return row
+    return Verdict(row.claim, row.verdict, f"ZeroLock {row.figure}; backprop {other.headline()}",
+                   f"not covered by Theorem 1; {row.reason}; backprop: {other.verdict}")
 
 
 PROPOSITION_VERDICTS = {"consistent": "supported", "consistent but vacuous": "supported", "violated": "refuted",
@@ -200,7 +244,10 @@ def verdicts(results: Mapping[str, Result], skipped: Mapping[str, str]) -> list[
         _lemma2_model(results, skipped),
         _assumption5("paper", A5_PAPER, results, skipped),
         _assumption5("implemented", A5_IMPLEMENTED, results, skipped),
-        _rate("convergence_local", RATE_LOCAL, results, skipped),
-        _rate("convergence_global", RATE_GLOBAL, results, skipped),
+        _bound("convergence_reverse", BOUND_PAPER, results, skipped),
+        _bound("convergence_forward", BOUND_IMPLEMENTED, results, skipped),
+        _global(results, skipped),
         _depth(results, skipped),
+        _bound("convergence_backprop", CONTROL_BACKPROP, results, skipped, control=True),
+        _bound("control_logistic", CONTROL_LOGISTIC, results, skipped, control=True),
     ]

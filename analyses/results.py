@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 VERDICTS: tuple[str, ...] = ("supported", "refuted", "inconclusive", "not testable", "not measured")
+# Theorem 1's bound test and its controls (analyses.convergence, analyses.claims):
+VERDICTS += ("consistent", "not consistent", "not testable at this horizon", "test not calibrated")
 
 R = TypeVar("R", bound="Result")
 _REGISTRY: dict[str, type[Result]] = {}

@@ -17,8 +17,9 @@ here resamples steps.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,7 @@ __all__ = [
     "diverged",
     "seed_interval",
     "share_interval",
+    "split_diverged",
 ]
 
 MIN_SEEDS = 3
@@ -43,6 +45,7 @@ DIVERGENCE_MARGIN = 0.5
 
 LOSS_COLUMNS = ("train/loss", "train/final_ce")
 EVAL_CE, EVAL_INITIAL = "eval/ce", "eval/ce_initial"
+T = TypeVar("T")
 
 
 def seed_interval(values: Iterable[float], level: float = 0.95, *, min_seeds: int = MIN_SEEDS) -> Interval | None:
@@ -102,3 +105,25 @@ def diverged(frame: pd.DataFrame, margin: float = DIVERGENCE_MARGIN) -> Divergen
     if end > start + margin:
         return Divergence(f"held-out CE rose {end - start:.3g} nats (> {margin:g}): {start:.4g} -> {end:.4g}", start, end)
     return None
+
+
+def split_diverged(
+    items: Sequence[T],
+    *,
+    name: Callable[[T], str],
+    frame: Callable[[T], pd.DataFrame],
+    margin: float = DIVERGENCE_MARGIN,
+) -> tuple[list[T], dict[str, Divergence]]:
+    """``(kept, flagged)``: the items whose run did not diverge, and name → ``Divergence`` of the others.
+
+    Every verdict uses ``kept`` only and lists ``flagged`` (e.g. ``split_diverged(table,
+    name=lambda x: x[0].name, frame=lambda x: x[1])`` for the suite's ``(RunInfo, frame)`` pairs).
+    """
+    kept, flagged = [], {}
+    for item in items:
+        why = diverged(frame(item), margin)
+        if why is None:
+            kept.append(item)
+        else:
+            flagged[name(item)] = why
+    return kept, flagged

@@ -13,12 +13,10 @@ import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from analyses import claims as _claims
-from analyses.convergence import GLOBAL_COLUMN, LOCAL_COLUMN, RateSet, rate_fit, series_from_table
 from analyses.depth import depth_set
 from analyses.drift import drift_check
 from analyses.io import Run, RunDataError, load_run
@@ -32,6 +30,7 @@ from analyses.seeds import diverged
 from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
 from analyses.suite_result import INDEX, RESULT_FIELDS, SuiteAnalysis, load_suite
 from analyses.systems import systems_comparison
+from analyses.theorem1 import theorem1_results
 from analyses.tracking import TrackingSet, direction_tracking, run_tracking
 from zerolock_theory.metric_keys import scaling_factors
 
@@ -133,7 +132,6 @@ def analyze_loaded(
 
     boot = {"n_boot": n_boot, "level": level, "seed": seed}
     zl_all = [(i, f) for i, f in table if i.method == "zerolock"]
-    bp = [(i, f) for i, f in table if i.method == "backprop"]
     zl, excluded = _without_diverged(zl_all)
     attempt("toy_check", toy_check)
     attempt(
@@ -149,9 +147,9 @@ def analyze_loaded(
         )
         attempt(f"scaling_{obj}", partial(_step_scaling, zl, obj, excluded, level))
         attempt(f"drift_{obj}", partial(_drift, zl, obj, level))
-    attempt("convergence_local", lambda: _rate_set("local", LOCAL_COLUMN, zl, boot))
-    attempt("convergence_global", lambda: _rate_set("global", GLOBAL_COLUMN, zl, boot))
-    attempt("convergence_backprop", lambda: _rate_set("backprop", LOCAL_COLUMN, bp, boot))
+    theorem1, theorem1_skipped = theorem1_results(table, level)  # Theorem 1 (issue 9)
+    results.update(theorem1)
+    skipped.update(theorem1_skipped)
     attempt("depth", lambda: depth_set([f for _, f in zl], [i.name for i, _ in zl], tol=tol))
     attempt("proposition", partial(_proposition, zl, excluded, level))
     if excluded:
@@ -259,27 +257,3 @@ def _groups(table: list[tuple[RunInfo, pd.DataFrame]]) -> dict[str, tuple[str, l
     for info, frame in table:
         groups.setdefault(info.group, (info.method, []))[1].append((info.name, frame))
     return groups
-
-
-def _rate_set(quantity: str, column: str, runs, boot: dict[str, Any]) -> RateSet:
-    """One Theorem 1 fit per group of runs (seeds pooled); failures recorded as notes."""
-    if not runs:
-        raise NotMeasured(f"no run for the {quantity} rate")
-    fits, schedules, notes = [], [], []
-    by_group: dict[str, list[tuple[RunInfo, pd.DataFrame]]] = {}
-    for info, frame in runs:
-        by_group.setdefault(info.group, []).append((info, frame))
-    for group, members in sorted(by_group.items()):
-        try:
-            series, missing = [], 0
-            for info, frame in members:
-                t, g, m = series_from_table(frame, column, where=info.name)
-                series.append((t, g))
-                missing += m
-            fits.append(rate_fit(series, label=group, column=column, n_missing=missing, **boot))
-            schedules.append(members[0][0].schedule)
-        except (RunDataError, NotMeasured) as exc:
-            notes.append(f"{group}: {exc}")
-    if not fits:
-        raise NotMeasured("; ".join(notes))
-    return RateSet(quantity, column, fits, schedules, notes)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from analyses.convergence import RateSet
+from analyses.convergence import BoundTest
 from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
 from analyses.io import RunDataError
@@ -21,12 +21,13 @@ from analyses.runinfo import RunInfo
 from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary
 from analyses.systems import SystemsComparison
+from analyses.theorem1 import BoundSet, DivergedRuns
 from analyses.tracking import TrackingSet
 
 __all__ = ["INDEX", "RESULT_FIELDS", "SuiteAnalysis", "load_suite"]
 
 INDEX = "analysis.json"
-RESULT_FIELDS: tuple[str, ...] = ("toy_check", "minimizers", "tracking", "stability_paper", "stability_implemented", "scaling_paper", "scaling_implemented", "drift_paper", "drift_implemented", "convergence_local", "convergence_global", "convergence_backprop", "depth", "proposition", "outcome", "systems")
+RESULT_FIELDS: tuple[str, ...] = ("toy_check", "minimizers", "tracking", "stability_paper", "stability_implemented", "scaling_paper", "scaling_implemented", "drift_paper", "drift_implemented", "convergence_reverse", "convergence_forward", "convergence_backprop", "convergence_global", "convergence_global_backprop", "control_logistic", "diverged", "depth", "proposition", "outcome", "systems")
 
 
 @register
@@ -49,9 +50,13 @@ class SuiteAnalysis(Result):
     scaling_implemented: StepScaling | None = None
     drift_paper: DriftCheck | None = None
     drift_implemented: DriftCheck | None = None
-    convergence_local: RateSet | None = None
-    convergence_global: RateSet | None = None
-    convergence_backprop: RateSet | None = None
+    convergence_reverse: BoundSet | None = None  # Theorem 1 (issue 9): analyses.theorem1
+    convergence_forward: BoundSet | None = None
+    convergence_backprop: BoundSet | None = None
+    convergence_global: BoundSet | None = None
+    convergence_global_backprop: BoundSet | None = None
+    control_logistic: BoundTest | None = None
+    diverged: DivergedRuns | None = None
     depth: DepthSet | None = None
     proposition: PropositionSet | None = None
     outcome: OutcomeComparison | None = None

@@ -1,13 +1,14 @@
 """Probe ``gradients``: the global gradient and its alignment with the local ones (docs/MATH.md, "Theorem 1").
 
-On the probe batch, at ω^t, for t ≡ 0 (mod ``every``) (every step for the backprop baseline):
+On the probe batch, at ω^t, for t ≡ 0 (mod ``every``), ZeroLock and backprop alike (the
+per-step quantity of Theorem 1 is Ĝ_t, logged by the training step itself):
 
 * ``probe/gradient/global_sq`` = G^glob_t = ‖∇_ω L(ω^t)‖², L = CE(p_y^ε, p_K) by backprop
   through all chunks (``step_fn.global_gradient``); per chunk ``probe/gradient/{k}/global_sq``;
 * ``probe/gradient/{k}/cos`` = cos(∇_{ω_k} ℓ_k, ∇_{ω_k} L), ℓ_k the chunk's local loss on
   detached inputs (``step_fn.local_gradients``); null when either gradient is zero;
   ``probe/gradient/{k}/local_sq`` and ``probe/gradient/local_sq`` = Σ_k ‖∇_{ω_k} ℓ_k‖²
-  (only at t ≡ 0 mod ``every``, also for backprop).
+  (also for backprop).
 
 Record t carries the values at ω^t, like ``train/grad_norm_sq`` (G_t): they are measured in
 ``after_step(t-1)`` (``on_start`` for the first step) and logged with step t. Gradients come
@@ -22,8 +23,8 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch
-from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
+from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["GradientProbe", "gradient_metrics"]
 
@@ -73,22 +74,20 @@ class GradientProbe:
             raise ValueError(f"gradients.every must be >= 1, got {self.every}")
         self.pending: dict[str, float | None] = {}
         self.total_steps = 0
-        self.backprop = False
 
     def _due(self, t: int) -> bool:
-        return t < self.total_steps and (self.backprop or t % self.every == 0)
+        return t < self.total_steps and t % self.every == 0
 
     def _measure(self, ctx: HookContext, t: int) -> dict[str, float | None]:
         batch = probe_batch(ctx, self.n_positions, self.seed).as_dict()
         with torch.enable_grad():
             glob = ctx.step_fn.global_gradient(batch)
-            loc = ctx.step_fn.local_gradients(batch) if t % self.every == 0 else None
+            loc = ctx.step_fn.local_gradients(batch)
         return gradient_metrics(glob, loc)
 
     def on_start(self, ctx: HookContext) -> None:
         """Measure at ω^{start} for the first record (recomputed on resume)."""
         self.total_steps = ctx.config.run.steps
-        self.backprop = ctx.config.method.name == "backprop"
         start = ctx.start_step
         self.pending = self._measure(ctx, start) if self._due(start) else {}
 

@@ -17,13 +17,13 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analyses.convergence import RateSet
 from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
 from analyses.minimizers import MinimizerTable
 from analyses.outcome import OutcomeComparison
 from analyses.scaling import StepScaling
 from analyses.suite import SuiteAnalysis
+from reports.theorem1 import convergence_figure
 
 __all__ = ["FIGURES", "RC", "render_figure", "render_figures", "save_figure"]
 
@@ -46,35 +46,6 @@ def _figure(ncols: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, ncols, squeeze=False)[0]
     return fig, list(axes)
-
-
-def convergence_figure(suite: SuiteAnalysis) -> Figure | None:
-    """Ā_T against T (log–log) per group, with the fitted c·T^{−β} over [T_0, T_max]."""
-    sets = [
-        r
-        for n in ("convergence_local", "convergence_global", "convergence_backprop")
-        if isinstance(r := suite.get(n), RateSet)
-    ]
-    if not sets:
-        return None
-    fig, axes = _figure(len(sets))
-    for ax, rates in zip(axes, sets, strict=True):
-        for i, fit in enumerate(rates.fits):
-            color = COLORS[i % len(COLORS)]
-            ax.loglog(
-                fit.curve_t,
-                fit.curve_a,
-                color=color,
-                lw=1.2,
-                label=f"{fit.label.split(' ')[0]} lr={_lr(fit.label)}: β={fit.beta.estimate:.2f}",
-            )
-            t = np.geomspace(fit.t0, fit.t_max, 50)
-            ax.loglog(t, np.exp(fit.log_c) * t ** (-fit.beta.estimate), color=color, ls="--", lw=1)
-        ax.set_title(f"Theorem 1, {rates.quantity}: Ā_T")
-        ax.set_xlabel("T (steps)")
-        ax.set_ylabel("Ā_T = mean G_t, t < T")
-        ax.legend(fontsize=6, loc="lower left")
-    return fig
 
 
 def _lr(label: str) -> str:

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from analyses.claims import fmt
-from analyses.convergence import RateSet
 from analyses.outcome import OutcomeComparison
 from analyses.suite import SuiteAnalysis
 from analyses.systems import SystemsComparison
 from reports.blocks import Block, pct, table
 from reports.figures import render_figures
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
+from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
+from reports.theorem1 import convergence_blocks, scope_line
 
 __all__ = [
     "Block",
@@ -47,7 +48,7 @@ CAPTIONS = {
         "proportional to c means rho stays bounded."
     ),
     "drift": "Drift check: D_T = sum of phi_t^+, sum of q_t and the signed sum of phi_t against T, per run.",
-    "convergence": "Running mean of squared gradient norms with fitted power laws (dashed).",
+    "convergence": CONVERGENCE_CAPTION,
     "depth": "Task CE by chunk: final values per run and over training.",
     "outcome": "Held-out CE of the final chunk over training.",
 }
@@ -56,7 +57,8 @@ CAPTIONS = {
 def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
     rows = [[v.claim, v.verdict, v.figure, v.reason] for v in suite.claims]
     css = tuple("verdict-" + v.verdict.replace(" ", "-") for v in suite.claims)
-    return [Block("h2", "Verdicts"), table(["claim", "verdict", "measured", "reason"], rows, css)]
+    return [Block("h2", "Verdicts"), Block("p", scope_line(suite)),
+            table(["claim", "verdict", "measured", "reason"], rows, css)]
 
 
 def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -82,48 +84,7 @@ def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 
 def _convergence_blocks(suite: SuiteAnalysis) -> list[Block]:
-    out = [Block("h2", "Theorem 1: the convergence rate of A_T = (1/T) sum G_t ~ c T^-beta")]
-    rows, notes = [], []
-    for name in ("convergence_local", "convergence_global", "convergence_backprop"):
-        rates = suite.get(name)
-        if not isinstance(rates, RateSet):
-            notes.append(f"{name}: not measured: {suite.skipped.get(name, 'no data')}")
-            continue
-        notes.extend(f"{name}: {n}" for n in rates.notes)
-        for fit, sched in zip(rates.fits, rates.schedules, strict=True):
-            rows.append(
-                [
-                    rates.quantity,
-                    fit.label,
-                    sched,
-                    fit.n_series,
-                    f"[{fit.t0}, {fit.t_max}]",
-                    fit.n_points,
-                    str(fit.beta),
-                    str(fit.gamma),
-                    "yes" if fit.holds else "no",
-                ]
-            )
-    if rows:
-        out.append(
-            table(
-                [
-                    "quantity",
-                    "group",
-                    "schedule",
-                    "seeds",
-                    "T window",
-                    "points",
-                    "beta",
-                    "gamma",
-                    "reaches 0.5",
-                ],
-                rows,
-            )
-        )
-        out.append(Block("figure", "convergence"))
-    out.extend(Block("p", n) for n in notes)
-    return out
+    return convergence_blocks(suite, Block)  # reports/theorem1.py
 
 
 def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -223,6 +184,9 @@ th{background:#f3f3f3} img{max-width:100%} figure{margin:1em 0}
 .verdict-refuted td:nth-child(2){background:#f7d4d4}
 .verdict-inconclusive td:nth-child(2){background:#fbefc8}
 .verdict-not-measured td:nth-child(2){background:#e6e6e6}
+.verdict-consistent td:nth-child(2){background:#d9f2d9}
+.verdict-not-consistent td:nth-child(2){background:#f7d4d4}
+.verdict-test-not-calibrated td:nth-child(2){background:#f7d4d4}
 """
 
 

@@ -254,6 +254,7 @@ def write_run(
             "train/lr": lr_t,
             "train/tokens": 32,
             "train/grad_norm_sq": float(g_local[t]),
+            "train/grad_sq_unbiased": float(g_local[t]),  # same known mean path (Ĝ_t)
             "train/final_ce": ce[-1],
         }
         for k in range(1, chunks + 1):

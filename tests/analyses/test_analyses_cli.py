@@ -34,8 +34,8 @@ def test_run_form_writes_the_analysis(tmp_path, capsys):
     runs = [write_run(tmp_path, f"r{i}", lr=lr, steps=60) for i, lr in enumerate([1e-3, 1e-2])]
     out = tmp_path / "out"
     assert cli.main(["analyze", *map(str, runs), "--out", str(out), "--n-boot", "50"]) == 0
-    assert (out / "analysis.json").is_file() and (out / "convergence_local.json").is_file()
-    assert "Theorem 1 rate, local" in capsys.readouterr().out
+    assert (out / "analysis.json").is_file() and (out / "convergence_forward.json").is_file()
+    assert "Theorem 1 bound, local" in capsys.readouterr().out
     _fail(capsys, ["analyze", str(runs[0]), "--out", str(out)], "not empty")
     assert (
         cli.main(["analyze", str(runs[0]), "--out", str(out), "--overwrite", "--n-boot", "20"]) == 0
@@ -50,45 +50,43 @@ def table(tmp_path):
     return path
 
 
-def test_rate_form_text_and_json(table, capsys):
-    assert (
-        cli.main(
-            [
-                "analyze",
-                "rate",
-                "--table",
-                str(table),
-                "--column",
-                "gsq",
-                "--step-column",
-                "it",
-                "--n-boot",
-                "100",
-            ]
-        )
-        == 0
-    )
-    assert "beta =" in capsys.readouterr().out
-    assert (
-        cli.main(
-            [
-                "analyze",
-                "rate",
-                "--table",
-                str(table),
-                "--column",
-                "gsq",
-                "--step-column",
-                "it",
-                "--n-boot",
-                "100",
-                "--json",
-            ]
-        )
-        == 0
-    )
-    data = json.loads(capsys.readouterr().out)
-    assert data["kind"] == "rate_fit" and data["beta"]["low"] <= 0.5 <= data["beta"]["high"]
+def test_rate_form_text(table, capsys):
+    assert cli.main(["analyze", "rate", "--table", str(table), "--column", "gsq", "--step-column", "it"]) == 0
+    out = capsys.readouterr().out
+    assert "not testable" in out and "horizon T = 300" in out and "beta =" not in out.split("—")[0]
+
+
+def _rate_json(capsys, path, column) -> dict:
+    args = ["analyze", "rate", "--table", str(path), "--column", column, "--seed-column", "seed", "--json"]
+    assert cli.main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_rate_form_json_verdicts_on_generated_tables(tmp_path, capsys):
+    """The three tables of issue 9: logistic control, Ā_T ~ T^-0.2, and 60 steps."""
+    from analyses.controls import LogisticToy, logistic_table
+
+    control = tmp_path / "control.csv"
+    logistic_table(2000, [0, 1, 2], LogisticToy(batch=256)).to_csv(control, index=False)
+    data = _rate_json(capsys, control, "grad_sq_unbiased")
+    assert data["bound"]["verdict"] == "consistent"
+    assert data["bound"]["horizon"] == 2000 and data["bound"]["seeds"] == 3
+    assert set(data["beta"]) >= {"estimate", "low", "high"}
+    assert set(data["bound"]["slope"]) >= {"estimate", "low", "high"}
+
+    slow = tmp_path / "slow.csv"
+    t = np.arange(1, 2001, dtype=float)
+    mean = 2.0 * (t**0.8 - (t - 1) ** 0.8)  # running mean 2·T^-0.2
+    rows = [pd.DataFrame({"step": t - 1, "g": mean * (1 + 0.3 * np.random.default_rng(s).standard_normal(t.size)),
+                          "seed": s}) for s in range(3)]
+    pd.concat(rows).to_csv(slow, index=False)
+    data = _rate_json(capsys, slow, "g")
+    assert data["bound"]["verdict"] == "not consistent" and data["bound"]["slope"]["low"] > 0
+
+    short = tmp_path / "short.csv"
+    pd.concat([r[r["step"] < 60] for r in rows]).to_csv(short, index=False)
+    data = _rate_json(capsys, short, "g")
+    assert data["bound"]["verdict"] == "not testable" and data["bound"]["horizon"] == 60
 
 
 def test_rate_form_errors(table, tmp_path, capsys):
@@ -110,6 +108,8 @@ def test_rate_form_errors(table, tmp_path, capsys):
     bad.write_text('{"step": 0, "g": 1}\n{"step": 1,\n{"step": 2, "g": 1}\n')
     _fail(capsys, ["analyze", "rate", "--table", str(bad), "--column", "g"], "line 2: invalid JSON")
     _fail(capsys, [*base, "--column", "gsq", "--n-boot", "0"], "--n-boot")
+    _fail(capsys, [*base, "--column", "gsq", "--step-column", "it", "--seed-column", "s"], "missing seed column 's'")
+    _fail(capsys, [*base, "--column", "gsq", "--step-column", "it", "--min-horizon", "0"], "--min-horizon")
 
 
 def test_run_form_errors(tmp_path, capsys):

@@ -8,32 +8,27 @@ from dataclasses import dataclass
 
 import pytest
 
-from analyses.convergence import RateFit
+from analyses.convergence import BoundTest, SeedFit
 from analyses.results import Interval, Result, Verdict, load_result, register, registered_kinds
 
 
-def _fit(**over) -> RateFit:
+def _fit(**over) -> BoundTest:
     base = dict(
         label="g",
         column="c",
-        n_series=1,
-        n_points=10,
-        t0=10,
-        t_max=100,
-        block_length=5,
-        n_boot=10,
-        beta=Interval(0.5, 0.4, 0.6),
-        log_c=1.0,
-        gamma=Interval(math.inf, -math.inf, math.nan),
-        gamma_log_c=0.0,
-        per_series_beta=[0.5],
-        holds=True,
-        n_missing=0,
-        curve_t=[1.0, 2.0],
-        curve_a=[1.0, 0.7],
+        verdict="consistent",
+        reason="r",
+        horizon=1000,
+        min_horizon=500,
+        seeds=3,
+        slope=Interval(-0.1, -0.3, 0.1),
+        beta=Interval(math.inf, -math.inf, math.nan),
+        fit_on="last half",
+        per_seed=[SeedFit("s0", 1000, math.nan, 0.5, 500, 100, [1.0, 2.0], [1.0, 0.7])],
+        excluded=[],
     )
     base.update(over)
-    return RateFit(**base)
+    return BoundTest(**base)
 
 
 def test_round_trip_with_non_finite_values_is_strict_json():
@@ -41,27 +36,29 @@ def test_round_trip_with_non_finite_values_is_strict_json():
     text = fit.to_json()
     assert "Infinity" not in text and "NaN" not in text and '"nan"' not in text and "null" in text
     json.loads(text)  # strict JSON
-    back = RateFit.from_json(text)
-    assert back.gamma.estimate == math.inf and back.gamma.low == -math.inf
-    assert math.isnan(back.gamma.high)
-    assert back.beta == fit.beta and back.curve_a == fit.curve_a
+    back = BoundTest.from_json(text)
+    assert back.beta.estimate == math.inf and back.beta.low == -math.inf
+    assert math.isnan(back.beta.high) and math.isnan(back.per_seed[0].b)
+    assert back.slope == fit.slope and back.per_seed[0].curve_b == [1.0, 0.7]
 
 
 def test_load_result_dispatches_on_kind(tmp_path):
     path = _fit().save(tmp_path / "sub" / "fit.json")
     loaded = load_result(path)
-    assert isinstance(loaded, RateFit) and loaded.label == "g"
-    assert isinstance(Result.from_json(path.read_text()), RateFit)
+    assert isinstance(loaded, BoundTest) and loaded.label == "g"
+    assert isinstance(Result.from_json(path.read_text()), BoundTest)
     import analyses.suite  # noqa: F401  (registers every result kind)
 
-    assert {"rate_fit", "rate_set", "suite", "toy_check", "step_scaling", "proposition"} <= set(registered_kinds())
+    assert {"bound_test", "bound_set", "diverged_runs", "suite", "toy_check", "step_scaling", "proposition"} <= set(
+        registered_kinds()
+    )
 
 
 def test_unknown_kind_and_kind_mismatch():
     with pytest.raises(ValueError, match="unknown result kind"):
         load_result('{"kind": "nope"}')
     with pytest.raises(ValueError, match="expected kind"):
-        RateFit.from_dict({"kind": "toy_check"})
+        BoundTest.from_dict({"kind": "toy_check"})
 
 
 def test_register_requires_a_kind():

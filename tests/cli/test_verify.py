@@ -2,24 +2,74 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
 import pytest
 
 from zerolock_theory.cli import main
-from zerolock_theory.workflows.verify import FULL, QUICK, suite_points
+from zerolock_theory.workflows import verify as verify_module
+from zerolock_theory.workflows.verify import FULL, QUICK, base_config, choose_lr, suite_points
 
 
 def test_suite_has_every_required_run():
     for spec in (QUICK, FULL):
-        names = [p.name for p in suite_points(spec)]
+        names = [p.name for p in suite_points(spec, 0.1)]
         assert len(names) == len(set(names))
         for label in ("zerolock-forward", "zerolock-reverse", "backprop"):
-            assert sum(n.startswith(label) and f"lr-{spec.lr:g}_" in n for n in names) == len(spec.seeds)
+            assert sum(n.startswith(label) and "lr-0.1_" in n for n in names) == len(spec.seeds)
         lrs = {n.split("_")[1] for n in names if n.startswith("zerolock-forward")}
         assert len(lrs) >= 3, "a learning-rate sweep needs at least three rates"
-    assert len(FULL.seeds) >= 3
+    assert len(FULL.seeds) >= 3 and FULL.steps >= 1000 and not FULL.smoke
+    assert QUICK.smoke and QUICK.steps < 500  # the bound test's minimum horizon
+
+
+def test_pilot_picks_the_largest_lr_whose_held_out_ce_does_not_rise(tmp_path, monkeypatch):
+    """Synthetic pilots: held-out CE rises for eta_0 > 0.1 (backprop at 0.2 only)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
+    from synthetic_runs import write_run
+
+    def fake_grid(base, points, out, log=print):
+        (point,) = points
+        lr = dict(point.overrides)["optim.lr"]
+        method = dict(point.overrides)["method.name"]
+        rises = lr > 0.1 if method == "backprop" else lr > 0.2
+        return [write_run(out, point.name, method=method, lr=lr, steps=20, probes=False,
+                          final_ce_drop=-3.0 if rises else 0.5)]
+
+    monkeypatch.setattr(verify_module, "run_grid", fake_grid)
+    spec = dataclasses.replace(FULL, lr_grid=(0.05, 0.4, 0.2, 0.1))
+    base = base_config(spec, "embedded", "embedded", "cpu", "float32", None)
+    lrs, table = choose_lr(spec, base, tmp_path)
+    assert lrs == {"zerolock-forward": 0.2, "zerolock-reverse": 0.2, "backprop": 0.1}
+    assert [(r["method"], r["lr"], r["ok"]) for r in table] == [
+        ("zerolock-forward", 0.4, False), ("zerolock-forward", 0.2, True),
+        ("zerolock-reverse", 0.4, False), ("zerolock-reverse", 0.2, True),
+        ("backprop", 0.4, False), ("backprop", 0.2, False), ("backprop", 0.1, True),
+    ]
+    names = [p.name for p in suite_points(spec, lrs)]
+    assert "backprop_lr-0.1_seed-2" in names and "zerolock-forward_lr-0.05_seed-0" in names  # sweep 0.2 × 0.25
+
+
+def test_pilot_with_no_qualifying_lr_takes_the_smallest(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
+    from synthetic_runs import write_run
+
+    def rising(base, points, out, log=print):
+        (point,) = points
+        return [write_run(out, point.name, steps=20, probes=False, final_ce_drop=-3.0)]
+
+    monkeypatch.setattr(verify_module, "run_grid", rising)
+    spec = dataclasses.replace(QUICK, lr_grid=(0.1, 0.05))
+    lrs, table = choose_lr(spec, base_config(spec, "embedded", "embedded", "cpu", "float32", None), tmp_path)
+    assert set(lrs.values()) == {0.05} and table[-1]["why"] == "none qualified: smallest"
 
 
 def test_verify_refuses_foreign_non_empty_out(tmp_path, capsys):

@@ -36,5 +36,7 @@ def test_html_and_markdown_escape_cells():
 def test_blocks_open_with_the_verdict_table(tmp_path):
     suite = analyze_runs([write_run(tmp_path, "z", steps=40)], n_boot=10)
     blocks = report_blocks(suite)
-    assert [b.kind for b in blocks[:3]] == ["h1", "h2", "table"] and blocks[1].text == "Verdicts"
-    assert [row[0] for row in blocks[2].rows] == list(CLAIMS)
+    assert [b.kind for b in blocks[:4]] == ["h1", "h2", "p", "table"] and blocks[1].text == "Verdicts"
+    assert blocks[2].text.startswith("Scope: model tiny-random-llama") and "40 steps per run" in blocks[2].text
+    assert "1 seed(s)" in blocks[2].text and "95% seed-level" in blocks[2].text
+    assert [row[0] for row in blocks[3].rows] == list(CLAIMS)

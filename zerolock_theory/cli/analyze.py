@@ -4,14 +4,15 @@ Two forms, told apart by the first positional argument:
 
 * ``zerolock analyze RUN_DIR... --out DIR`` — every analysis (``analyses.suite``), saved as one
   JSON per analysis plus ``analysis.json``; the verdicts are printed.
-* ``zerolock analyze rate --table FILE --column NAME`` — the Theorem 1 fit of one per-step
-  column (``analyses.convergence.rate_from_table``). A run directory literally named
-  ``rate`` is analysed with ``./rate``.
+* ``zerolock analyze rate --table FILE --column NAME [--seed-column NAME]`` — Theorem 1's
+  bound test on one per-step column (``analyses.convergence.bound_from_table``): one series,
+  or one per seed. A run directory literally named ``rate`` is analysed with ``./rate``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from zerolock_theory.cli import CLIError
@@ -21,14 +22,18 @@ USAGE = (
     "zerolock analyze RUN_DIR [RUN_DIR ...] --out DIR [--overwrite] [--systems FILE] "
     "[--n-boot N] [--seed S] [--level L]\n"
     "       zerolock analyze rate --table FILE --column NAME [--step-column step] "
-    "[--t0 T] [--t-max T] [--n-boot N] [--seed S] [--json]"
+    "[--seed-column NAME] [--min-horizon T] [--level L] [--json]"
 )
 EPILOG = """\
 forms:
   RUN_DIR...  analyse run directories (config.json + metrics.jsonl each); a directory
               holding only systems.json is read as the systems benchmark output.
-  rate        fit Abar_T = (1/T) sum_{t<T} G_t ~ c T^-beta on the column NAME of FILE
-              (.csv, .jsonl, .json or .parquet); prints beta with its 95% interval.
+  rate        Theorem 1's bound test on the per-step column NAME of FILE (.csv, .jsonl,
+              .json or .parquet): B_T = Abar_T sqrt(T)/log(T+1), slope b of log B_T on
+              log T over the last half, per seed, then a seed-level t-interval. Verdict:
+              consistent, not consistent (b interval above 0) or not testable (horizon
+              below --min-horizon, fewer than 3 seeds, too few points with Abar_T > 0).
+              beta of Abar_T ~ c T^-beta is printed as a descriptive figure.
 """
 
 
@@ -90,13 +95,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--step-column", default="step", metavar="NAME", help="step column (default: step)"
     )
     rate.add_argument(
-        "--t0",
-        type=int,
-        metavar="T",
-        help="first T of the fit window (default max(10, 10%% of T_max))",
+        "--seed-column", metavar="NAME", help="column naming the seed: one series per value"
     )
     rate.add_argument(
-        "--t-max", type=int, metavar="T", help="last T of the fit window (default: last step + 1)"
+        "--min-horizon",
+        type=int,
+        default=None,
+        metavar="T",
+        help="shortest horizon the bound test accepts (default: analyses.convergence.MIN_HORIZON = 500)",
     )
     rate.add_argument("--json", action="store_true", help="print the fit as JSON")
     parser.set_defaults(func=run)
@@ -117,23 +123,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check_inputs(args: argparse.Namespace) -> None:
-    """Refuse a run directory given twice and a fit window that starts before step 1."""
+    """Refuse a run directory given twice and a minimum horizon below 1."""
     seen: dict[Path, str] = {}
     for text in args.inputs:
         key = Path(text).resolve()
         if key in seen:
             raise CLIError(f"run directory {text} is given twice (as {seen[key]!r} and {text!r})")
         seen[key] = text
-    for flag in ("t0", "t_max"):
-        value = getattr(args, flag, None)
-        if value is not None and value < 1:
-            raise CLIError(f"--{flag.replace('_', '-')} must be >= 1, got {value}")
-    if getattr(args, "t0", None) is not None and getattr(args, "t_max", None) is not None and args.t0 >= args.t_max:
-        raise CLIError(f"--t0 {args.t0} must be below --t-max {args.t_max}")
+    value = getattr(args, "min_horizon", None)
+    if value is not None and value < 1:
+        raise CLIError(f"--min-horizon must be >= 1, got {value}")
 
 
 def _rate(args: argparse.Namespace) -> int:
-    from analyses.convergence import rate_from_table
+    from analyses.convergence import MIN_HORIZON, bound_from_table
     from analyses.io import read_table
 
     if len(args.inputs) > 1:
@@ -144,26 +147,27 @@ def _rate(args: argparse.Namespace) -> int:
         raise CLIError("the rate form needs --table FILE and --column NAME")
     if args.out is not None:
         raise CLIError("--out belongs to the run form; the rate form prints its result")
+    if args.min_horizon is None:
+        args.min_horizon = MIN_HORIZON
     frame = read_table(args.table)
-    fit = rate_from_table(
+    test = bound_from_table(
         frame,
         args.column,
         args.step_column,
+        args.seed_column,
         where=str(args.table),
-        t0=args.t0,
-        t_max=args.t_max,
-        n_boot=args.n_boot,
-        seed=args.seed,
         level=args.level,
+        min_horizon=args.min_horizon,
     )
-    print(fit.to_json() if args.json else fit.summary())
+    print(json.dumps(test.to_cli(), indent=2, allow_nan=False) if args.json else test.summary())
     return 0
 
 
 def _runs(args: argparse.Namespace) -> int:
-    if args.table is not None or args.column is not None or args.json:
+    if args.table is not None or args.column is not None or args.json or args.seed_column:
         raise CLIError(
-            "--table, --column and --json belong to the rate form: zerolock analyze rate ..."
+            "--table, --column, --seed-column and --json belong to the rate form: "
+            "zerolock analyze rate ..."
         )
     if args.out is None:
         raise CLIError("the run form needs --out DIR")

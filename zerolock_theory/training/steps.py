@@ -10,6 +10,15 @@ differ only in where the loss that updates ω_k comes from (docs/MATH.md, "Local
 
 The readout loss is computed in slices of the sequence (``readout_chunk_size``) into a leaf
 copy of h_k, then pushed through the chunk, so at most one slice of fp32 logits exists.
+
+Ĝ_t (docs/MATH.md, "Theorem 1"): the minibatch's sequences are split into two halves, run one
+after the other, both summed over labelled positions / n (n = labelled tokens of the whole
+minibatch), so ``.grad`` ends as the full-batch gradient (the update is unchanged up to
+float summation order). The first half's gradient is kept; with n_i the labelled tokens of
+half i, the half-batch mean gradients are g^{(1)} = S_1/n_1 and g^{(2)} = S_2/n_2 and
+``chunk/{k}/grad_sq_unbiased`` = ⟨g^{(1)}_k, g^{(2)}_k⟩, an unbiased estimate of ‖∇_{ω_k} R^t‖²
+(it can be negative); ``train/grad_sq_unbiased`` is its sum over chunks. Null when the
+minibatch has one sequence or a half has no labelled token.
 """
 
 from __future__ import annotations
@@ -23,11 +32,11 @@ import torch
 import torch.nn.functional as F
 
 from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig
-from zerolock_theory.theory.losses import IGNORE_INDEX, local_loss_from_logits
 from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.theory.losses import IGNORE_INDEX, local_loss_from_logits
 from zerolock_theory.training.schedules import learning_rate
 
-__all__ = ["BackpropStep", "NonFiniteLossError", "StepBase", "ZeroLockStep", "build_step"]
+__all__ = ["BackpropStep", "NonFiniteLossError", "StepBase", "ZeroLockStep", "build_step", "split_halves"]
 
 
 class NonFiniteLossError(RuntimeError):
@@ -38,6 +47,19 @@ def _build_optimizer(params: list[torch.nn.Parameter], optim: OptimConfig) -> to
     if optim.name == "sgd":
         return torch.optim.SGD(params, lr=optim.lr, momentum=optim.momentum, weight_decay=optim.weight_decay)
     return torch.optim.AdamW(params, lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
+
+
+def split_halves(batch: dict[str, torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+    """The minibatch's sequences in two halves (rows ``[:b//2]`` and ``[b//2:]``); one part if b < 2."""
+    rows = batch["input_ids"].shape[0]
+    if rows < 2:
+        return [batch]
+    mid = rows // 2
+    return [{k: v[:mid] for k, v in batch.items()}, {k: v[mid:] for k, v in batch.items()}]
+
+
+def _labelled(labels: torch.Tensor) -> int:
+    return int((labels != IGNORE_INDEX).sum())
 
 
 class StepBase:
@@ -156,6 +178,56 @@ class StepBase:
             opt.zero_grad(set_to_none=True)
         return lr
 
+    def train_step(self, batch: dict[str, torch.Tensor], step: int) -> dict[str, float | None]:
+        """One update ω^t → ω^{t+1} on the full minibatch; metrics include Ĝ_t (module docstring)."""
+        n = max(1, _labelled(batch["labels"]))
+        halves = split_halves(batch)
+        metrics: dict[str, float] = {}
+        first: list[list[torch.Tensor]] | None = None
+        for i, half in enumerate(halves):
+            for key, value in self._accumulate(half, n).items():
+                metrics[key] = metrics.get(key, 0.0) + value
+            if i == 0 and len(halves) == 2:
+                first = [[self._grad_of(p).clone() for p in ps] for ps in self.params]
+        K = self.chunked.num_chunks
+        for k in range(1, K + 1):
+            if f"chunk/{k}/loss" in metrics:
+                what = "loss" if self.name == "backprop" else f"chunk {k} local loss"
+                self._check(metrics[f"chunk/{k}/loss"], step, what)
+        grad_sq = [self._grad_sq(k) for k in range(1, K + 1)]
+        inner = self._half_inner(first, [_labelled(h["labels"]) for h in halves], n)
+        out: dict[str, float | None] = dict(metrics)
+        for k in range(1, K + 1):
+            out[f"chunk/{k}/grad_norm_sq"] = grad_sq[k - 1]
+            out[f"chunk/{k}/grad_sq_unbiased"] = None if inner is None else inner[k - 1]
+        out["train/final_ce"] = metrics[f"chunk/{K}/ce"]
+        out["train/grad_norm_sq"] = sum(grad_sq)
+        out["train/grad_sq_unbiased"] = None if inner is None else sum(inner)
+        out["train/lr"] = self._update(step, grad_sq)
+        return out
+
+    def _accumulate(self, batch: dict[str, torch.Tensor], n: int) -> dict[str, float]:
+        """Add ∇(loss on ``batch`` summed / n) into ``.grad``; return the metric sums (subclasses)."""
+        raise NotImplementedError
+
+    def _half_inner(self, first, counts: list[int], n: int) -> list[float] | None:
+        """⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk from the first half's and the full accumulated gradient."""
+        if first is None or min(counts) == 0:
+            return None
+        scale = n * n / (counts[0] * counts[1])
+        out = []
+        for ps, firsts in zip(self.params, first, strict=True):
+            total = 0.0
+            for p, g1 in zip(ps, firsts, strict=True):
+                g1 = g1.double()
+                total += float(torch.dot(g1.reshape(-1), (self._grad_of(p).double() - g1).reshape(-1)))
+            out.append(scale * total)
+        return out
+
+    @staticmethod
+    def _grad_of(p: torch.nn.Parameter) -> torch.Tensor:
+        return p.grad.detach() if p.grad is not None else torch.zeros_like(p)
+
     def _grad_sq(self, k: int) -> float:
         return float(sum(p.grad.detach().float().pow(2).sum() for p in self.params[k - 1] if p.grad is not None))
 
@@ -194,17 +266,15 @@ class StepBase:
 
 
 class ZeroLockStep(StepBase):
-    """Each chunk: forward on detached inputs, local backward, optimizer step, in order."""
+    """Each chunk: forward on detached inputs, local backward; then every optimizer steps."""
 
     name = "zerolock"
 
-    def train_step(self, batch: dict[str, torch.Tensor], step: int) -> dict[str, float]:
+    def _accumulate(self, batch: dict[str, torch.Tensor], n: int) -> dict[str, float]:
         labels = batch["labels"]
-        n = max(1, int((labels != IGNORE_INDEX).sum()))
         with self.autocast():
             hidden, ctx = self.chunked.embed(batch["input_ids"], batch.get("attention_mask"))
         metrics: dict[str, float] = {}
-        grad_sq = []
         log_prev = None  # log p_{k-1}, reused from chunk k-1's readout when unsliced
         for k in range(1, self.chunked.num_chunks + 1):
             h_in = hidden.detach()
@@ -214,14 +284,8 @@ class ZeroLockStep(StepBase):
                 hidden, h_in, labels, k, self.method.alpha, n, backward=True, log_prev=log_prev
             )
             log_prev = self.last_log_probs
-            self._check(sums["loss"], step, f"chunk {k} local loss")
-            grad_sq.append(self._grad_sq(k))
             for key, value in sums.items():
                 metrics[f"chunk/{k}/{key}"] = value
-            metrics[f"chunk/{k}/grad_norm_sq"] = grad_sq[-1]
-        metrics["train/final_ce"] = metrics[f"chunk/{self.chunked.num_chunks}/ce"]
-        metrics["train/grad_norm_sq"] = sum(grad_sq)
-        metrics["train/lr"] = self._update(step, grad_sq)
         return metrics
 
 
@@ -230,28 +294,21 @@ class BackpropStep(StepBase):
 
     name = "backprop"
 
-    def train_step(self, batch: dict[str, torch.Tensor], step: int) -> dict[str, float]:
+    def _accumulate(self, batch: dict[str, torch.Tensor], n: int) -> dict[str, float]:
         labels = batch["labels"]
-        n = max(1, int((labels != IGNORE_INDEX).sum()))
         with self.autocast():
             hiddens = self.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
         K = self.chunked.num_chunks
         _, sums = self.readout_loss(hiddens[-1], None, labels, K, 1.0, n, backward=True, direction="forward")
-        self._check(sums["loss"], step, "loss")
         metrics: dict[str, float] = {}
         with torch.no_grad():
-            for k in range(1, K + 1):
+            for k in range(1, K):
                 _, chunk_sums = self.readout_loss(
                     hiddens[k].detach(), None, labels, k, 1.0, n, backward=False, direction="forward"
                 )
                 metrics[f"chunk/{k}/ce"] = chunk_sums["ce"]
-        grad_sq = [self._grad_sq(k) for k in range(1, K + 1)]
-        for k in range(1, K + 1):
-            metrics[f"chunk/{k}/grad_norm_sq"] = grad_sq[k - 1]
+        metrics[f"chunk/{K}/ce"] = sums["ce"]
         metrics[f"chunk/{K}/loss"] = sums["loss"]
-        metrics["train/final_ce"] = sums["ce"]
-        metrics["train/grad_norm_sq"] = sum(grad_sq)
-        metrics["train/lr"] = self._update(step, grad_sq)
         return metrics
 
 

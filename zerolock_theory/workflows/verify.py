@@ -2,13 +2,41 @@
 
 The suite (docs/MATH.md names):
 
-* ZeroLock forward (the implemented CE loss), ZeroLock reverse (the paper's objective,
-  ε = 0.1) and backprop, each over several seeds, with SGD and η_t = η_0/√(t+1) as in
-  Theorem 1, all probes on: the rate fits and the 2×2 minimizer table;
-* a learning-rate sweep of ZeroLock forward and reverse: the scaling slope of ρ_t.
+1. **Pilot** (η_0 of each primary group, chosen by code, not by hand): for each method
+   (ZeroLock forward, ZeroLock reverse, backprop) and each η_0 of ``lr_grid`` from the
+   largest down, a ``pilot_steps``-step run (seed ``seeds[0]``, SGD, η_t = η_0/√(t+1), no
+   probes). The method's η_0 is the **largest η_0 of the grid whose pilot's held-out CE does
+   not rise** (final ``eval/ce`` ≤ ``eval/ce_initial``, every loss finite); if none
+   qualifies, the smallest η_0 of the grid, recorded as "none qualified" (such runs may then
+   be flagged diverged and excluded). Pilots live under ``out/pilot/METHOD`` and are not analysed.
+2. **Primary group** (one per claim, pre-registered): ZeroLock forward (the implemented CE
+   loss), ZeroLock reverse (the paper's objective, ε = 0.1) and backprop, each over
+   ``seeds`` at the chosen η_0, ``steps`` steps, every probe on. Ĝ_t is logged every step by
+   the training step itself (``train/grad_sq_unbiased``); backprop under the same schedule is
+   Theorem 1's positive control on the model.
+3. **Sweep** (descriptive, Assumption 5's scaling slope): ZeroLock forward and reverse at
+   η_0 × ``lr_factors``, seed ``seeds[0]``, ``sweep_steps`` steps.
 
-Runs go one after another through ``zerolock_theory.workflows.sweep.run_grid``, so an interrupted
-verify resumes: complete runs are skipped, a half-written run resumes.
+Sizing of ``FULL`` (target ≤ 20 min on 2 CPU cores, ``jobs = 2`` single-threaded runs at
+once). Costs per call with 1 thread, embedded model, batch 8 × 32 tokens, K = 4, 64 probe
+positions (fastest of 12–25 repetitions on a shared machine, so close to an idle core):
+train step 155 ms (ZeroLock forward), ~210 ms (reverse, 1.36× forward in paired runs),
+108 ms (backprop); stability probe 100–170 ms, minimizer probe 30–40 ms, gradients probe
+~100 ms, held-out eval ~410 ms, setup 1–3 s. With the cadences below (stability and
+minimizers every 20 steps, gradients every 25, eval every 125) a 1000-step run costs about
+176 s (forward), 240 s (reverse), 124 s (backprop): 9 primary runs ≈ 1620 CPU-s, the sweep
+(4 × 200 steps) ≈ 180 CPU-s, the pilot (50 steps per method and η_0) ≈ 10–14 s per η_0
+tried (the three methods' pilot chains run at once). The ``scaling`` probe (8 probed steps a
+run, ~1–2 s each) adds ~10–18 s per primary run, ~150 CPU-s in all. Extrapolated wall time:
+≤ 80 s pilot + (1620 + 180 + 150)/2 s ≈ 17–18 min, plus ~30 s of analysis; measured on a
+shared machine, so the lead's full run is the reference. ``--quick`` measured 214 s (verify's
+own timer; 204 CPU-s) on the same shared machine at load ~1–4.
+Ĝ_t's two half-batch passes are included in the train-step costs. ``QUICK`` is a smoke test
+(≤ 3 min): its horizon is below the bound test's minimum, so Theorem 1 rows read "not
+testable at this horizon".
+
+Runs go through ``zerolock_theory.workflows.sweep.run_grid`` (``jobs`` of them at once), so
+an interrupted verify resumes: complete runs are skipped, a half-written run resumes.
 """
 
 from __future__ import annotations
@@ -36,31 +64,46 @@ class SuiteSpec:
     seq_len: int
     batch_size: int
     seeds: tuple[int, ...]
-    lr: float  # η_0 of SGD
+    lr_grid: tuple[float, ...]  # candidate η_0 of SGD for the pilot, any order
     lr_factors: tuple[float, ...]  # the sweep: η_0 × factor, seed seeds[0]
+    pilot_steps: int = 30
+    sweep_steps: int | None = None  # None: ``steps``
     chunks: int = 4
     eval_every: int = 10
     probe_positions: int = 128
     gradient_every: int = 5
+    stability_every: int = 1
+    minimizer_every: int = 1
+    readout_records: int = 20
     alpha: float = 0.5
     epsilon_reverse: float = 0.1
-    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    smoke: bool = False  # a smoke test: too short for the bound test
+    lr: float | None = None  # fixes η_0 and skips the pilot (tests, ``--lr``)
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
 
 
-QUICK = SuiteSpec(steps=40, seq_len=64, batch_size=4, seeds=(0, 1), lr=0.1, lr_factors=(0.25, 4.0),
-                  eval_every=10, probe_positions=64, gradient_every=5)
-FULL = SuiteSpec(steps=120, seq_len=64, batch_size=8, seeds=(0, 1, 2), lr=0.1,
-                 lr_factors=(0.25, 4.0), eval_every=15, probe_positions=128, gradient_every=5)
+QUICK = SuiteSpec(steps=40, seq_len=32, batch_size=4, seeds=(0, 1), lr_grid=(0.1, 0.025), lr_factors=(0.25, 4.0),
+                  pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, smoke=True)
+FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2),
+                 lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125), lr_factors=(0.25, 4.0), pilot_steps=50,
+                 sweep_steps=200, eval_every=125, probe_positions=64,
+                 gradient_every=25, stability_every=20, minimizer_every=20)
+
+PRIMARY = ("zerolock-forward", "zerolock-reverse", "backprop")
 
 
 def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None) -> dict[str, Any]:
-    """The config every run of the suite starts from (before its own overrides)."""
+    """The config every run of the suite starts from (before its own overrides).
+
+    The probe table holds the built-in probes; ``spec.probes`` adds probes (e.g. a
+    ``scaling`` probe) or overrides options by name.
+    """
     n = spec.probe_positions
     probes = {
-        "stability": {"n_positions": n},
-        "minimizers": {"n_positions": n},
+        "stability": {"n_positions": n, "every": spec.stability_every},
+        "minimizers": {"n_positions": n, "every": spec.minimizer_every},
         "gradients": {"n_positions": n, "every": spec.gradient_every},
-        "readouts": {"n_positions": n, "every": max(1, spec.steps // 20)},
+        "readouts": {"n_positions": n, "every": max(1, spec.steps // spec.readout_records)},
         # Assumption 5 by step scaling, 8 probed steps a run; 4 factors: 3 extra probe-batch forwards and
         # 8 stability evaluations per probed step (~2.3 s at N = 128 on 2 loaded CPU cores)
         "scaling": {"n_positions": n, "every": max(1, spec.steps // 8), "factors": [1.0, 0.25, 0.0625, 0.015625]},
@@ -71,7 +114,7 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "model": {"path": model, "chunks": spec.chunks, "device": device, "dtype": dtype, "autocast": autocast},
         "data": {"source": data, "seq_len": spec.seq_len, "batch_size": spec.batch_size},
         "method": {"alpha": spec.alpha},
-        "optim": {"name": "sgd", "lr": spec.lr, "schedule": "inv_sqrt"},
+        "optim": {"name": "sgd", "lr": spec.lr_grid[0] if spec.lr is None else spec.lr, "schedule": "inv_sqrt"},
         "run": {"steps": spec.steps, "eval_every": spec.eval_every, "checkpoint_every": spec.steps,
                 "keep_checkpoints": 1, "progress": False,
                 # One intra-op thread on CPU: the embedded model's ops are too small to gain from
@@ -81,25 +124,132 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
     }
 
 
-def suite_points(spec: SuiteSpec) -> list[GridPoint]:
-    """The runs of the suite, named ``{method}-{direction}_lr-{η}_seed-{s}``."""
-    variants = {
-        "zerolock-forward": (("method.name", "zerolock"), ("method.direction", "forward"), ("method.epsilon", 0.0)),
-        "zerolock-reverse": (("method.name", "zerolock"), ("method.direction", "reverse"),
-                             ("method.epsilon", spec.epsilon_reverse)),
-        "backprop": (("method.name", "backprop"), ("method.direction", "forward"), ("method.epsilon", 0.0)),
-    }
+VARIANTS = {
+    "zerolock-forward": lambda spec: (("method.name", "zerolock"), ("method.direction", "forward"),
+                                      ("method.epsilon", 0.0)),
+    "zerolock-reverse": lambda spec: (("method.name", "zerolock"), ("method.direction", "reverse"),
+                                      ("method.epsilon", spec.epsilon_reverse)),
+    "backprop": lambda spec: (("method.name", "backprop"), ("method.direction", "forward"), ("method.epsilon", 0.0)),
+}
+
+
+def pilot_points(spec: SuiteSpec, lr: float, label: str) -> GridPoint:
+    """The pilot run of one method at one η_0: seed ``seeds[0]``, ``pilot_steps`` steps."""
+    seed = spec.seeds[0]
+    return GridPoint(f"{label}_lr-{lr:g}_seed-{seed}",
+                     (*VARIANTS[label](spec), ("run.seed", seed), ("optim.lr", lr), ("run.steps", spec.pilot_steps),
+                      ("run.eval_every", spec.pilot_steps), ("run.checkpoint_every", spec.pilot_steps)))
+
+
+def _pilot_ok(run_dir: Path) -> tuple[bool, str]:
+    """Held-out CE did not rise and every loss is finite (the pilot criterion)."""
+    from analyses.io import load_run
+    from analyses.seeds import diverged
+
+    frame = load_run(run_dir).metrics
+    if diverged(frame, margin=float("inf")) is not None:
+        return False, "non-finite loss"
+    start = float(frame["eval/ce_initial"].dropna().iloc[0])
+    end = float(frame["eval/ce"].dropna().iloc[-1])
+    return end <= start, f"held-out CE {start:.4f} -> {end:.4f}"
+
+
+def pilot_chain(spec: SuiteSpec, base: dict[str, Any], out: Path, label: str, log=print) -> list[dict[str, Any]]:
+    """One method's pilots from the largest η_0 down, stopping at the first that qualifies."""
+    from zerolock_theory.training.steps import NonFiniteLossError
+
+    rows: list[dict[str, Any]] = []
+    for lr in sorted(spec.lr_grid, reverse=True):
+        point = pilot_points(spec, lr, label)
+        try:
+            (run_dir,) = run_grid(base, [point], out, log=log)
+            ok, why = _pilot_ok(run_dir)
+        except NonFiniteLossError as exc:
+            ok, why = False, f"non-finite loss ({exc})"
+        rows.append({"method": label, "lr": lr, "ok": ok, "why": why})
+        if ok:
+            return rows
+    rows.append({"method": label, "lr": min(spec.lr_grid), "ok": False, "why": "none qualified: smallest"})
+    return rows
+
+
+def choose_lr(
+    spec: SuiteSpec, base: dict[str, Any], out: Path, log=print, jobs: int = 1
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """η_0 per primary method by the pilot criterion (module docstring), and the pilot table.
+
+    ``jobs`` > 1 runs the methods' pilot chains at once (one process each, each in its own
+    directory ``out/METHOD``)."""
+    base = {**base, "probes": {}}
+    if jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        out.mkdir(parents=True, exist_ok=True)
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            chains = list(pool.map(pilot_chain, *zip(*[(spec, base, out / label, label) for label in PRIMARY],
+                                                     strict=True)))
+    else:
+        chains = [pilot_chain(spec, base, out / label, label, log=log) for label in PRIMARY]
+    table = [row for chain in chains for row in chain]
+    return {chain[-1]["method"]: chain[-1]["lr"] for chain in chains}, table
+
+
+def run_points(base: dict[str, Any], points: list[GridPoint], out: Path, jobs: int = 1, log=print) -> list[Path]:
+    """``run_grid`` over ``points`` with ``jobs`` worker processes, longest runs first (so the
+    cores stay busy to the end); returns the run directories in the order of ``points``."""
+    order = sorted(range(len(points)), key=lambda i: -_cost(base, points[i]))
+    dirs = run_grid(base, [points[i] for i in order], out, log=log, jobs=jobs)
+    by_index = dict(zip(order, dirs, strict=True))
+    return [by_index[i] for i in range(len(points))]
+
+
+def _cost(base: dict[str, Any], point: GridPoint) -> float:
+    """Relative cost of a run: steps × method weight (measured: reverse 1.4, forward 1, backprop 0.7)."""
+    over = dict(point.overrides)
+    steps = over.get("run.steps", base["run"]["steps"])
+    if over.get("method.name") == "backprop":
+        return 0.7 * steps
+    return (1.4 if over.get("method.direction") == "reverse" else 1.0) * steps
+
+
+def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -> list[GridPoint]:
+    """The primary groups and the sweep, named ``{method}-{direction}_lr-{η}_seed-{s}``.
+
+    ``lrs``: η_0 per primary method (a number: the same for all; default ``spec.lr`` or the
+    grid's first value). The sweep is η_0 × ``lr_factors`` of each ZeroLock direction.
+    """
+    if lrs is None:
+        lrs = spec.lr if spec.lr is not None else spec.lr_grid[0]
+    if not isinstance(lrs, dict):
+        lrs = dict.fromkeys(PRIMARY, float(lrs))
     points = []
-    for label, overrides in variants.items():
+    for label in PRIMARY:
         for seed in spec.seeds:
-            points.append(GridPoint(f"{label}_lr-{spec.lr:g}_seed-{seed}",
-                                    (*overrides, ("run.seed", seed), ("optim.lr", spec.lr))))
+            points.append(GridPoint(f"{label}_lr-{lrs[label]:g}_seed-{seed}",
+                                    (*VARIANTS[label](spec), ("run.seed", seed), ("optim.lr", lrs[label]))))
+    sweep_steps = spec.sweep_steps or spec.steps
     for label in ("zerolock-forward", "zerolock-reverse"):
         for factor in spec.lr_factors:
-            lr = spec.lr * factor
-            points.append(GridPoint(f"{label}_lr-{lr:g}_seed-{spec.seeds[0]}",
-                                    (*variants[label], ("run.seed", spec.seeds[0]), ("optim.lr", lr))))
+            swept = lrs[label] * factor
+            points.append(GridPoint(f"{label}_lr-{swept:g}_seed-{spec.seeds[0]}",
+                                    (*VARIANTS[label](spec), ("run.seed", spec.seeds[0]), ("optim.lr", swept),
+                                     ("run.steps", sweep_steps), ("run.checkpoint_every", sweep_steps),
+                                     ("run.eval_every", min(spec.eval_every, sweep_steps)))))
     return points
+
+
+def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str, Any]], model: str) -> dict[str, Any]:
+    """What the report's scope line needs beyond the runs: the suite's name, η_0 and how it was chosen."""
+    kind = "--quick (smoke test)" if spec.smoke else "full"
+    how = "fixed" if not pilot else f"by pilot over {sorted(spec.lr_grid)}"
+    failed = sorted({row["method"] for row in pilot if row["why"].startswith("none qualified")})
+    how += f"; none qualified for {', '.join(failed)}" if failed else ""
+    etas = ", ".join(f"{k} {v:g}" for k, v in lrs.items())
+    out: dict[str, Any] = {"suite": f"{kind}; eta_0: {etas} ({how})", "pilot": pilot}
+    if model == "embedded":
+        out["model_size"] = "embedded Llama, 8 layers, d=128, V=4096, 2.6M parameters; LoRA adapters trained"
+    return out
 
 
 @dataclass
@@ -113,6 +263,7 @@ class VerifyResult:
     report_markdown: Path
     verdicts: list[dict[str, Any]]
     seconds: float
+    scope: str = ""
 
 
 def check_out_dir(out: Path, overwrite: bool) -> None:
@@ -132,9 +283,13 @@ def verify(
     dtype: str = "float32",
     autocast: str | None = None,
     overwrite: bool = False,
+    jobs: int = 1,
     log=print,
 ) -> VerifyResult:
-    """Run the suite under ``out/runs``, analyse into ``out/analysis``, report into ``out/report``."""
+    """Run the suite under ``out/runs``, analyse into ``out/analysis``, report into ``out/report``.
+
+    ``jobs``: runs trained at once (each with one thread; 2 on a 2-core machine).
+    """
     import shutil
 
     from analyses.suite import analyze_runs
@@ -149,14 +304,23 @@ def verify(
     validate_grid(base, suite_points(spec))  # every config and input checked before the first write
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
-    (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base}, indent=2))
-    run_dirs = run_grid(base, suite_points(spec), out / "runs", log=log)
+    if spec.lr is None:
+        lrs, pilot = choose_lr(spec, base, out / "pilot", log=log, jobs=jobs)
+        log(f"pilot: eta_0 = {lrs} (per method, the largest of {sorted(spec.lr_grid)} whose held-out CE "
+            "does not rise; see verify.json)")
+    else:
+        lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
+    (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
+    run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=log)
     log("analysing ...")
     suite = analyze_runs(run_dirs)
+    suite.settings.update(_scope_settings(spec, lrs, pilot, model))
     for stale in ("analysis", "report"):
         shutil.rmtree(out / stale, ignore_errors=True)
     suite.save(out / "analysis")
     files = write_report(suite, out / "report")
     verdicts = [v.to_json() if hasattr(v, "to_json") else asdict(v) for v in suite.claims]
+    from reports.theorem1 import scope_line
+
     return VerifyResult(out, run_dirs, out / "analysis", files.html, files.markdown, verdicts,
-                        time.perf_counter() - started)
+                        time.perf_counter() - started, scope_line(suite))

@@ -1,0 +1,149 @@
+"""Theorem 1 in the report: the scope line, the bound-test section and the convergence figure.
+
+* ``scope_line(suite)``: model and size, data, steps, seeds, device, suite, interval level —
+  printed above the verdict table (``suite.settings`` may carry ``suite`` and ``model_size``,
+  which ``zerolock verify`` fills in).
+* ``convergence_blocks(suite)``: one table row per group and quantity (verdict, b with its
+  seed-level interval, descriptive β, seeds, horizon), the controls and the diverged runs.
+* ``convergence_figure(suite)``: B_T = Ā_T·√T/log(T+1) against T, each quantity's primary group
+  and the logistic control normalised by its mean B_T over the last half, a band over seeds,
+  and the references: the bound (flat, b = 0), a true 1/√T rate (∝ 1/log(T+1)) and a noise
+  floor (∝ √T/log(T+1)).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from analyses.claims import fmt
+from analyses.convergence import BoundTest
+from analyses.theorem1 import BoundSet, DivergedRuns
+
+__all__ = ["CAPTION", "QUANTITIES", "convergence_blocks", "convergence_figure", "scope_line"]
+
+CAPTION = (
+    "Theorem 1's bound statistic B_T = A_T sqrt(T)/log(T+1) (A_T the running mean of the unbiased "
+    "estimate G-hat_t), each primary group normalised by its mean over the last half; bands: range "
+    "over seeds; grey: the bound (flat), a true 1/sqrt(T) rate and a noise floor."
+)
+QUANTITIES = (
+    ("convergence_reverse", "ZeroLock reverse (R)"),
+    ("convergence_forward", "ZeroLock forward (R-bar)"),
+    ("convergence_backprop", "backprop (control)"),
+    ("control_logistic", "logistic regression (control)"),
+    ("convergence_global", "global ||grad L||^2, ZeroLock forward (not Theorem 1)"),
+    ("convergence_global_backprop", "global ||grad L||^2, backprop (not Theorem 1)"),
+)
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
+
+
+def _tests(suite) -> list[tuple[str, str, BoundTest, bool]]:
+    """``(name, quantity, test, primary)`` for every bound test of the suite."""
+    out = []
+    for name, quantity in QUANTITIES:
+        found = suite.get(name)
+        if isinstance(found, BoundTest):
+            out.append((name, quantity, found, True))
+        elif isinstance(found, BoundSet):
+            out.extend((name, quantity, t, i == found.primary) for i, t in enumerate(found.tests))
+    return out
+
+
+def scope_line(suite) -> str:
+    """One line: what the verdicts are about (module docstring)."""
+    runs = suite.runs
+    settings = suite.settings
+    models = sorted({Path(r.model).name or "?" for r in runs}) or ["?"]
+    size = settings.get("model_size")
+    data = sorted({str(r.config.get("data", {}).get("source", "?")) for r in runs}) or ["?"]
+    steps = Counter(r.last_step + 1 for r in runs).most_common(1)[0][0] if runs else 0
+    seeds = len({r.seed for r in runs})
+    devices = sorted({str(r.manifest.get("gpu") or r.manifest.get("device", "?")) for r in runs}) or ["?"]
+    level = float(settings.get("level", 0.95))
+    return (
+        f"Scope: model {', '.join(models)}" + (f" ({size})" if size else "")
+        + f"; data {', '.join(data)}; {steps} steps per run; {seeds} seed(s); device {', '.join(devices)}; "
+        + f"suite {settings.get('suite', 'custom (zerolock analyze)')}; intervals {fmt(100 * level)}% "
+        + "seed-level t-intervals (one statistic per seed)."
+    )
+
+
+def _iv(x: Any) -> str:
+    return "-" if x is None else str(x)
+
+
+def convergence_blocks(suite, block) -> list:
+    """The Theorem 1 section; ``block(kind, text, headers=(), rows=())`` builds page blocks."""
+    out = [block("h2", "Theorem 1 as a bound: B_T = A_T sqrt(T)/log(T+1)")]
+    out.append(block("p", (
+        "Ĝ_t = <g1, g2> from two halves of each minibatch (unbiased for ||grad R^t||^2). Per seed: slope b "
+        "of log B_T on log T over the last half, where A_T > 0; verdict from the seed-level interval of b: "
+        "above 0 -> not consistent; horizon below the minimum, fewer than 3 seeds or too few positive "
+        "points -> not testable. beta of A_T ~ c T^-beta is descriptive.")))
+    rows = []
+    for _, quantity, test, primary in _tests(suite):
+        rows.append([quantity, test.label + (" (primary)" if primary else ""), test.verdict, _iv(test.slope),
+                     _iv(test.beta), test.seeds, test.horizon, test.reason])
+    if rows:
+        out.append(block("table", headers=("quantity", "group", "bound test", "b", "beta (descriptive)",
+                                           "seeds", "horizon", "reason"),
+                         rows=tuple(tuple(map(str, r)) for r in rows)))
+        out.append(block("figure", "convergence"))
+    diverged = suite.get("diverged")
+    if isinstance(diverged, DivergedRuns) and diverged.runs:
+        out.append(block("p", "Diverged runs, excluded from every verdict: "
+                         + "; ".join(f"{n}: {why}" for n, why in sorted(diverged.runs.items()))))
+    else:
+        out.append(block("p", "Diverged runs: none."))
+    for name, _ in QUANTITIES:
+        if name in suite.skipped:
+            out.append(block("p", f"{name}: not measured: {suite.skipped[name]}"))
+    return out
+
+
+def _normalised(test: BoundTest) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    curves = [s for s in test.per_seed if s.curve_t]
+    if not curves:
+        return None
+    n = min(len(s.curve_t) for s in curves)
+    t = np.asarray(curves[0].curve_t[:n])
+    b = np.asarray([s.curve_b[:n] for s in curves])
+    scale = float(np.mean(b[:, t > t[-1] / 2]))
+    if not np.isfinite(scale) or scale <= 0:
+        return None
+    b = b / scale
+    return t, b.min(axis=0), b.max(axis=0)
+
+
+def convergence_figure(suite) -> Figure | None:
+    """B_T against T for each primary group and the logistic control (module docstring)."""
+    lines = [(q, t) for name, q, t, primary in _tests(suite) if primary and not name.startswith("convergence_global")]
+    curves = [(q, t, c) for q, t in lines if (c := _normalised(t)) is not None]
+    if not curves:
+        return None
+    fig = Figure(figsize=(6.4, 3.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    t_max = max(c[0][-1] for _, _, c in curves)
+    grid = np.geomspace(2, t_max, 60)
+    for ref, style, label in ((np.ones_like(grid), "-", "bound: B_T flat (b = 0)"),
+                              (1 / np.log(grid + 1), "--", "rate 1/sqrt(T) (b = -1/log T)"),
+                              (np.sqrt(grid) / np.log(grid + 1), ":", "noise floor (b = +1/2)")):
+        ax.plot(grid, ref / ref[grid > t_max / 2].mean(), color="0.6", ls=style, lw=1, label=label)
+    for i, (quantity, test, (t, lo, hi)) in enumerate(curves):
+        color = COLORS[i % len(COLORS)]
+        ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0)
+        ax.plot(t, (lo + hi) / 2, color=color, lw=1.2, label=f"{quantity}: {test.verdict}, b = {_iv(test.slope)}")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.5, 3.0)
+    ax.set_xlabel("T (steps)")
+    ax.set_ylabel("B_T / mean over last half")
+    ax.set_title("Theorem 1: B_T = A_T sqrt(T) / log(T+1)")
+    ax.legend(fontsize=6, loc="upper left")
+    return fig
