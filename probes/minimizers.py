@@ -12,7 +12,9 @@ positions:
   for the backprop baseline, that of ``method.direction`` (a diagnostic, not its loss);
 * ``ce`` = CE(e_y, p_k), also for k = 0 (the readout p_0: Proposition 1's CE_0).
 
-Units: nats (KL, CE), TV in [0, 1]. α comes from ``method.alpha``.
+Units: nats (KL, CE), TV in [0, 1]. α comes from ``method.alpha``. ``minimizer_metrics`` is
+the float64 reference; the probe evaluates the same quantities with the fused kernels of
+``probes.kernels`` (shared with the stability probe at the same step; α = 1 uses the reference).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
+from probes.kernels import MINIMIZER, KernelSums, cached_sums, supported
 from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
 
@@ -80,6 +83,16 @@ def minimizer_metrics(
     return out
 
 
+def kernel_minimizer_metrics(sums: KernelSums, direction: str) -> dict[str, float]:
+    """The keys of ``minimizer_metrics`` from the kernels' per-chunk means."""
+    out: dict[str, float] = {}
+    for k in range(1, sums["ce"].shape[0] + 1):
+        for name in MINIMIZER:
+            out[f"{PREFIX}/{k}/{name}"] = float(sums[name][k - 1])
+        out[f"{PREFIX}/{k}/gap"] = out[f"{PREFIX}/{k}/{'kl_p_g' if direction == 'reverse' else 'kl_m_p'}"]
+    return out
+
+
 @register("minimizers")
 @dataclass
 class MinimizerProbe:
@@ -109,8 +122,11 @@ class MinimizerProbe:
         log_p = readouts(ctx, step + 1, self.n_positions, self.seed)
         labels = probe_batch(ctx, self.n_positions, self.seed).targets
         eps_g = smoothing_for_g(method.epsilon, self.epsilon)
-        with torch.no_grad():
-            return minimizer_metrics(log_p, labels, eps_g, method.epsilon, method.alpha, method.direction)
+        if not supported(method.alpha, eps_g):
+            with torch.no_grad():
+                return minimizer_metrics(log_p, labels, eps_g, method.epsilon, method.alpha, method.direction)
+        sums = cached_sums(ctx.cache, step, None, log_p, labels, method.alpha, eps_g, method.epsilon)
+        return kernel_minimizer_metrics(sums, method.direction)
 
     def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
         """Stateless."""

@@ -12,7 +12,10 @@ per chunk k and in total: φ_t, q_t = (1/N) Σ_n ‖Δp̃_t(n)‖², ρ_t = max(
 R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) and the remainder (actual − φ_t). p̃^t is rows 0..K-1 of the
 readouts at ω^t (kept from the previous ``after_step``, or computed by ``on_start``),
 p̃^{t+1} rows 0..K-1 at ω^{t+1}, and the chunk outputs p_k(ω^t) rows 1..K at ω^t, held
-fixed. α comes from ``method.alpha``. The formulas are ``zerolock_theory.theory.stability``'s.
+fixed. α comes from ``method.alpha``. The formulas are ``zerolock_theory.theory.stability``'s;
+they are evaluated by the fused float32 kernels of ``probes.kernels`` (tested against that
+float64 reference), which also compute the minimizer terms in the same pass; α = 1 and a
+one-hot p_y in the paper's R (ε = 0) use the reference itself.
 
 Undefined values are null, never NaN: ρ = 0/0 (Δp_{k-1} = 0, e.g. chunk 1 with the frozen
 embedding readout p_0). Resumable without state: ``on_start`` recomputes p̃ at the start.
@@ -26,8 +29,10 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
+from probes.kernels import KernelSums, cached_sums, supported
 from probes.registry import register
 from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
+from zerolock_theory.theory import stability as reference
 from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
 from zerolock_theory.training.hooks import HookContext
 
@@ -52,6 +57,15 @@ def stability_metrics(terms: StabilityTerms, objective: str) -> dict[str, Any]:
     return out
 
 
+def kernel_terms(sums: KernelSums, alpha: float, objective: str) -> StabilityTerms:
+    """``StabilityTerms`` of one objective from the kernels' per-chunk sums (same assembly as the reference)."""
+    pre = "paper" if objective == "paper" else "impl"
+    r_before, actual = sums[f"{pre}_r"], sums[f"{pre}_actual"]
+    q = sums["dp_sq"]
+    rows = {"r_before": r_before, "r_after": r_before + actual, "phi": sums[f"{pre}_phi"], "auto": None, "q": q, "dp": q}
+    return reference._assemble(rows, float(alpha), objective)  # noqa: SLF001 (one assembly rule)
+
+
 @register("stability")
 @dataclass
 class StabilityProbe:
@@ -69,12 +83,12 @@ class StabilityProbe:
             raise ValueError(f"stability.every must be >= 1, got {self.every}")
         if not 0.0 <= self.epsilon < 1.0:
             raise ValueError(f"stability.epsilon must lie in [0, 1), got {self.epsilon}")
-        self.previous: torch.Tensor | None = None  # p̃ at ω^t (float64) when step t is due
+        self.previous: torch.Tensor | None = None  # log p̃ at ω^t (float32) when step t is due
         self.targets: dict[str, torch.Tensor] = {}
 
-    def _probs(self, ctx: HookContext, t: int) -> torch.Tensor:
-        """p̃ at ω^t as float64 probabilities [K+1, N, V] (exponentiated once, used twice)."""
-        return readouts(ctx, t, self.n_positions, self.seed).double().exp()
+    def _log_probs(self, ctx: HookContext, t: int) -> torch.Tensor:
+        """log p̃ at ω^t, float32 [K+1, N, V] (the shared readouts; kept by reference, not copied)."""
+        return readouts(ctx, t, self.n_positions, self.seed)
 
     def _targets(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
         """p_y per objective, [N, V] float64."""
@@ -88,34 +102,35 @@ class StabilityProbe:
     def on_start(self, ctx: HookContext) -> None:
         """Keep p̃ at the start step (recomputed on resume)."""
         start = ctx.start_step
-        self.previous = self._probs(ctx, start) if start % self.every == 0 else None
+        self.previous = self._log_probs(ctx, start) if start % self.every == 0 else None
 
     def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         """The terms of step t from p̃^t (kept) and p̃^{t+1} (now)."""
         out: dict[str, Any] = {}
         due_now, due_next = step % self.every == 0, (step + 1) % self.every == 0
-        current = self._probs(ctx, step + 1) if due_now or due_next else None
+        current = self._log_probs(ctx, step + 1) if due_now or due_next else None
         if due_now and self.previous is not None and current is not None:
-            out = self.terms(ctx, self.previous, current)
+            out = self.terms(ctx, self.previous, current, step)
         self.previous = current if due_next else None
         return out
 
-    def terms(self, ctx: HookContext, before: torch.Tensor, after: torch.Tensor) -> dict[str, Any]:
-        """Metrics of one step from p̃ at ω^t (``before``) and ω^{t+1} (``after``): float64 [K+1, N, V]."""
-        alpha = ctx.config.method.alpha
-        targets = self._targets(ctx, before.shape[-1])
+    def terms(self, ctx: HookContext, before: torch.Tensor, after: torch.Tensor, step: int = -1) -> dict[str, Any]:
+        """Metrics of one step from log p̃ at ω^t (``before``) and ω^{t+1} (``after``): [K+1, N, V]."""
+        method = ctx.config.method
+        eps = {"paper": smoothing_for_g(method.epsilon, self.epsilon), "implemented": method.epsilon}
         out: dict[str, Any] = {}
-        for objective, p_y in targets.items():
-            terms = stability_terms(
-                before[:-1],
-                after[:-1],
-                before[1:],
-                p_y,
-                alpha,
-                objective,  # type: ignore[arg-type]
-                check_autograd=self.check_autograd,
-            )
-            out.update(stability_metrics(terms, objective))
+        if self.check_autograd or not supported(method.alpha, eps["paper"]):
+            for objective, p_y in self._targets(ctx, before.shape[-1]).items():
+                terms = stability_terms(
+                    before[:-1], after[:-1], before[1:], p_y.log(), method.alpha, objective,  # type: ignore[arg-type]
+                    log_input=True, check_autograd=self.check_autograd,
+                )
+                out.update(stability_metrics(terms, objective))
+            return out
+        labels = probe_batch(ctx, self.n_positions, self.seed).targets
+        sums = cached_sums(ctx.cache, step, before, after, labels, method.alpha, eps["paper"], eps["implemented"])
+        for objective in ("paper", "implemented"):
+            out.update(stability_metrics(kernel_terms(sums, method.alpha, objective), objective))
         return out
 
     def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:

@@ -1,0 +1,118 @@
+"""The fused float32 kernels agree with the float64 references within 1e-6 relative."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from probes.batch import label_targets
+from probes.kernels import cached_sums, step_sums
+from probes.minimizers import minimizer_metrics
+from probes.stability import kernel_terms
+from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.theory.stability import stability_terms
+
+K, V, ROWS, T = 4, 512, 4, 24
+RTOL = 1e-6
+
+
+def _log_readouts(chunked: ChunkedLM, ids: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        hiddens = chunked.hiddens(ids)
+        return torch.stack([torch.log_softmax(chunked.readout(h).float(), -1).flatten(0, 1) for h in hiddens])
+
+
+@pytest.fixture(scope="module")
+def step_readouts():
+    return _make_step()
+
+
+def _make_step():
+    """log p̃ before and after one real training step of a tiny Llama, and the labels."""
+    from tests.conftest import make_tiny_lm
+
+    torch.manual_seed(0)
+    model = make_tiny_lm("llama", layers=K, vocab=V).float()
+    chunked = ChunkedLM(model, K)
+    chunked.freeze_readout()
+    ids = torch.randint(0, V, (ROWS, T + 1))
+    inputs, labels = ids[:, :-1], ids[:, 1:].flatten()
+    before = _log_readouts(chunked, inputs)
+    loss = torch.nn.functional.cross_entropy(chunked(inputs).flatten(0, 1), labels)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= 0.5 * p.grad
+    return before, _log_readouts(chunked, inputs), labels
+
+
+def _close(fast: torch.Tensor, ref: torch.Tensor, atol: float = 1e-13) -> None:
+    assert torch.allclose(fast, ref.to(fast.dtype), rtol=RTOL, atol=atol), (fast, ref)
+
+
+@pytest.mark.parametrize(("alpha", "eps_m"), [(0.5, 0.0), (0.3, 0.0), (0.7, 0.05)])
+def test_stability_kernels_match_the_float64_reference(step_readouts, alpha, eps_m):
+    before, after, labels = step_readouts
+    eps_g = 0.1
+    sums = step_sums(before, after, labels, alpha, eps_g, eps_m, block_elems=3 * V)  # several blocks
+    for objective, eps in (("paper", eps_g), ("implemented", eps_m)):
+        p_y = label_targets(labels, V, eps).log()
+        ref = stability_terms(before[:-1], after[:-1], before[1:], p_y, alpha, objective, log_input=True)
+        fast = kernel_terms(sums, alpha, objective)
+        assert float(ref.actual.abs().max()) > 1e-6  # the step moved the readouts
+        for name in ("r_before", "r_after", "phi", "actual"):
+            _close(getattr(fast, name), getattr(ref, name))
+            _close(getattr(fast, f"{name}_total"), getattr(ref, f"{name}_total"))
+        # remainder = actual − φ is second order (they nearly cancel): 1e-6 of |actual| + |φ|.
+        scale = ref.actual.abs() + ref.phi.abs()
+        assert bool(((fast.remainder - ref.remainder).abs() <= RTOL * scale + 1e-13).all())
+        assert float(fast.phi[0]) == 0.0 == float(ref.phi[0])  # p_0 (embedding readout) is frozen
+        q_ref = ref.q if hasattr(ref, "q") else ref.dp_sq / before.shape[1]  # per-position mean
+        _close(sums["dp_sq"], q_ref)
+        _close(fast.ratio[1:], ref.phi[1:].clamp_min(0.0) / q_ref[1:])  # chunk 1: 0/0
+        _close(fast.ratio_total, ref.phi_total.clamp_min(0.0) / q_ref.sum())
+
+
+def test_without_task_term_the_kernels_are_exact_to_float32_normalisation(step_readouts):
+    """α = 0: R is a KL between successive readouts of a random model (~1e-4 nats), and the
+    float32 exponentials fix normalisation only to ~1e-9: agreement is 1e-6 relative or 1e-8 absolute."""
+    before, after, labels = step_readouts
+    sums = step_sums(before, after, labels, 0.0, 0.1, 0.0)
+    for objective, eps in (("paper", 0.1), ("implemented", 0.0)):
+        p_y = label_targets(labels, V, eps).log()
+        ref = stability_terms(before[:-1], after[:-1], before[1:], p_y, 0.0, objective, log_input=True)
+        fast = kernel_terms(sums, 0.0, objective)
+        for name in ("r_before", "r_after", "phi", "actual"):
+            _close(getattr(fast, name), getattr(ref, name), atol=1e-8)
+
+
+@pytest.mark.parametrize(("alpha", "eps_m", "direction"), [(0.5, 0.0, "forward"), (0.2, 0.1, "reverse")])
+def test_minimizer_kernels_match_the_float64_reference(step_readouts, alpha, eps_m, direction):
+    _, after, labels = step_readouts
+    ref = minimizer_metrics(after, labels, 0.1, eps_m, alpha, direction)
+    sums = step_sums(None, after, labels, alpha, 0.1, eps_m)
+    for key, value in ref.items():
+        k, name = key.split("/")[-2:]
+        if name != "gap":
+            assert float(sums[name][int(k) - 1]) == pytest.approx(value, rel=RTOL, abs=1e-13), key
+
+
+def test_cached_sums_compute_once_per_step_and_reuse(step_readouts):
+    before, after, labels = step_readouts
+    cache: dict = {}
+    first = cached_sums(cache, 3, before, after, labels, 0.5, 0.1, 0.0)
+    again = cached_sums(cache, 3, None, after, labels, 0.5, 0.1, 0.0)
+    assert again is first and "ce" in first and "paper_phi" in first
+    other = cached_sums(cache, 4, None, after, labels, 0.5, 0.1, 0.0)
+    assert other is not first and "paper_phi" not in other
+    both = cached_sums(cache, 4, before, after, labels, 0.5, 0.1, 0.0)
+    assert torch.equal(both["ce"], other["ce"]) and torch.equal(both["paper_phi"], first["paper_phi"])
+
+
+def test_kernels_refuse_what_only_the_reference_defines(step_readouts):
+    before, after, labels = step_readouts
+    with pytest.raises(ValueError):
+        step_sums(before, after, labels, 1.0, 0.1, 0.0)
+    with pytest.raises(ValueError):
+        step_sums(before, after, labels, 0.5, 0.0, 0.0)
