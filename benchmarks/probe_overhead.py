@@ -11,14 +11,21 @@ hooks exactly as the loop calls them (inside ``quiet_mode``), split into:
 * each probe's ``after_step`` on top of that (store encoding, stability terms, …).
 
 Prints the ratios median(step + probes) / median(plain step) and the same for the means
-(which count probes that run only every few steps), and the cost of each part::
+(which count probes that run only every few steps), the cost of each part, the probe
+forward alone as a share of the plain step (the floor: no probe can cost less than the
+readouts it reads), and a vocabulary-scaling table: on random Llama models of the embedded
+width (d = 128, 8 layers, K = 4) with V in ``--vocab``, per probed step, the probe forward
+(ms), the fused stability + minimizer kernels (ms, ``probes.kernels``) and the peak
+resident memory the probes add (MiB: the process's high-water mark, reset through
+``/proc/self/clear_refs`` before each V, minus the resident size before)::
 
-    python3 benchmarks/probe_overhead.py --steps 40
+    python3 benchmarks/probe_overhead.py --steps 40 --threads 1
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import tempfile
 import time
@@ -27,7 +34,8 @@ from pathlib import Path
 
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, readouts
+from probes.batch import DEFAULT_N_POSITIONS, log_readouts, readouts
+from probes.kernels import step_sums
 from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup
@@ -42,6 +50,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=40, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=3, help="untimed first steps")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave as is)")
+    p.add_argument("--vocab", type=int, nargs="*", default=[4096, 32768, 131072], help="V of the scaling table")
+    p.add_argument("--vocab-steps", type=int, default=2, help="timed probe steps per V")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     return p.parse_args()
 
@@ -129,6 +139,60 @@ def main() -> None:
     for name, values in sorted(parts.items(), key=lambda kv: -sum(kv[1][skip:])):
         mean = statistics.fmean(values[skip:])
         print(f"  {name:20s} {mean * 1e3:8.2f} ms  {mean / plain_med:6.1%}")
+    floor = statistics.fmean(parts["readouts (forward)"][skip:])
+    print(f"floor (probe forward alone): {floor * 1e3:.2f} ms = ratio {1 + floor / plain_med:.3f}")
+    if args.vocab:
+        vocab_table(args.vocab, args.vocab_steps, cfg.method.alpha, N_DEFAULT)
+
+
+N_DEFAULT = DEFAULT_N_POSITIONS
+
+
+def _rss_mib(field: str) -> float:
+    text = Path("/proc/self/status").read_text()
+    return int(re.search(rf"{field}:\s+(\d+) kB", text).group(1)) / 1024  # type: ignore[union-attr]
+
+
+def vocab_table(vocabs: list[int], steps: int, alpha: float, n: int) -> None:
+    """Probe forward, kernels and peak added memory per probed step on random models of width 128."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from zerolock_theory.models.chunking import ChunkedLM
+
+    print(f"vocabulary scaling (random Llama, d=128, 8 layers, K=4, N={n} positions, {steps} timed steps):")
+    print(f"{'V':>8} {'forward ms':>11} {'kernels ms':>11} {'probes ms':>10} {'peak MiB':>9}")
+    for vocab in vocabs:
+        torch.manual_seed(0)
+        cfg = LlamaConfig(vocab_size=vocab, hidden_size=128, intermediate_size=344, num_hidden_layers=8,
+                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+                          tie_word_embeddings=False)
+        chunked = ChunkedLM(LlamaForCausalLM(cfg).eval(), 4)
+        ids = torch.randint(0, vocab, (2, n // 2 + 1))
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        mask[:, -1] = False
+        labels = ids[:, 1:].flatten()
+        previous = log_readouts(chunked, ids, None, mask)
+        rss0 = _rss_mib("VmRSS")
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+        except OSError:
+            pass
+        fwd, ker = [], []
+        for _ in range(steps):
+            with torch.no_grad():
+                for p in chunked.layers.parameters():
+                    p.add_(torch.randn_like(p), alpha=1e-3)  # a small "update"
+            tic = time.perf_counter()
+            current = log_readouts(chunked, ids, None, mask)
+            fwd.append(time.perf_counter() - tic)
+            tic = time.perf_counter()
+            step_sums(previous, current, labels, alpha, 0.1, 0.0)
+            ker.append(time.perf_counter() - tic)
+            previous = current
+        peak = _rss_mib("VmHWM") - rss0
+        f, k = statistics.fmean(fwd) * 1e3, statistics.fmean(ker) * 1e3
+        print(f"{vocab:>8} {f:>11.1f} {k:>11.1f} {f + k:>10.1f} {peak:>9.0f}")
+        del chunked, previous, current
 
 
 if __name__ == "__main__":

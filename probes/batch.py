@@ -14,6 +14,7 @@ reads the state after the step as ``readouts(ctx, t + 1)``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_N_POSITIONS",
     "ProbeBatch",
     "label_targets",
+    "log_readouts",
     "probe_batch",
     "readouts",
     "readouts_now",
@@ -107,20 +109,40 @@ def probe_batch(ctx: HookContext, n_positions: int = DEFAULT_N_POSITIONS, seed: 
 
 
 @torch.no_grad()
-def _compute_readouts(ctx: HookContext, batch: ProbeBatch) -> torch.Tensor:
-    chunked = ctx.chunked
-    with ctx.step_fn.autocast():
-        hiddens = chunked.hiddens(batch.input_ids, batch.attention_mask)
-    mask = batch.mask
+def log_readouts(
+    chunked: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    mask: torch.Tensor,
+    *,
+    uniform_p0: bool = False,
+    autocast: Any = None,
+) -> torch.Tensor:
+    """log p̃ = (log p_0, …, log p_K) at the ``mask`` positions: float32 [K+1, N, V].
+
+    ``chunked`` is a ``ChunkedLM`` (h_0..h_K by chaining its chunks; readout = its frozen final
+    norm and LM head); ``uniform_p0`` replaces p_0 by the uniform distribution; ``autocast``
+    is a context-manager factory (e.g. the step object's) or None.
+    """
+    ctx = autocast if autocast is not None else contextlib.nullcontext
+    with ctx():
+        hiddens = chunked.hiddens(input_ids, attention_mask)
     rows = []
     for k, hidden in enumerate(hiddens):
-        with ctx.step_fn.autocast():
+        with ctx():
             logits = chunked.readout(hidden[mask])
-        if k == 0 and ctx.config.method.p0 == "uniform":
+        if k == 0 and uniform_p0:
             rows.append(torch.full(logits.shape, -math.log(logits.shape[-1]), device=logits.device))
         else:
             rows.append(F.log_softmax(logits.float(), dim=-1))
     return torch.stack(rows)
+
+
+def _compute_readouts(ctx: HookContext, batch: ProbeBatch) -> torch.Tensor:
+    return log_readouts(
+        ctx.chunked, batch.input_ids, batch.attention_mask, batch.mask,
+        uniform_p0=ctx.config.method.p0 == "uniform", autocast=ctx.step_fn.autocast,
+    )
 
 
 def readouts(

@@ -30,7 +30,7 @@ from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
 from probes.store import HEADER, ReadoutStore, ReadoutWriter, payload_bytes
 
-__all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode"]
+__all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta"]
 
 STORE_DIR = "readouts"
 MODES = ("auto", "topk", "full")
@@ -49,6 +49,17 @@ def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarra
         "tail": tail.float().cpu().numpy(),
         "probs": top.exp().to(torch.float16).cpu().numpy(),
     }
+
+
+def store_meta(mode: str, topk: int, full_max_vocab: int, dtype: str, rows: int, n: int, vocab: int) -> dict[str, Any]:
+    """The store's ``meta`` for readouts of shape [rows, n, vocab] (see the module docstring)."""
+    full = mode == "full" or (mode == "auto" and vocab <= full_max_vocab)
+    meta = {"format": "zerolock-readouts", "version": 1, "rows": rows, "n_positions": n, "vocab_size": vocab}
+    if full:
+        return {**meta, "mode": "full", "dtype": dtype}
+    if topk >= vocab:
+        raise ValueError(f"readouts.topk = {topk} must be < V = {vocab}; use mode = 'full'")
+    return {**meta, "mode": "topk", "topk": topk, "dtype": "float16", "tail_dtype": "float32"}
 
 
 @register("readouts")
@@ -78,13 +89,7 @@ class ReadoutLogger:
         self.total_steps = 0
 
     def _meta(self, rows: int, n: int, vocab: int) -> dict[str, Any]:
-        full = self.mode == "full" or (self.mode == "auto" and vocab <= self.full_max_vocab)
-        meta = {"format": "zerolock-readouts", "version": 1, "rows": rows, "n_positions": n, "vocab_size": vocab}
-        if full:
-            return {**meta, "mode": "full", "dtype": self.dtype}
-        if self.topk >= vocab:
-            raise ValueError(f"readouts.topk = {self.topk} must be < V = {vocab}; use mode = 'full'")
-        return {**meta, "mode": "topk", "topk": self.topk, "dtype": "float16", "tail_dtype": "float32"}
+        return store_meta(self.mode, self.topk, self.full_max_vocab, self.dtype, rows, n, vocab)
 
     def _due(self, t: int) -> bool:
         return t % self.every == 0 or t == self.total_steps

@@ -1,0 +1,67 @@
+"""``ProbeCallback``: the probes of ``probes.session.ProbeSession`` inside a Hugging Face ``Trainer``.
+
+At the start of training it wraps the trained model in a ``ProbeSession`` and probes the
+initial parameters (step 0); after every ``every``-th optimizer step it calls
+``session.step(state.global_step)``. Each record (a dict of ``probe/...`` metrics and
+``step``) is appended to ``history`` and, when ``jsonl`` is set (default
+``{args.output_dir}/probes.jsonl``), written as one JSON line. Stability terms compare
+consecutive probed steps. Options are ``ProbeSession``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from probes.session import ProbeSession
+
+__all__ = ["ProbeCallback"]
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+class ProbeCallback(TrainerCallback):
+    """Run a ``ProbeSession`` every ``every`` optimizer steps of a ``Trainer``."""
+
+    def __init__(self, batch: dict[str, Any], *, every: int = 1, jsonl: str | Path | None = None, **options: Any) -> None:
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.batch, self.every, self.options = batch, every, options
+        self.jsonl = None if jsonl is None else Path(jsonl)
+        self.session: ProbeSession | None = None
+        self.history: list[dict[str, Any]] = []
+
+    def _record(self, step: int) -> None:
+        assert self.session is not None
+        metrics = self.session.step(step)
+        self.history.append(metrics)
+        if self.jsonl is not None:
+            with open(self.jsonl, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({k: _json_value(v) for k, v in metrics.items()}) + "\n")
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        """Wrap the model and probe the initial parameters."""
+        if self.jsonl is None:
+            self.jsonl = Path(args.output_dir) / "probes.jsonl"
+        self.jsonl.parent.mkdir(parents=True, exist_ok=True)
+        self.session = ProbeSession(model, self.batch, **self.options)
+        self._record(state.global_step)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Probe after every ``every``-th optimizer step."""
+        if self.session is not None and state.global_step % self.every == 0:
+            self._record(state.global_step)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Close the session."""
+        if self.session is not None:
+            self.session.close()
+            self.session = None

@@ -1,0 +1,143 @@
+"""Probes for any training loop: ``ProbeSession`` (MATH.md, "Assumption 5", "Proposition 1").
+
+Inputs: a Hugging Face causal LM (a Llama-style or GPT-2 layout, as ``ChunkedLM`` supports;
+its own final norm and LM head are the frozen readout), the chunk boundaries (``chunks`` for
+an even split, or ``boundaries``), a probe batch and optionally the local loss (α,
+direction, ε). Each ``step(t)`` computes, without touching gradients or the RNG, the
+readouts p̃ at the model's current parameters (the logit lens at the chunk boundaries) and
+returns the metrics:
+
+* ``probe/minimizer/{k}/…`` at the current parameters (KL/TV to g_k and m_k, gap, CE per
+  chunk: the depth quantities of Proposition 1);
+* ``probe/stability/{paper,implemented}/…`` for the change since the previous ``step`` call
+  (φ, q, ρ, actual change, remainder), from the first call on.
+
+Example (a user's own loop)::
+
+    with ProbeSession(model, batch, chunks=4, alpha=0.5) as probes:
+        for t, inputs in enumerate(loader):
+            loss = model(**inputs).loss
+            loss.backward(); optimizer.step(); optimizer.zero_grad()
+            metrics = probes.step(t)      # p̃ now, and the terms of the change since the last call
+
+``batch``: ``input_ids`` [B, T], optional ``attention_mask``, and ``labels`` [B, T] holding
+the target of each position (already shifted: ``labels[b, t]`` is the token after
+``input_ids[b, t]``), −100 where a position is not probed (``ProbeSession.shift_labels``
+turns Hugging Face style labels into these). The computation is the one the package's own
+probes run (``probes.batch.log_readouts``, ``probes.kernels``, ``probes.stability.kernel_terms``,
+``probes.minimizers.kernel_minimizer_metrics``); ``store`` appends p̃ to a readout store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from probes.batch import log_readouts
+from probes.kernels import cached_sums, supported
+from probes.minimizers import kernel_minimizer_metrics
+from probes.stability import kernel_terms, stability_metrics
+from zerolock_theory.models.chunking import ChunkedLM
+
+__all__ = ["ProbeSession"]
+
+
+class ProbeSession:
+    """Readouts, stability, minimizer and depth quantities of a Hugging Face causal LM."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        batch: dict[str, torch.Tensor],
+        *,
+        chunks: int = 4,
+        boundaries: list[int] | None = None,
+        alpha: float = 0.5,
+        direction: str = "forward",
+        epsilon: float = 0.0,
+        probe_epsilon: float = 0.1,
+        uniform_p0: bool = False,
+        store: str | Path | None = None,
+    ) -> None:
+        if not 0.0 <= alpha < 1.0:
+            raise ValueError(f"alpha must lie in [0, 1) for the probes, got {alpha}")
+        if direction not in ("forward", "reverse"):
+            raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
+        if not 0.0 <= epsilon < 1.0 or not 0.0 < probe_epsilon < 1.0:
+            raise ValueError(f"need 0 <= epsilon < 1 and 0 < probe_epsilon < 1, got {epsilon}, {probe_epsilon}")
+        self.chunked = ChunkedLM(model, chunks, boundaries)
+        device = next(model.parameters()).device
+        self.input_ids = batch["input_ids"].to(device)
+        mask = batch.get("attention_mask")
+        self.attention_mask = None if mask is None else mask.to(device)
+        self.mask = batch["labels"].to(device) != -100
+        if not bool(self.mask.any()):
+            raise ValueError("the probe batch has no labelled position (labels are all -100)")
+        self.labels = batch["labels"].to(device)[self.mask]
+        self.alpha, self.direction, self.uniform_p0 = float(alpha), direction, uniform_p0
+        self.eps_m = float(epsilon)
+        self.eps_g = float(epsilon) if epsilon > 0 else float(probe_epsilon)
+        assert supported(self.alpha, self.eps_g)
+        self.cache: dict[str, Any] = {}
+        self.previous: tuple[int, torch.Tensor] | None = None
+        self.store_path = None if store is None else Path(store)
+        self.writer: Any = None
+
+    @staticmethod
+    def shift_labels(labels: torch.Tensor) -> torch.Tensor:
+        """Hugging Face labels (``labels[t]`` = token t, shifted inside the model) → per-position targets."""
+        out = torch.full_like(labels, -100)
+        out[:, :-1] = labels[:, 1:]
+        return out
+
+    def __enter__(self) -> ProbeSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def readouts(self) -> torch.Tensor:
+        """log p̃ = (log p_0, …, log p_K) at the current parameters: float32 [K+1, N, V]."""
+        model = self.chunked.model
+        was_training = model.training
+        model.eval()
+        try:
+            return log_readouts(
+                self.chunked, self.input_ids, self.attention_mask, self.mask, uniform_p0=self.uniform_p0
+            )
+        finally:
+            model.train(was_training)
+
+    def step(self, step: int) -> dict[str, Any]:
+        """Metrics at the current parameters (ω^{step}) and of the change since the last call."""
+        current = self.readouts()
+        before = self.previous[1] if self.previous is not None else None
+        sums = cached_sums(self.cache, step, before, current, self.labels, self.alpha, self.eps_g, self.eps_m)
+        out: dict[str, Any] = {"step": step}
+        if before is not None:
+            for objective in ("paper", "implemented"):
+                out.update(stability_metrics(kernel_terms(sums, self.alpha, objective), objective))
+        out.update(kernel_minimizer_metrics(sums, self.direction))
+        self._store(step, current)
+        self.previous = (step, current)
+        return out
+
+    def _store(self, step: int, log_p: torch.Tensor) -> None:
+        if self.store_path is None:
+            return
+        from probes.readouts import encode, store_meta
+        from probes.store import ReadoutWriter
+
+        if self.writer is None:
+            meta = store_meta("auto", 32, 256, "float16", *log_p.shape)
+            self.writer = ReadoutWriter(self.store_path, meta)
+        self.writer.append(step, encode(log_p, self.writer.meta))
+
+    def close(self) -> None:
+        """Close the store (if any) and drop the kept readouts."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.previous = None

@@ -1,0 +1,105 @@
+"""The trainer-independent probe API: ``ProbeSession`` in a user's loop, ``ProbeCallback`` in a ``Trainer``."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import torch
+
+from probes.batch import label_targets
+from probes.session import ProbeSession
+from tests.conftest import make_tiny_lm
+from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.theory.stability import stability_terms
+
+V, T = 64, 16
+
+
+def _batch(seed: int = 1) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, V, (2, T + 1), generator=g)
+    return {"input_ids": ids[:, :-1], "attention_mask": torch.ones(2, T, dtype=torch.long), "labels": ids[:, 1:]}
+
+
+def _reference_log_p(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    chunked = ChunkedLM(model, 2)
+    with torch.no_grad():
+        hs = chunked.hiddens(batch["input_ids"], batch["attention_mask"])
+        return torch.stack([torch.log_softmax(chunked.readout(h).float(), -1).flatten(0, 1) for h in hs])
+
+
+def test_session_in_a_user_loop_matches_the_reference_and_changes_nothing():
+    model = make_tiny_lm("llama", layers=4, vocab=V)
+    model.train()
+    batch = _batch()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    records, states = [], []
+    with ProbeSession(model, batch, chunks=2, alpha=0.5) as probes:
+        for t in range(3):
+            states.append(_reference_log_p(model, batch))
+            params = [p.detach().clone() for p in model.parameters()]
+            records.append(probes.step(t))
+            assert all(torch.equal(a, b) for a, b in zip(params, model.parameters(), strict=True))
+            assert model.training  # the session restores the mode
+            loss = model(**{k: v for k, v in batch.items() if k != "labels"}).logits.flatten(0, 1)
+            torch.nn.functional.cross_entropy(loss, batch["labels"].flatten()).backward()
+            opt.step()
+            opt.zero_grad()
+    assert "probe/stability/paper/total/phi" not in records[0]
+    labels = batch["labels"].flatten()
+    before, after = states[1], states[2]
+    for objective, eps in (("paper", 0.1), ("implemented", 0.0)):
+        p_y = label_targets(labels, V, eps).log()
+        ref = stability_terms(before[:-1], after[:-1], before[1:], p_y, 0.5, objective, log_input=True)
+        got = records[2][f"probe/stability/{objective}/total/phi"]
+        assert got == pytest.approx(float(ref.phi_total), rel=1e-6)
+        assert records[2][f"probe/stability/{objective}/total/actual"] == pytest.approx(float(ref.actual_total), rel=1e-6)
+    ce = -after[2].gather(-1, labels[:, None]).mean()
+    assert records[2]["probe/minimizer/2/ce"] == pytest.approx(float(ce), rel=1e-6)
+
+
+def test_session_rejects_a_batch_without_labels():
+    batch = _batch()
+    batch["labels"][:] = -100
+    with pytest.raises(ValueError, match="no labelled position"):
+        ProbeSession(make_tiny_lm("llama", layers=4, vocab=V), batch, chunks=2)
+
+
+class _Rows(torch.utils.data.Dataset):
+    def __init__(self, n: int) -> None:
+        g = torch.Generator().manual_seed(5)
+        self.ids = torch.randint(3, V, (n, T), generator=g)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+
+
+def test_callback_probes_a_real_trainer(tmp_path):
+    from transformers import Trainer, TrainingArguments
+
+    from probes.callback import ProbeCallback
+
+    model = make_tiny_lm("llama", layers=4, vocab=V)
+    initial = copy.deepcopy(model)
+    raw = _Rows(1)[0]["input_ids"][None]
+    batch = {"input_ids": raw, "labels": ProbeSession.shift_labels(raw)}
+    callback = ProbeCallback(batch, chunks=2, alpha=0.5)
+    args = TrainingArguments(
+        output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=2, learning_rate=1e-2,
+        report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True, disable_tqdm=True,
+    )
+    Trainer(model=model, args=args, train_dataset=_Rows(8), callbacks=[callback]).train()
+    assert [r["step"] for r in callback.history] == [0, 1, 2, 3]
+    assert all("probe/stability/implemented/total/ratio" in r for r in callback.history[1:])
+    lines = (tmp_path / "probes.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [0, 1, 2, 3]
+    log_p = _reference_log_p(initial, {"input_ids": raw, "attention_mask": torch.ones_like(raw)})
+    mask = batch["labels"].flatten() != -100
+    ce0 = -log_p[2][mask].gather(-1, batch["labels"].flatten()[mask][:, None]).mean()
+    assert callback.history[0]["probe/minimizer/2/ce"] == pytest.approx(float(ce0), rel=1e-6)
+    assert callback.history[3]["probe/minimizer/2/ce"] != callback.history[0]["probe/minimizer/2/ce"]
