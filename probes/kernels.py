@@ -65,23 +65,29 @@ class KernelSums:
 
 
 def _sum(x: torch.Tensor) -> torch.Tensor:
-    """Σ over the last axis of a float32 [b, V] array, float32 runs of 64 then float64: [b]."""
-    b, v = x.shape
+    """Σ over the last axis of a float32 [..., V] array, float32 runs of 64 then float64: [...]."""
+    v = x.shape[-1]
     head = v - v % _RUN
-    out = x[:, :head].reshape(b, -1, _RUN).sum(-1).sum(-1, dtype=F64)
+    out = x[..., :head].reshape(*x.shape[:-1], -1, _RUN).sum(-1).sum(-1, dtype=F64)
     if head < v:
-        out = out + x[:, head:].sum(-1, dtype=F64)
+        out = out + x[..., head:].sum(-1, dtype=F64)
     return out
 
 
 def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Σ_v a·b per position: float32 products, float64 accumulation (see ``_sum``)."""
-    return _sum(a * b)
+    """Σ_v a·b over the last axis: fused float32 products over runs of 64, float64 across runs."""
+    v = a.shape[-1]
+    head = v - v % _RUN
+    shape = (*a.shape[:-1], -1, _RUN)
+    out = torch.linalg.vecdot(a[..., :head].reshape(shape), b[..., :head].reshape(shape)).sum(-1, dtype=F64)
+    if head < v:
+        out = out + (a[..., head:] * b[..., head:]).sum(-1, dtype=F64)
+    return out
 
 
 def _at(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    """x[n, y_n] as float64 [b]."""
-    return x.gather(1, idx).squeeze(1).to(F64)
+    """x[..., n, y_n] as float64 [..., b]."""
+    return x.gather(-1, idx.expand(*x.shape[:-1], 1)).squeeze(-1).to(F64)
 
 
 @dataclass
@@ -104,17 +110,27 @@ class _Consts:
         return 1.0 - self.alpha
 
 
-class _Row:
-    """One readout row on a block of positions, with what its uses need, built lazily."""
+class _Rows:
+    """Readout rows [R, b, V] on a block of positions and their lazily built features.
 
-    def __init__(self, log_p: torch.Tensor, idx: torch.Tensor, c: _Consts) -> None:
+    ``U`` is g's unnormalised numerator up to the constant (ε_g/V)^α: U = p^{1-α} off the
+    label, (p_y^{ε_g}(y)/p_y^{ε_g}(v≠y))^α·p^{1-α} on it, so g = U / Z and
+    log Z_true = α·log(ε_g/V) + log Z. ``M``/``log_m`` (m built on these rows) are
+    materialised only when ε_m > 0.
+    """
+
+    def __init__(self, log_p: torch.Tensor, idx: torch.Tensor, c: _Consts, cache: dict | None = None) -> None:
         self.L, self.idx, self.c = log_p, idx, c
-        self._cache: dict[str, torch.Tensor] = {}
+        self._cache: dict[str, torch.Tensor] = dict(cache or {})
 
     def _get(self, name: str, make) -> torch.Tensor:
         if name not in self._cache:
             self._cache[name] = make()
         return self._cache[name]
+
+    def part(self, rows: slice) -> _Rows:
+        """The same features on a subset of rows (views)."""
+        return _Rows(self.L[rows], self.idx, self.c, {k: v[rows] for k, v in self._cache.items()})
 
     @property
     def P(self) -> torch.Tensor:  # noqa: N802 (the maths' name)
@@ -122,94 +138,136 @@ class _Row:
 
     @property
     def s(self) -> torch.Tensor:
-        """Σ_v p (float64), ≈ 1."""
+        """Σ_v p per row and position (float64), ≈ 1."""
         return self._get("s", lambda: _sum(self.P))
 
-    def _log_u(self) -> torch.Tensor:
-        c = self.c
-        out = torch.add(self.L, 0.0, alpha=1.0).mul_(c.a).add_(c.alpha * c.lo_g)
-        return out.scatter_(1, self.idx, self.L.gather(1, self.idx) * c.a + c.alpha * c.lon_g)
-
     @property
-    def log_u(self) -> torch.Tensor:
-        """log U = (1-α)·L + α·log p_y^{ε_g}: log g_k = log U − log Z."""
-        return self._get("log_u", self._log_u)
+    def negent(self) -> torch.Tensor:
+        """Σ_v p log p (float64)."""
+        return self._get("negent", lambda: _dot(self.P, self.L))
+
+    def _u(self) -> torch.Tensor:
+        c = self.c
+        u = self.P.sqrt() if c.alpha == 0.5 else torch.exp(self.L * c.a)
+        on = (self.L.gather(-1, self._idx()) * c.a).exp_().mul_(math.exp(c.alpha * (c.lon_g - c.lo_g)))
+        return u.scatter_(-1, self._idx(), on)
+
+    def _idx(self) -> torch.Tensor:
+        return self.idx.expand(*self.L.shape[:-1], 1)
 
     @property
     def U(self) -> torch.Tensor:  # noqa: N802
-        def make() -> torch.Tensor:
-            c = self.c
-            if c.alpha == 0.5:  # U = sqrt(p)·sqrt(p_y): a square root instead of an exponential
-                u = self.P.sqrt().mul_(math.exp(0.5 * c.lo_g))
-                on = (self.L.gather(1, self.idx) * 0.5).exp_().mul_(math.exp(0.5 * c.lon_g))
-                return u.scatter_(1, self.idx, on)
-            return self.log_u.exp()
+        return self._get("U", self._u)
 
-        return self._get("U", make)
+    def _z(self) -> torch.Tensor:
+        c = self.c
+        if c.alpha == 0.5:  # sqrt is correctly rounded: the float32 U sums without bias
+            return _sum(self.U)
+        # float32 exp(a·L) carries a ~1 ulp bias that log Z would turn into a bias of R: sum in float64
+        l64 = self.L.to(F64)
+        l_y = _at(self.L, self.idx)
+        return torch.exp(l64 * c.a).sum(-1) + math.expm1(c.alpha * (c.lon_g - c.lo_g)) * torch.exp(l_y * c.a)
 
     @property
     def Z(self) -> torch.Tensor:  # noqa: N802
-        return self._get("Z", lambda: _sum(self.U))
+        return self._get("Z", self._z)
 
-    def _m(self) -> torch.Tensor:
-        c = self.c
-        m = self.P * c.a
-        if c.off_m:
-            m.add_(c.alpha * c.off_m)
-        return m.scatter_(1, self.idx, self.P.gather(1, self.idx) * c.a + c.alpha * c.on_m)
+    def at(self, name: str) -> torch.Tensor:
+        """A dense feature at the label, float64 [R, b]."""
+        return _at(getattr(self, name), self.idx)
 
     @property
     def M(self) -> torch.Tensor:  # noqa: N802
-        """m_k built on this row: (1-α)·p + α·p_y^{ε_m}."""
-        return self._get("M", self._m)
+        """m built on these rows: (1-α)·p + α·p_y^{ε_m} (materialised; ε_m > 0 path)."""
 
-    def _log_m(self) -> torch.Tensor:
-        c = self.c
-        if c.off_m:
-            return self.M.log()
-        out = self.L + math.log(c.a)  # off the label m = (1-α)·p exactly
-        return out.scatter_(1, self.idx, self.M.gather(1, self.idx).log())
+        def make() -> torch.Tensor:
+            c = self.c
+            m = (self.P * c.a).add_(c.alpha * c.off_m)
+            return m.scatter_(-1, self._idx(), self.P.gather(-1, self._idx()) * c.a + c.alpha * c.on_m)
+
+        return self._get("M", make)
 
     @property
     def log_m(self) -> torch.Tensor:
-        return self._get("log_m", self._log_m)
+        return self._get("log_m", lambda: self.M.log())
+
+    def m_y(self) -> torch.Tensor:
+        """m at the label, float64 [R, b] (from float64 p_y)."""
+        c = self.c
+        return c.a * _at(self.L, self.idx).exp() + c.alpha * c.on_m
 
 
-def _stability(p: _Row, o: _Row, n: _Row, out: dict[str, list[torch.Tensor]]) -> None:
-    """Per-position terms of one chunk: upstream p (at t), output o (at t), upstream n (at t+1)."""
+def _paper(p: _Rows, o: _Rows, d_po: torch.Tensor) -> torch.Tensor:
+    """KL(o ‖ g(p)) per row and position; ``d_po`` = L_p − L_o."""
+    c = p.c
+    return -c.a * _dot(o.P, d_po) + c.alpha * o.negent - c.alpha * (c.lon_g - c.lo_g) * o.at("P") + p.Z.log() * o.s
+
+
+def _implemented(p: _Rows, o: _Rows, d_po: torch.Tensor) -> torch.Tensor:
+    """KL(m(p) ‖ o) per row and position; ``d_po`` = L_p − L_o."""
+    c = p.c
+    if c.off_m:
+        return _dot(p.M, p.log_m - o.L)
+    a, la = c.a, math.log(c.a)
+    off = a * _dot(p.P, d_po) + a * la * p.s  # off the label m = (1-α)·p, log m = log(1-α) + L_p
+    p_y, lo_y, dy = p.at("P"), _at(o.L, o.idx), _at(d_po, p.idx)
+    m_y = p.m_y()
+    return off - a * p_y * (dy + la) + m_y * (m_y.log() - lo_y)
+
+
+def _stability(p: _Rows, o: _Rows, n: _Rows, out: dict[str, torch.Tensor]) -> None:
+    """Per-chunk sums of one block: upstream p (at t), outputs o (at t), upstream n (at t+1)."""
     c = p.c
     a = c.a
     delta = n.L - p.L
     e = torch.expm1(delta)
     d = p.P * e  # Δp = p^{t+1} − p^t, exact for small changes
-    log_z = p.Z.log()
-    out["paper_r"].append(_dot(o.P, o.L - p.log_u) + log_z * o.s)
-    out["paper_phi"].append(a * (_dot(p.U, e) / p.Z - _dot(o.P, e)))
+    d_po = p.L - o.L
+    out["paper_r"] = _paper(p, o, d_po)
+    out["paper_phi"] = a * (_dot(p.U, e) / p.Z - _dot(o.P, e))
     ea = e / ((e + 1.0).sqrt_() + 1.0) if c.alpha == 0.5 else torch.expm1(delta * a)
-    out["paper_actual"].append(-a * _dot(o.P, delta) + o.s * torch.log1p(_dot(p.U, ea) / p.Z))
-    out["dp_sq"].append(_dot(d, d))
-    out["impl_r"].append(_dot(p.M, p.log_m - o.L))
-    out["impl_phi"].append(a * (_dot(p.log_m - o.L, d) + _sum(d)))
-    # Σ m' log m' − m log m = Σ (m' − m)·log m' + m·log(m'/m), with m' − m = (1-α)·Δp.
+    out["paper_actual"] = -a * _dot(o.P, delta) + o.s * torch.log1p(_dot(p.U, ea) / p.Z)
+    out["dp_sq"] = _dot(d, d)
+    out["impl_r"] = _implemented(p, o, d_po)
+    sum_d = _sum(d)
     if c.off_m:
-        ratio_term = _dot(p.M, torch.log1p(d * a / p.M))
-    else:  # off the label log(m'/m) = δ; on it log1p((1-α)Δp_y / m_y)
-        d_y, m_y = _at(d, p.idx), _at(p.M, p.idx)
-        ratio_term = _dot(p.M, delta) + m_y * (torch.log1p(a * d_y / m_y) - _at(delta, p.idx))
-    out["impl_actual"].append(a * _dot(d, n.log_m - o.L) + ratio_term)
+        out["impl_phi"] = a * (_dot(p.log_m - o.L, d) + sum_d)
+        lr = torch.log1p(d * a / p.M)
+        out["impl_actual"] = a * _dot(d, n.log_m - o.L) + _dot(p.M, lr)
+        return
+    la = math.log(a)
+    d_y, dpo_y, delta_y = _at(d, p.idx), _at(d_po, p.idx), _at(delta, p.idx)
+    m_py = p.m_y()
+    lm_py = m_py.log()
+    # φ: Σ (log m_p − L_o + 1)·Δp; off the label log m_p − L_o = log(1-α) + (L_p − L_o).
+    out["impl_phi"] = a * (_dot(d_po, d) + (la + 1.0) * sum_d + (lm_py - la - _at(p.L, p.idx)) * d_y)
+    # actual: Σ (m' − m)(log m' − L_o) + m·log(m'/m), m' − m = (1-α)Δp; off the label
+    # log m' − L_o = log(1-α) + δ + (L_p − L_o) and log(m'/m) = δ, which add up to (1-α)·Σ p'·δ.
+    off = a * (la * sum_d + _dot(d, d_po) + _dot(n.P, delta))
+    lo_y = _at(o.L, o.idx)
+    off_y = a * d_y * (la + delta_y + dpo_y) + a * p.at("P") * delta_y
+    m_ny = m_py + a * d_y
+    true_y = a * d_y * (m_ny.log() - lo_y) + m_py * torch.log1p(a * d_y / m_py)
+    out["impl_actual"] = off - off_y + true_y
 
 
-def _minimizers(p: _Row, o: _Row, out: dict[str, list[torch.Tensor]]) -> None:
-    """Per-position minimizer terms of one chunk at one step: upstream p, output o."""
-    out["kl_p_g"].append((_dot(o.P, o.L - p.log_u) + p.Z.log() * o.s).clamp_min(0.0))
-    out["kl_m_p"].append(_dot(p.M, p.log_m - o.L).clamp_min(0.0))
-    out["tv_g"].append(0.5 * _sum((o.P - p.U * (1.0 / p.Z).float().unsqueeze(1)).abs_()))
-    out["tv_m"].append(0.5 * _sum((o.P - p.M).abs_()))
-    out["ce"].append(-_at(o.L, o.idx))
+def _minimizers(p: _Rows, o: _Rows, out: dict[str, torch.Tensor]) -> None:
+    """Per-chunk minimizer sums of one block at one step: upstream p, outputs o."""
+    c = p.c
+    d_po = p.L - o.L
+    out["kl_p_g"] = _paper(p, o, d_po).clamp_min(0.0)
+    out["kl_m_p"] = _implemented(p, o, d_po).clamp_min(0.0)
+    out["tv_g"] = 0.5 * _sum(torch.addcmul(o.P, p.U, (-1.0 / p.Z).float().unsqueeze(-1)).abs_())
+    if c.off_m:
+        out["tv_m"] = 0.5 * _sum((o.P - p.M).abs_())
+    else:
+        o_y, m_y = o.at("P"), p.m_y()
+        out["tv_m"] = 0.5 * (_sum(torch.add(o.P, p.P, alpha=-c.a).abs_()) - (o_y - c.a * p.at("P")).abs() + (o_y - m_y).abs())
+    out["ce"] = -_at(o.L, o.idx)
 
 
-def _blocks(n: int, vocab: int, block_elems: int) -> list[slice]:
-    size = max(1, block_elems // max(1, vocab))
+def _blocks(n: int, vocab: int, rows: int, block_elems: int) -> list[slice]:
+    size = max(1, block_elems // max(1, vocab * rows))
     return [slice(i, min(n, i + size)) for i in range(0, n, size)]
 
 
@@ -229,7 +287,8 @@ def step_sums(
 
     ``before``/``after``: log p̃ = (log p_0, …, log p_K) at ω^t and ω^{t+1}, [K+1, N, V]
     (float32; other dtypes are converted per block). ``labels``: [N] token ids. ε_g smooths
-    p_y in g_k (> 0), ε_m in m_k. Requires ``supported(alpha, eps_g)``.
+    p_y in g_k (> 0), ε_m in m_k. Requires ``supported(alpha, eps_g)``. All K chunks of a
+    block of positions are processed together ([K, b, V] arrays).
     (``torch.compile`` of a block was tried: 2.4x faster after ~100 s of compilation, and
     inductor's reordered reductions lose the 1e-6 agreement, so it is not used.)
     """
@@ -239,37 +298,24 @@ def step_sums(
     if before is not None and before.shape != after.shape:
         raise ValueError(f"before {tuple(before.shape)} and after {tuple(after.shape)} differ")
     c = _Consts.make(vocab, float(alpha), float(eps_g), float(eps_m))
-    names = (STABILITY if before is not None else ()) + (MINIMIZER if minimizers else ())
-    acc = {name: torch.zeros(rows - 1, dtype=F64, device=after.device) for name in names}
+    acc: dict[str, torch.Tensor] = {}
     labels = labels.to(after.device).long()
-    for sl in _blocks(n, vocab, block_elems):
-        b = before[:, sl] if before is not None else None
-        for name, value in _block(b, after[:, sl], labels[sl].unsqueeze(1), c, minimizers).items():
-            acc[name] += value
-    return KernelSums({name: value / n for name, value in acc.items()})
-
-
-def _block(
-    before: torch.Tensor | None, after: torch.Tensor, idx: torch.Tensor, c: _Consts, minimizers: bool
-) -> dict[str, torch.Tensor]:
-    """Per-chunk sums over one block of positions: {name: [K] float64}."""
-    rows = after.shape[0]
-    a_rows = [_Row(after[r].float(), idx, c) for r in range(rows)]
-    b_rows = [_Row(before[r].float(), idx, c) for r in range(rows)] if before is not None else None
-    out: dict[str, list[torch.Tensor]] = {}
-    for k in range(1, rows):
-        per: dict[str, list[torch.Tensor]] = {}
-        if b_rows is not None:
-            per.update({name: [] for name in STABILITY})
-            _stability(b_rows[k - 1], b_rows[k], a_rows[k - 1], per)
-            b_rows[k - 1] = None  # type: ignore[call-overload]  # free the block's arrays
+    for sl in _blocks(n, vocab, rows, block_elems):
+        idx = labels[sl].unsqueeze(-1)
+        out: dict[str, torch.Tensor] = {}
+        new = _Rows(after[:, sl].float(), idx, c)
+        up, down = slice(0, rows - 1), slice(1, rows)
+        new.P  # noqa: B018 (computed once for all rows, then sliced)
         if minimizers:
-            per.update({name: [] for name in MINIMIZER})
-            _minimizers(a_rows[k - 1], a_rows[k], per)
-        a_rows[k - 1] = None  # type: ignore[call-overload]
-        for name, values in per.items():
-            out.setdefault(name, []).append(values[0].sum())
-    return {name: torch.stack(values) for name, values in out.items()}
+            new.s, new.negent  # noqa: B018
+            _minimizers(new.part(up), new.part(down), out)
+        if before is not None:
+            old = _Rows(before[:, sl].float(), idx, c)
+            old.P, old.s, old.negent  # noqa: B018
+            _stability(old.part(up), old.part(down), new.part(up), out)
+        for name, value in out.items():
+            acc[name] = acc.get(name, 0.0) + value.sum(-1)
+    return KernelSums({name: value / n for name, value in acc.items()})
 
 
 _CACHE_KEY = "kernel_sums"

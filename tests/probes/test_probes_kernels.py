@@ -94,8 +94,8 @@ def test_minimizer_kernels_match_the_float64_reference(step_readouts, alpha, eps
     sums = step_sums(None, after, labels, alpha, 0.1, eps_m)
     for key, value in ref.items():
         k, name = key.split("/")[-2:]
-        if name != "gap":
-            assert float(sums[name][int(k) - 1]) == pytest.approx(value, rel=RTOL, abs=1e-13), key
+        if name != "gap":  # KL(p_k ‖ g_k) is ~0.006 nats here: float32 p resolves it to ~1e-8 nats
+            assert float(sums[name][int(k) - 1]) == pytest.approx(value, rel=RTOL, abs=1e-8), key
 
 
 def test_cached_sums_compute_once_per_step_and_reuse(step_readouts):
