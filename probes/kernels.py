@@ -31,7 +31,8 @@ import torch
 
 __all__ = ["BLOCK_ELEMS", "KernelSums", "step_sums", "supported"]
 
-BLOCK_ELEMS = 1 << 16  # float32 coordinates per block (256 KiB per array)
+BLOCK_ELEMS = 1 << 20  # float32 coordinates per block, all rows (4 MiB per array)
+KEEP_BYTES = 512 << 20  # keep at most this much of one step's features for the next
 F64 = torch.float64
 _RUN = 64  # float32 partial sums over runs of this many coordinates
 
@@ -240,10 +241,11 @@ def _stability(p: _Rows, o: _Rows, n: _Rows, out: dict[str, torch.Tensor]) -> No
     m_py = p.m_y()
     lm_py = m_py.log()
     # φ: Σ (log m_p − L_o + 1)·Δp; off the label log m_p − L_o = log(1-α) + (L_p − L_o).
-    out["impl_phi"] = a * (_dot(d_po, d) + (la + 1.0) * sum_d + (lm_py - la - _at(p.L, p.idx)) * d_y)
+    dd_po = _dot(d, d_po)
+    out["impl_phi"] = a * (dd_po + (la + 1.0) * sum_d + (lm_py - la - _at(p.L, p.idx)) * d_y)
     # actual: Σ (m' − m)(log m' − L_o) + m·log(m'/m), m' − m = (1-α)Δp; off the label
     # log m' − L_o = log(1-α) + δ + (L_p − L_o) and log(m'/m) = δ, which add up to (1-α)·Σ p'·δ.
-    off = a * (la * sum_d + _dot(d, d_po) + _dot(n.P, delta))
+    off = a * (la * sum_d + dd_po + _dot(n.P, delta))
     lo_y = _at(o.L, o.idx)
     off_y = a * d_y * (la + delta_y + dpo_y) + a * p.at("P") * delta_y
     m_ny = m_py + a * d_y
@@ -282,13 +284,16 @@ def step_sums(
     *,
     minimizers: bool = True,
     block_elems: int = BLOCK_ELEMS,
+    keep: dict | None = None,
 ) -> KernelSums:
     """Stability terms of the step ``before`` → ``after`` and minimizer terms at ``after``.
 
     ``before``/``after``: log p̃ = (log p_0, …, log p_K) at ω^t and ω^{t+1}, [K+1, N, V]
     (float32; other dtypes are converted per block). ``labels``: [N] token ids. ε_g smooths
     p_y in g_k (> 0), ε_m in m_k. Requires ``supported(alpha, eps_g)``. All K chunks of a
-    block of positions are processed together ([K, b, V] arrays).
+    block of positions are processed together ([K, b, V] arrays). ``keep`` (a dict the caller
+    holds between steps): the features of ``after`` (p, g's numerator, …) are kept there, up
+    to ``KEEP_BYTES``, and reused when the next call's ``before`` is the same tensor.
     (``torch.compile`` of a block was tried: 2.4x faster after ~100 s of compilation, and
     inductor's reordered reductions lose the 1e-6 agreement, so it is not used.)
     """
@@ -300,25 +305,37 @@ def step_sums(
     c = _Consts.make(vocab, float(alpha), float(eps_g), float(eps_m))
     acc: dict[str, torch.Tensor] = {}
     labels = labels.to(after.device).long()
-    for sl in _blocks(n, vocab, rows, block_elems):
+    same = keep is not None and before is not None and keep.get("of") is before and keep.get("consts") == c
+    reuse = keep["features"] if same else None  # type: ignore[index]
+    kept: list[tuple[dict, dict]] = []
+    up, down = slice(0, rows - 1), slice(1, rows)
+    for i, sl in enumerate(_blocks(n, vocab, rows, block_elems)):
         idx = labels[sl].unsqueeze(-1)
         out: dict[str, torch.Tensor] = {}
         new = _Rows(after[:, sl].float(), idx, c)
-        up, down = slice(0, rows - 1), slice(1, rows)
-        new.P  # noqa: B018 (computed once for all rows, then sliced)
+        new.P, new.s, new.negent  # noqa: B018 (computed once for all rows, then sliced)
+        new_up = new.part(up)
         if minimizers:
-            new.s, new.negent  # noqa: B018
-            _minimizers(new.part(up), new.part(down), out)
+            _minimizers(new_up, new.part(down), out)
         if before is not None:
-            old = _Rows(before[:, sl].float(), idx, c)
+            full, upper = reuse[i] if reuse is not None else ({}, {})
+            old = _Rows(before[:, sl].float(), idx, c, full)
             old.P, old.s, old.negent  # noqa: B018
-            _stability(old.part(up), old.part(down), new.part(up), out)
+            old_up = old.part(up)
+            old_up._cache.update(upper)
+            _stability(old_up, old.part(down), new_up, out)
+        if keep is not None:
+            kept.append((new._cache, {k: v for k, v in new_up._cache.items() if k in ("U", "Z")}))
         for name, value in out.items():
             acc[name] = acc.get(name, 0.0) + value.sum(-1)
+    if keep is not None:
+        keep.clear()
+        if 2 * after.numel() * 4 <= KEEP_BYTES:
+            keep.update(of=after, consts=c, features=kept)
     return KernelSums({name: value / n for name, value in acc.items()})
 
 
-_CACHE_KEY = "kernel_sums"
+_CACHE_KEY, _KEEP_KEY = "kernel_sums", "kernel_features"
 
 
 def cached_sums(
@@ -344,7 +361,8 @@ def cached_sums(
     need_minimizers = "ce" not in have and (before is None or not have.values)
     if need_stability or need_minimizers:
         fresh = step_sums(
-            before if need_stability else None, after, labels, alpha, eps_g, eps_m, minimizers=need_minimizers
+            before if need_stability else None, after, labels, alpha, eps_g, eps_m,
+            minimizers=need_minimizers, keep=cache.setdefault(_KEEP_KEY, {}),
         )
         have = KernelSums({**have.values, **fresh.values})
         cache[_CACHE_KEY] = (key, have)

@@ -116,3 +116,15 @@ def test_kernels_refuse_what_only_the_reference_defines(step_readouts):
         step_sums(before, after, labels, 1.0, 0.1, 0.0)
     with pytest.raises(ValueError):
         step_sums(before, after, labels, 0.5, 0.0, 0.0)
+
+
+def test_features_kept_from_the_previous_step_give_the_same_sums(step_readouts):
+    before, after, labels = step_readouts
+    keep: dict = {}
+    step_sums(None, before, labels, 0.5, 0.1, 0.0, keep=keep)
+    assert keep["of"] is before
+    reused = step_sums(before, after, labels, 0.5, 0.1, 0.0, keep=keep)
+    fresh = step_sums(before, after, labels, 0.5, 0.1, 0.0)
+    assert keep["of"] is after
+    for name, value in fresh.values.items():
+        assert torch.equal(reused[name], value), name
