@@ -7,14 +7,15 @@ Modes (``mode``):
 * ``"topk"``: the k largest probabilities (float16) and their token ids (int32) per position
   and row, plus the exact remaining tail mass (float32):
   (K+1)·N·(k·(2+4)+4) bytes per step;
-* ``"full"``: every probability, float16 by default (``dtype = "float32"`` for exact
-  recomputation): (K+1)·N·V·2 (or ·4) bytes per step;
+* ``"full"``: every probability in float16 by default, or with ``dtype = "float32"`` the
+  log-probabilities exactly as the probes saw them (for exact offline recomputation):
+  (K+1)·N·V·2 (or ·4) bytes per step before compression;
 * ``"auto"`` (default): ``full`` when V ≤ ``full_max_vocab``, else ``topk``.
 
-Each record adds a 24-byte header (step, length, crc32) and ≤ 7 bytes of padding; the
-format and the reader (``ReadoutStore``) are in ``probes.store``. On resume the store is
-truncated after the checkpoint's step. The probe logs no metrics; it prints its bytes per
-step once at start.
+Each record is one Parquet shard (zstd-compressed, written atomically); the format and the
+reader (``ReadoutStore``) are in ``probes.store``, and pandas or pyarrow read the directory
+without this package. On resume the store is truncated after the checkpoint's step. The
+probe logs no metrics; it prints its uncompressed bytes per step once at start.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import torch
 from probes.batch import DEFAULT_N_POSITIONS, readouts
 from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
-from probes.store import HEADER, ReadoutStore, ReadoutWriter, payload_bytes
+from probes.store import ReadoutStore, ReadoutWriter, payload_bytes
 
 __all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta"]
 
@@ -39,8 +40,9 @@ MODES = ("auto", "topk", "full")
 def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """The stored arrays of one record from log p̃ [K+1, N, V] (see the module docstring)."""
     if meta["mode"] == "full":
-        dtype = torch.float16 if meta["dtype"] == "float16" else torch.float32
-        return {"probs": log_probs.exp().to(dtype).cpu().numpy()}
+        if meta["dtype"] == "float32":
+            return {"log_probs": log_probs.float().cpu().numpy()}
+        return {"probs": log_probs.exp().to(torch.float16).cpu().numpy()}
     top, idx = torch.topk(log_probs, meta["topk"], dim=-1)
     rest = log_probs.scatter(-1, idx, float("-inf"))
     tail = torch.logsumexp(rest, dim=-1).exp()
@@ -54,7 +56,7 @@ def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarra
 def store_meta(mode: str, topk: int, full_max_vocab: int, dtype: str, rows: int, n: int, vocab: int) -> dict[str, Any]:
     """The store's ``meta`` for readouts of shape [rows, n, vocab] (see the module docstring)."""
     full = mode == "full" or (mode == "auto" and vocab <= full_max_vocab)
-    meta = {"format": "zerolock-readouts", "version": 1, "rows": rows, "n_positions": n, "vocab_size": vocab}
+    meta = {"format": "zerolock-readouts", "version": 2, "rows": rows, "n_positions": n, "vocab_size": vocab}
     if full:
         return {**meta, "mode": "full", "dtype": dtype}
     if topk >= vocab:
@@ -106,11 +108,11 @@ class ReadoutLogger:
         rows, n, vocab = readouts(ctx, start, self.n_positions, self.seed).shape
         meta = self._meta(rows, n, vocab)
         self.writer = ReadoutWriter(ctx.run_dir / STORE_DIR, meta, keep_through=start if start > 0 else None)
-        per_step = HEADER.size + payload_bytes(meta) + (-payload_bytes(meta)) % 8
+        per_step = payload_bytes(meta)
         records = len([t for t in range(start, self.total_steps + 1) if self._due(t)])
         what = f"top-{meta['topk']}" if meta["mode"] == "topk" else f"full {meta['dtype']}"
         print(
-            f"probe readouts: {what} store, {per_step:,} bytes per recorded step "
+            f"probe readouts: {what} Parquet store, {per_step:,} bytes per recorded step before compression "
             f"((K+1)={rows} x N={n}, V={vocab}), ~{per_step * records / 2**20:.1f} MiB for {records} records"
         )
         if self.writer.dropped:

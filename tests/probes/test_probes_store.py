@@ -1,4 +1,4 @@
-"""The readout store: round trips, top-k + tail = 1, torn records, truncation on resume."""
+"""The readout store: round trips, top-k + tail = 1, torn shards, truncation on resume, open format."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from probes.readouts import encode
-from probes.store import HEADER, ReadoutStore, ReadoutWriter, payload_bytes
+from probes.store import ReadoutStore, ReadoutWriter, payload_bytes, shard_name
 
 ROWS, N, V, K_TOP = 3, 5, 40, 4
 
 
 def _meta(mode: str, dtype: str = "float16") -> dict:
-    meta = {"format": "zerolock-readouts", "version": 1, "rows": ROWS, "n_positions": N, "vocab_size": V, "mode": mode}
+    meta = {"format": "zerolock-readouts", "version": 2, "rows": ROWS, "n_positions": N, "vocab_size": V, "mode": mode}
     if mode == "topk":
         return {**meta, "topk": K_TOP, "dtype": "float16", "tail_dtype": "float32"}
     return {**meta, "dtype": dtype}
@@ -60,44 +60,63 @@ def test_full_mode_round_trip(tmp_path, dtype):
     tol = 1e-3 if dtype == "float16" else 1e-7
     for step, value in zip([0, 3], values, strict=True):
         np.testing.assert_allclose(store.dense(step), value.exp().numpy(), rtol=tol, atol=tol)
+        if dtype == "float32":  # the log-readouts exactly as the probes saw them
+            assert np.array_equal(store.log_dense(step), value.numpy())
     assert payload_bytes(store.meta) == ROWS * N * V * np.dtype(dtype).itemsize
 
 
-def test_record_size_matches_documented_formula(tmp_path):
-    meta = _meta("topk")
-    assert payload_bytes(meta) == ROWS * N * (K_TOP * (2 + 4) + 4)
-    _write(tmp_path / "r", meta, [0])
-    size = (tmp_path / "r" / "records.bin").stat().st_size
-    assert size == HEADER.size + payload_bytes(meta) + (-payload_bytes(meta)) % 8
+def test_record_size_matches_documented_formula():
+    assert payload_bytes(_meta("topk")) == ROWS * N * (K_TOP * (2 + 4) + 4)
 
 
-def test_torn_record_is_detected_skipped_and_truncated(tmp_path):
+def test_torn_shard_is_detected_skipped_and_removed(tmp_path):
     meta = _meta("topk")
     _write(tmp_path / "r", meta, [0, 1, 2])
-    data = tmp_path / "r" / "records.bin"
+    data = tmp_path / "r" / shard_name(2)
     size = data.stat().st_size
-    with open(data, "r+b") as fh:  # a crash in the middle of the last record
+    with open(data, "r+b") as fh:  # a shard cut short (e.g. synced data lost after the rename)
         fh.truncate(size - 17)
+    (tmp_path / "r" / f".{shard_name(3)}.tmp").write_bytes(b"PAR1 half a file")  # a crash mid-write
     store = ReadoutStore(tmp_path / "r")
-    assert store.torn and "torn record for step 2" in store.torn_reason
+    assert store.torn and shard_name(2) in store.torn_reason
     assert store.steps == [0, 1]
     assert store.get(1)["probs"].shape == (ROWS, N, K_TOP)
     writer = ReadoutWriter(tmp_path / "r", meta, keep_through=5)  # resume: cut the tail
-    assert "torn" in writer.dropped and writer.steps == [0, 1]
+    assert shard_name(2) in writer.dropped and writer.steps == [0, 1]
+    assert not list((tmp_path / "r").glob(".*.tmp"))
     writer.append(2, encode(_log_probs(9), meta))
     writer.close()
     store = ReadoutStore(tmp_path / "r", verify=True)
     assert store.steps == [0, 1, 2] and not store.torn
 
 
-def test_checksum_mismatch_in_the_last_record_is_reported(tmp_path):
-    _write(tmp_path / "r", _meta("topk"), [0, 1])
-    data = tmp_path / "r" / "records.bin"
+def test_a_corrupted_byte_in_the_last_shard_is_reported(tmp_path):
+    _write(tmp_path / "r", _meta("full", "float32"), [0, 1])
+    data = tmp_path / "r" / shard_name(1)
     raw = bytearray(data.read_bytes())
-    raw[-12] ^= 0xFF
+    raw[len(raw) // 3] ^= 0xFF
     data.write_bytes(bytes(raw))
     store = ReadoutStore(tmp_path / "r")
-    assert store.torn and "checksum" in store.torn_reason and store.steps == [0]
+    assert store.torn and shard_name(1) in store.torn_reason and store.steps == [0]
+
+
+def test_pandas_and_pyarrow_read_the_store_without_this_package(tmp_path):
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+    values = _write(tmp_path / "r", _meta("topk"), [0, 1, 2])
+    full = _write(tmp_path / "f", _meta("full", "float32"), [0, 4])
+    df = pd.read_parquet(tmp_path / "r")
+    assert len(df) == 3 * ROWS * N and sorted(set(df["step"])) == [0, 1, 2]
+    row = df[(df["step"] == 1) & (df["row"] == 2) & (df["position"] == 3)].iloc[0]
+    exact = values[1][2, 3].double().exp()
+    top = torch.topk(exact, K_TOP)
+    assert list(row["indices"]) == top.indices.tolist()
+    np.testing.assert_allclose(np.asarray(row["probs"], dtype=np.float64), top.values.numpy(), rtol=1e-3)
+    assert row["tail"] == pytest.approx(float(exact.sum() - top.values.sum()), rel=1e-4, abs=1e-9)
+    table = ds.dataset(tmp_path / "f", format="parquet").to_table().sort_by([("step", "ascending")])
+    log_p = np.stack(table.column("log_probs").to_numpy(zero_copy_only=False)).reshape(2, ROWS, N, V)
+    assert np.array_equal(log_p[1], full[1].numpy())
 
 
 def test_resume_truncates_records_after_the_checkpoint(tmp_path):
