@@ -17,7 +17,9 @@ readouts it reads), and a vocabulary-scaling table: on random Llama models of th
 width (d = 128, 8 layers, K = 4) with V in ``--vocab``, per probed step, the probe forward
 (ms), the fused stability + minimizer kernels (ms, ``probes.kernels``) and the peak
 resident memory the probes add (MiB: the process's high-water mark, reset through
-``/proc/self/clear_refs`` before each V, minus the resident size before)::
+``/proc/self/clear_refs`` before each V, minus the resident size before: the kept p̃^t,
+p̃^{t+1}, the logits of the forward and the kernels' kept features). Times are process CPU
+time by default (``--clock cpu``: other load on a shared machine inflates wall time)::
 
     python3 benchmarks/probe_overhead.py --steps 40 --threads 1
 """
@@ -35,11 +37,12 @@ from pathlib import Path
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, log_readouts, readouts
-from probes.kernels import step_sums
+from probes.kernels import cached_sums
 from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup
 
+CLOCK = [time.perf_counter]  # --clock cpu: time.process_time (this process's CPU time)
 RECIPE = Path(__file__).resolve().parents[1] / "zerolock_theory" / "recipes" / "probes.toml"
 
 
@@ -50,6 +53,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=40, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=3, help="untimed first steps")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave as is)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="cpu: process CPU time (robust to other load on a shared CPU machine; CPU runs only)")
     p.add_argument("--vocab", type=int, nargs="*", default=[4096, 32768, 131072], help="V of the scaling table")
     p.add_argument("--vocab-steps", type=int, default=2, help="timed probe steps per V")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
@@ -60,19 +65,19 @@ def _train_step(run: Run, step: int) -> float:
     batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
     if run.device.type == "cuda":
         torch.cuda.synchronize()
-    tic = time.perf_counter()
+    tic = CLOCK[0]()
     run.step_fn.train_step(batch, step)
     if run.device.type == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - tic
+    return CLOCK[0]() - tic
 
 
 def _timed(run: Run, fn, *args) -> float:
-    tic = time.perf_counter()
+    tic = CLOCK[0]()
     fn(*args)
     if run.device.type == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - tic
+    return CLOCK[0]() - tic
 
 
 def _probe_hooks(run: Run, step: int, parts: dict[str, list[float]]) -> float:
@@ -95,6 +100,8 @@ def _probe_hooks(run: Run, step: int, parts: dict[str, list[float]]) -> float:
 def main() -> None:
     """Step both runs alternately and print the overhead ratio and its parts."""
     args = parse_args()
+    if args.clock == "cpu":
+        CLOCK[0] = time.process_time
     if args.threads:
         torch.set_num_threads(args.threads)
     raw = apply_overrides(read_recipe(args.recipe), [*args.overrides, "run.progress=false"])
@@ -127,7 +134,8 @@ def main() -> None:
     cfg = probed_cfg
     print(
         f"device {plain.device}, threads {torch.get_num_threads()}, K={cfg.model.chunks}, "
-        f"batch {cfg.data.batch_size}x{cfg.data.seq_len}, {args.steps} timed steps after {skip} warm-up"
+        f"batch {cfg.data.batch_size}x{cfg.data.seq_len}, {args.steps} timed steps after {skip} warm-up, "
+        f"{args.clock} clock"
     )
     print(f"plain step:            median {plain_med * 1e3:8.1f} ms")
     print(f"instrumented step:     median {statistics.median(times['probed step']) * 1e3:8.1f} ms (training only)")
@@ -171,28 +179,30 @@ def vocab_table(vocabs: list[int], steps: int, alpha: float, n: int) -> None:
         mask = torch.ones_like(ids, dtype=torch.bool)
         mask[:, -1] = False
         labels = ids[:, 1:].flatten()
-        previous = log_readouts(chunked, ids, None, mask)
         rss0 = _rss_mib("VmRSS")
         try:
             Path("/proc/self/clear_refs").write_text("5")
         except OSError:
             pass
+        cache: dict = {}
+        previous = log_readouts(chunked, ids, None, mask)
+        cached_sums(cache, -1, None, previous, labels, alpha, 0.1, 0.0)
         fwd, ker = [], []
         for _ in range(steps):
             with torch.no_grad():
                 for p in chunked.layers.parameters():
                     p.add_(torch.randn_like(p), alpha=1e-3)  # a small "update"
-            tic = time.perf_counter()
+            tic = CLOCK[0]()
             current = log_readouts(chunked, ids, None, mask)
-            fwd.append(time.perf_counter() - tic)
-            tic = time.perf_counter()
-            step_sums(previous, current, labels, alpha, 0.1, 0.0)
-            ker.append(time.perf_counter() - tic)
+            fwd.append(CLOCK[0]() - tic)
+            tic = CLOCK[0]()
+            cached_sums(cache, len(ker), previous, current, labels, alpha, 0.1, 0.0)
+            ker.append(CLOCK[0]() - tic)
             previous = current
         peak = _rss_mib("VmHWM") - rss0
         f, k = statistics.fmean(fwd) * 1e3, statistics.fmean(ker) * 1e3
         print(f"{vocab:>8} {f:>11.1f} {k:>11.1f} {f + k:>10.1f} {peak:>9.0f}")
-        del chunked, previous, current
+        del chunked, previous, current, cache
 
 
 if __name__ == "__main__":

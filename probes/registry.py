@@ -22,12 +22,21 @@ def register(name: str) -> Callable[[Callable[..., Hook]], Callable[..., Hook]]:
     return wrap
 
 
-def build_probes(table: dict[str, dict[str, Any]]) -> list[Hook]:
-    """Instantiate the probes named in ``table`` (``enabled = false`` skips one)."""
+def build_probes(table: dict[str, dict[str, Any]], shared: Any = None) -> list[Hook]:
+    """Instantiate the probes named in ``table`` (``enabled = false`` skips one).
+
+    ``shared`` (``config.ProbeSettings``, or None for the probes' own defaults) gives every
+    probe that has the field its n_positions, seed and epsilon.
+    """
     _load_builtin()
     out = []
     for name, options in table.items():
         options = dict(options)
+        if shared is not None and name in PROBES:
+            fields = getattr(PROBES[name], "__dataclass_fields__", {})
+            for key in ("n_positions", "seed", "epsilon"):
+                if key in fields and key not in options:
+                    options[key] = getattr(shared, key)
         if not options.pop("enabled", True):
             continue
         if name not in PROBES:

@@ -126,3 +126,25 @@ def test_minimizer_metrics_vanish_at_the_tracked_target():
         assert out[f"probe/minimizer/{k}/kl_m_p"] == pytest.approx(0.0, abs=1e-12)
         assert out[f"probe/minimizer/{k}/tv_m"] == pytest.approx(0.0, abs=1e-12)
         assert out[f"probe/minimizer/{k}/kl_p_g"] > 0 and 0 < out[f"probe/minimizer/{k}/tv_g"] <= 1
+
+
+def test_probes_section_shares_settings_and_keeps_every_per_probe():
+    config = TrainConfig.from_dict({"probes": {"n_positions": 64, "seed": 3, "epsilon": 0.2,
+                                               "stability": {"every": 2}, "minimizers": {}}})
+    assert (config.probe_settings.n_positions, config.probe_settings.seed, config.probe_settings.epsilon) == (64, 3, 0.2)
+    built = {p.name: p for p in build_probes(config.probes, config.probe_settings)}
+    assert built["stability"].every == 2 and built["minimizers"].every == 1
+    assert all((p.n_positions, p.seed, p.epsilon) == (64, 3, 0.2) for p in built.values())
+    again = TrainConfig.from_dict(config.to_dict())  # config.json round trip
+    assert again == config
+
+
+def test_old_per_probe_settings_still_load_and_a_mismatch_fails_at_load_time():
+    old = TrainConfig.from_dict({"probes": {"stability": {"n_positions": 32}, "minimizers": {"n_positions": 32}}})
+    assert old.probe_settings.n_positions == 32 and old.probes == {"stability": {}, "minimizers": {}}
+    with pytest.raises(ValueError, match="n_positions must be the same"):
+        TrainConfig.from_dict({"probes": {"stability": {"n_positions": 32}, "minimizers": {"n_positions": 64}}})
+    with pytest.raises(ValueError, match="probes.n_positions"):
+        TrainConfig.from_dict({"probes": {"n_positions": "many"}})
+    with pytest.raises(ValueError, match="expected a table"):
+        TrainConfig.from_dict({"probes": {"every": 3}})

@@ -13,7 +13,7 @@ __all__ = ["probed_setup", "probed_train"]
 
 def probed_setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Run:
     """``setup`` with the hooks built from ``config.probes``."""
-    return setup(config, out, resume=resume, overwrite=overwrite, hooks=build_probes(config.probes))
+    return setup(config, out, resume=resume, overwrite=overwrite, hooks=build_probes(config.probes, config.probe_settings))
 
 
 def probed_train(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> RunSummary:
