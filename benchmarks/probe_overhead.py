@@ -16,8 +16,8 @@ forward alone as a share of the plain step (the floor: no probe can cost less th
 readouts it reads), and a vocabulary-scaling table: on random Llama models of the embedded
 width (d = 128, 8 layers, K = 4) with V in ``--vocab``, per probed step, the probe forward
 (ms), the fused stability + minimizer kernels (ms, ``probes.kernels``) and the peak
-resident memory the probes add (MiB: the process's high-water mark, reset through
-``/proc/self/clear_refs`` before each V, minus the resident size before: the kept p̃^t,
+resident memory the probes add (MiB: in a fresh process per V, the high-water mark minus
+the resident size once the model is built: the kept p̃^t,
 p̃^{t+1}, the logits of the forward and the kernels' kept features). Times are process CPU
 time by default (``--clock cpu``: other load on a shared machine inflates wall time)::
 
@@ -57,6 +57,7 @@ def parse_args() -> argparse.Namespace:
                    help="cpu: process CPU time (robust to other load on a shared CPU machine; CPU runs only)")
     p.add_argument("--vocab", type=int, nargs="*", default=[4096, 32768, 131072], help="V of the scaling table")
     p.add_argument("--vocab-steps", type=int, default=2, help="timed probe steps per V")
+    p.add_argument("--vocab-one", type=int, default=0, help=argparse.SUPPRESS)  # one table row, in a child
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     return p.parse_args()
 
@@ -104,6 +105,9 @@ def main() -> None:
         CLOCK[0] = time.process_time
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.vocab_one:
+        vocab_row(args.vocab_one, args.vocab_steps, 0.5, N_DEFAULT)
+        return
     raw = apply_overrides(read_recipe(args.recipe), [*args.overrides, "run.progress=false"])
     raw["run"] = {**raw.get("run", {}), "steps": args.warmup + args.steps}
     probed_cfg = TrainConfig.from_dict(raw)
@@ -162,47 +166,54 @@ def _rss_mib(field: str) -> float:
 
 
 def vocab_table(vocabs: list[int], steps: int, alpha: float, n: int) -> None:
-    """Probe forward, kernels and peak added memory per probed step on random models of width 128."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from zerolock_theory.models.chunking import ChunkedLM
+    """One fresh process per V (so the memory high-water mark is that V's alone)."""
+    import subprocess
+    import sys
 
     print(f"vocabulary scaling (random Llama, d=128, 8 layers, K=4, N={n} positions, {steps} timed steps):")
     print(f"{'V':>8} {'forward ms':>11} {'kernels ms':>11} {'probes ms':>10} {'peak MiB':>9}")
     for vocab in vocabs:
-        torch.manual_seed(0)
-        cfg = LlamaConfig(vocab_size=vocab, hidden_size=128, intermediate_size=344, num_hidden_layers=8,
-                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
-                          tie_word_embeddings=False)
-        chunked = ChunkedLM(LlamaForCausalLM(cfg).eval(), 4)
-        ids = torch.randint(0, vocab, (2, n // 2 + 1))
-        mask = torch.ones_like(ids, dtype=torch.bool)
-        mask[:, -1] = False
-        labels = ids[:, 1:].flatten()
-        rss0 = _rss_mib("VmRSS")
-        try:
-            Path("/proc/self/clear_refs").write_text("5")
-        except OSError:
-            pass
-        cache: dict = {}
-        previous = log_readouts(chunked, ids, None, mask)
-        cached_sums(cache, -1, None, previous, labels, alpha, 0.1, 0.0)
-        fwd, ker = [], []
-        for _ in range(steps):
-            with torch.no_grad():
-                for p in chunked.layers.parameters():
-                    p.add_(torch.randn_like(p), alpha=1e-3)  # a small "update"
-            tic = CLOCK[0]()
-            current = log_readouts(chunked, ids, None, mask)
-            fwd.append(CLOCK[0]() - tic)
-            tic = CLOCK[0]()
-            cached_sums(cache, len(ker), previous, current, labels, alpha, 0.1, 0.0)
-            ker.append(CLOCK[0]() - tic)
-            previous = current
-        peak = _rss_mib("VmHWM") - rss0
-        f, k = statistics.fmean(fwd) * 1e3, statistics.fmean(ker) * 1e3
-        print(f"{vocab:>8} {f:>11.1f} {k:>11.1f} {f + k:>10.1f} {peak:>9.0f}")
-        del chunked, previous, current, cache
+        cmd = [sys.executable, __file__, "--vocab-one", str(vocab), "--vocab-steps", str(steps),
+               "--threads", str(torch.get_num_threads()), "--clock", "cpu" if CLOCK[0] is time.process_time else "wall"]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        rows = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
+        print(rows[-1][4:] if rows else f"{vocab:>8} failed: {done.stderr.strip().splitlines()[-1:]}")
+
+
+def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
+    """Probe forward, kernels and peak added memory per probed step on a random model of width 128."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from zerolock_theory.models.chunking import ChunkedLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=128, intermediate_size=344, num_hidden_layers=8,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+                      tie_word_embeddings=False)
+    chunked = ChunkedLM(LlamaForCausalLM(cfg).eval(), 4)
+    ids = torch.randint(0, vocab, (2, n // 2 + 1))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[:, -1] = False
+    labels = ids[:, 1:].flatten()
+    rss0 = _rss_mib("VmRSS")
+    cache: dict = {}
+    previous = log_readouts(chunked, ids, None, mask)
+    cached_sums(cache, -1, None, previous, labels, alpha, 0.1, 0.0)
+    fwd, ker = [], []
+    for _ in range(steps):
+        with torch.no_grad():
+            for p in chunked.layers.parameters():
+                p.add_(torch.randn_like(p), alpha=1e-3)  # a small "update"
+        tic = CLOCK[0]()
+        current = log_readouts(chunked, ids, None, mask)
+        fwd.append(CLOCK[0]() - tic)
+        tic = CLOCK[0]()
+        cached_sums(cache, len(ker), previous, current, labels, alpha, 0.1, 0.0)
+        ker.append(CLOCK[0]() - tic)
+        previous = current
+    peak = _rss_mib("VmHWM") - rss0
+    f, k = statistics.fmean(fwd) * 1e3, statistics.fmean(ker) * 1e3
+    print(f"ROW {vocab:>8} {f:>11.1f} {k:>11.1f} {f + k:>10.1f} {peak:>9.0f}")
 
 
 if __name__ == "__main__":
