@@ -105,6 +105,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="shortest horizon the bound test accepts (default: analyses.convergence.MIN_HORIZON = 500)",
     )
     rate.add_argument("--json", action="store_true", help="print the fit as JSON")
+    parser.add_argument(
+        "--from-store", action="store_true",
+        help="recompute the minimizer and stability metrics of RUN_DIR from its readout store "
+        "and compare them with the logged ones (--out DIR also writes recomputed.jsonl)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -117,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.inputs[0] == RATE:
             return _rate(args)
+        if args.from_store:
+            return _from_store(args)
         return _runs(args)
     except RunDataError as exc:
         raise CLIError(str(exc)) from exc
@@ -181,4 +188,35 @@ def _runs(args: argparse.Namespace) -> int:
     for verdict in suite.claims:
         print(f"{verdict.verdict:>13}  {verdict.claim}: {verdict.figure}")
     print(f"{len(suite.results)} analyses written, {len(suite.skipped)} skipped; index: {index}")
+    return 0
+
+
+def _from_store(args: argparse.Namespace) -> int:
+    """``--from-store RUN_DIR``: offline recomputation from the readout store, compared with the log."""
+    import json
+
+    from probes.offline import compare, recompute
+    from zerolock_theory.training.logger import read_metrics
+
+    if len(args.inputs) != 1:
+        raise CLIError("--from-store takes one run directory")
+    run_dir = Path(args.inputs[0])
+    try:
+        records = recompute(run_dir)
+    except (ValueError, OSError) as exc:
+        raise CLIError(str(exc)) from exc
+    metrics = run_dir / "metrics.jsonl"
+    worst = compare(records, read_metrics(metrics)) if metrics.is_file() else {}
+    if args.out is not None:
+        out = check_out(args.out, args.overwrite)
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "recomputed.jsonl", "w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps({k: str(v) if isinstance(v, float) and v != v else v for k, v in record.items()}) + "\n")
+    largest = max(worst.values(), default=0.0)
+    print(f"recomputed {len(records)} steps from {run_dir / 'readouts'}: {len(worst)} logged keys compared, "
+          f"largest relative difference {largest:.3g}")
+    for key, diff in sorted(worst.items(), key=lambda kv: -kv[1])[:5]:
+        if diff > 0:
+            print(f"  {diff:.3g}  {key}")
     return 0
