@@ -6,7 +6,11 @@ Prints, on the embedded model (or ``--model PATH``), for each K in ``--chunks``:
 * peak saved-for-backward activation bytes per step, ZeroLock ÷ backprop
   (``SavedTensorMeter``: ``torch.autograd.graph.saved_tensors_hooks``, parameters excluded,
   shared storage counted once; ZeroLock frees chunk k's graph before chunk k+1 runs, backprop
-  holds all chunks' graphs until its backward).
+  holds all chunks' graphs until its backward);
+* the same ratio with readout slicing (``model.readout_chunk_size = --slice``, default 16
+  positions): the readout logits are then computed slice by slice into a leaf copy of h_k,
+  so ZeroLock keeps at most one slice of logits; "sliced / plain bp" divides by the
+  backprop run without slicing, "sliced / sliced bp" by backprop with the same slicing.
 
     python3 benchmarks/trainer_step.py --chunks 2 4 --repeats 20
 """
@@ -25,11 +29,11 @@ from zerolock_theory.pipeline.memory import SavedTensorMeter
 from zerolock_theory.training.loop import setup
 
 
-def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str) -> dict:
+def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str, slice_size: int | None = None) -> dict:
     runs = {}
     for method in ("zerolock", "backprop"):
         cfg = TrainConfig.from_dict({
-            "model": {"path": model, "chunks": chunks, "device": device},
+            "model": {"path": model, "chunks": chunks, "device": device, "readout_chunk_size": slice_size},
             "data": {"seq_len": seq_len, "batch_size": batch},
             "method": {"name": method},
             "run": {"steps": 10_000, "progress": False},
@@ -60,10 +64,16 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU)")
+    parser.add_argument("--slice", type=int, default=16, help="readout_chunk_size of the sliced runs (positions)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    sliced = {}
+    for chunks in args.chunks:
+        runs = _runs(args.model, chunks, args.seq_len, args.batch_size, args.device, args.slice)
+        sliced[chunks] = {m: max(_one_step(run, i)[1] for i in range(2)) for m, run in runs.items()}
     print(f"{'K':>3} {'zl step s':>10} {'bp step s':>10} {'time ratio':>10} "
-          f"{'zl peak MiB':>12} {'bp peak MiB':>12} {'mem ratio':>10}")
+          f"{'zl peak MiB':>12} {'bp peak MiB':>12} {'mem ratio':>10} {'zl sliced MiB':>14} "
+          f"{'sliced/plain bp':>16} {'sliced/sliced bp':>17}")
     for chunks in args.chunks:
         runs = _runs(args.model, chunks, args.seq_len, args.batch_size, args.device)
         times = {m: [] for m in runs}
@@ -78,7 +88,9 @@ def main() -> None:
         zl, bp = statistics.median(times["zerolock"]), statistics.median(times["backprop"])
         print(f"{chunks:>3} {zl:>10.4f} {bp:>10.4f} {zl / bp:>10.3f} "
               f"{peaks['zerolock'] / 2**20:>12.2f} {peaks['backprop'] / 2**20:>12.2f} "
-              f"{peaks['zerolock'] / peaks['backprop']:>10.3f}")
+              f"{peaks['zerolock'] / peaks['backprop']:>10.3f} {sliced[chunks]['zerolock'] / 2**20:>14.2f} "
+              f"{sliced[chunks]['zerolock'] / peaks['backprop']:>16.3f} "
+              f"{sliced[chunks]['zerolock'] / sliced[chunks]['backprop']:>17.3f}")
 
 
 if __name__ == "__main__":
