@@ -7,7 +7,7 @@ Prints, on the embedded model (or ``--model PATH``), for each K in ``--chunks``:
   (``SavedTensorMeter``: ``torch.autograd.graph.saved_tensors_hooks``, parameters excluded,
   shared storage counted once; ZeroLock frees chunk k's graph before chunk k+1 runs, backprop
   holds all chunks' graphs until its backward);
-* the same ratio with readout slicing (``model.readout_chunk_size = --slice``, default 16
+* the same ratio with readout slicing (``model.readout_chunk_size = --slice``, default 8
   positions): the readout logits are then computed slice by slice into a leaf copy of h_k,
   so ZeroLock keeps at most one slice of logits; "sliced / plain bp" divides by the
   backprop run without slicing, "sliced / sliced bp" by backprop with the same slicing.
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU)")
-    parser.add_argument("--slice", type=int, default=16, help="readout_chunk_size of the sliced runs (positions)")
+    parser.add_argument("--slice", type=int, default=8, help="readout_chunk_size of the sliced runs (positions)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     sliced = {}

@@ -1,0 +1,204 @@
+"""GPU check (not a test): a Qwen2.5-0.5B-shaped model, ZeroLock vs backprop, probes, one table.
+
+A randomly initialised model with the shape of Qwen2.5-0.5B (24 layers, d = 896, 14 heads,
+2 KV heads, FFN 4864, V = 151,936, tied embeddings; built from a ``Qwen2Config``, nothing
+downloaded) is saved to a temporary directory with the packaged tokenizer (its ids are a
+subset of V), and trained with LoRA at K = 4 under bf16 autocast. Measured, in one run:
+
+1. ZeroLock vs backprop: median step time and peak CUDA memory per step
+   (``torch.cuda.max_memory_allocated``, reset before each step), interleaved;
+2. the probe overhead: training step + every probe's ``after_step`` (readouts top-k store,
+   stability, minimizers every step; gradients every 10), ÷ the plain step; and the probe
+   forward alone (the floor);
+3. a 50-step probed training run (``probed_train``): wall time, records, first/last CE.
+
+Everything prints as one table. Budget: about 5 minutes on one H200 (model build ~1 min).
+``--tiny`` shrinks everything (2-layer-per-chunk, d = 64, V = 8192, CPU allowed) to check
+the script itself in a few seconds::
+
+    python3 benchmarks/gpu_check.py            # on a GPU machine
+    python3 benchmarks/gpu_check.py --tiny     # smoke test, CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from probes.batch import readouts
+from zerolock_theory.config import TrainConfig
+from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.training.loop import quiet_mode, setup
+from zerolock_theory.workflows.runs import probed_setup, probed_train
+
+QWEN = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+            num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096)
+TINY = dict(vocab_size=8192, hidden_size=64, intermediate_size=128, num_hidden_layers=8,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+PROBES = {"n_positions": 256, "readouts": {"mode": "topk"}, "stability": {}, "minimizers": {},
+          "gradients": {"every": 10}}
+
+
+def build_model(shape: dict, where: Path) -> Path:
+    """A random-init Qwen2 model of ``shape`` saved with the packaged tokenizer."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from zerolock_theory.embedded import embedded_path
+
+    torch.manual_seed(0)
+    config = Qwen2Config(**shape, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0, pad_token_id=1)
+    model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(where)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(Path(embedded_path()) / name, where / name)
+    return where
+
+
+def config(model: Path, method: str, device: str, steps: int, seq_len: int, batch: int, probes: dict | None = None) -> TrainConfig:
+    """The run config shared by every measurement."""
+    return TrainConfig.from_dict({
+        "model": {"path": str(model), "chunks": 4, "device": device,
+                  "autocast": "bfloat16" if device == "cuda" else None, "readout_chunk_size": 128},
+        "data": {"seq_len": seq_len, "batch_size": batch, "eval_batches": 1},
+        "method": {"name": method},
+        "run": {"steps": steps, "progress": False, "eval_every": max(steps, 1), "checkpoint_every": max(steps, 1)},
+        "probes": probes or {},
+    })
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed_step(run, step: int, device: str) -> tuple[float, int]:
+    """(seconds, peak bytes) of one training step."""
+    batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    _sync(device)
+    tic = time.perf_counter()
+    run.step_fn.train_step(batch, step)
+    _sync(device)
+    peak = torch.cuda.max_memory_allocated() if device == "cuda" else 0
+    return time.perf_counter() - tic, peak
+
+
+def compare_methods(model: Path, device: str, steps: int, seq_len: int, batch: int, tmp: Path) -> dict:
+    """Median step time and peak memory of ZeroLock and backprop, interleaved."""
+    runs = {m: setup(config(model, m, device, 10_000, seq_len, batch), tmp / m) for m in ("zerolock", "backprop")}
+    times: dict[str, list[float]] = {m: [] for m in runs}
+    peaks = dict.fromkeys(runs, 0)
+    for i in range(steps + 2):
+        for m in (("zerolock", "backprop") if i % 2 == 0 else ("backprop", "zerolock")):
+            runs[m].chunked.train()
+            t, peak = timed_step(runs[m], i, device)
+            if i >= 2:
+                times[m].append(t)
+                peaks[m] = max(peaks[m], peak)
+    return {m: (statistics.median(times[m]), peaks[m]) for m in runs}
+
+
+def probe_overhead(model: Path, device: str, steps: int, seq_len: int, batch: int, tmp: Path) -> dict:
+    """Plain step, step + probes, and the probe forward alone (medians, seconds)."""
+    plain = setup(config(model, "zerolock", device, 10_000, seq_len, batch), tmp / "plain")
+    probed = probed_setup(config(model, "zerolock", device, steps + 2, seq_len, batch, PROBES), tmp / "probed")
+    with quiet_mode(probed.chunked):
+        for probe in probed.hooks:
+            probe.on_start(probed.hook_ctx)
+    out: dict[str, list[float]] = {"plain": [], "probed": [], "forward": []}
+    for i in range(steps + 2):
+        plain.chunked.train()
+        probed.chunked.train()
+        t_plain, _ = timed_step(plain, i, device)
+        t_train, _ = timed_step(probed, i, device)
+        ctx = probed.hook_ctx
+        with quiet_mode(probed.chunked):
+            tic = time.perf_counter()
+            readouts(ctx, i + 1, 256, None)
+            _sync(device)
+            t_fwd = time.perf_counter() - tic
+            for probe in probed.hooks:
+                probe.after_step(ctx, i, {})
+            _sync(device)
+            t_hooks = time.perf_counter() - tic
+        if i >= 2:
+            out["plain"].append(t_plain)
+            out["probed"].append(t_train + t_hooks)
+            out["forward"].append(t_fwd)
+    for probe in probed.hooks:
+        probe.on_end(probed.hook_ctx)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def probed_run(model: Path, device: str, steps: int, seq_len: int, batch: int, tmp: Path) -> dict:
+    """A probed training run of ``steps`` steps: wall time and first/last chunk-K CE."""
+    tic = time.perf_counter()
+    probed_train(config(model, "zerolock", device, steps, seq_len, batch, PROBES), tmp / "train")
+    wall = time.perf_counter() - tic
+    records = read_metrics(tmp / "train" / "metrics.jsonl")
+    key = "probe/minimizer/4/ce"
+    ce = [r[key] for r in records if r.get(key) is not None]
+    return {"wall": wall, "records": len(records), "ce_first": ce[0] if ce else float("nan"),
+            "ce_last": ce[-1] if ce else float("nan")}
+
+
+def main() -> int:
+    """Run the three measurements and print one table."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tiny", action="store_true", help="tiny model, few steps: a smoke test (CPU is fine)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
+    p.add_argument("--train-steps", type=int, default=50, help="steps of the probed run")
+    args = p.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("gpu_check: no CUDA device (use --tiny --device cpu for a smoke test)", file=sys.stderr)
+        return 2
+    shape = TINY if args.tiny else QWEN
+    steps, train_steps = (2, 3) if args.tiny else (args.steps, args.train_steps)
+    seq_len, batch = (32, 2) if args.tiny else (512, 8)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        model = build_model(shape, tmp / "model")
+        built = time.perf_counter() - start
+        methods = compare_methods(model, args.device, steps, seq_len, batch, tmp)
+        overhead = probe_overhead(model, args.device, steps, seq_len, batch, tmp)
+        run = probed_run(model, args.device, train_steps, seq_len, batch, tmp)
+    name = "torch.cuda" if args.device == "cuda" else "cpu"
+    device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    zl, bp = methods["zerolock"], methods["backprop"]
+    rows = [
+        ("device", device),
+        ("model", f"Qwen2-shaped random init, {shape['num_hidden_layers']} layers, d={shape['hidden_size']}, "
+                  f"V={shape['vocab_size']}, K=4, batch {batch}x{seq_len}, bf16 autocast={args.device == 'cuda'}"),
+        ("model build s", f"{built:.1f}"),
+        ("zerolock step ms", f"{zl[0] * 1e3:.1f}"),
+        ("backprop step ms", f"{bp[0] * 1e3:.1f}"),
+        ("time ratio zl/bp", f"{zl[0] / bp[0]:.3f}"),
+        (f"zerolock peak MiB ({name})", f"{zl[1] / 2**20:.0f}"),
+        (f"backprop peak MiB ({name})", f"{bp[1] / 2**20:.0f}"),
+        ("memory ratio zl/bp", f"{zl[1] / bp[1]:.3f}" if bp[1] else "n/a (CPU)"),
+        ("plain step ms", f"{overhead['plain'] * 1e3:.1f}"),
+        ("step + probes ms", f"{overhead['probed'] * 1e3:.1f}"),
+        ("probe overhead ratio", f"{overhead['probed'] / overhead['plain']:.3f}"),
+        ("floor: probe forward ms", f"{overhead['forward'] * 1e3:.1f} (ratio {1 + overhead['forward'] / overhead['plain']:.3f})"),
+        (f"probed train {train_steps} steps s", f"{run['wall']:.1f} ({run['records']} records)"),
+        ("chunk-K CE first -> last", f"{run['ce_first']:.3f} -> {run['ce_last']:.3f}"),
+        ("total s", f"{time.perf_counter() - start:.1f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
