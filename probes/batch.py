@@ -24,8 +24,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from zerolock_theory.training.hooks import HookContext
 from zerolock_theory.theory.targets import label_smooth, one_hot
+from zerolock_theory.training.hooks import HookContext
 
 __all__ = [
     "DEFAULT_N_POSITIONS",

@@ -27,8 +27,8 @@ import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.kernels import MINIMIZER, KernelSums, cached_sums, supported
-from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
+from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["MinimizerProbe", "minimizer_metrics"]
 

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, readouts
-from zerolock_theory.training.hooks import HookContext
 from probes.registry import register
 from probes.store import ReadoutStore, ReadoutWriter, payload_bytes
+from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta"]
 
