@@ -33,6 +33,7 @@ __all__ = ["BLOCK_ELEMS", "KernelSums", "step_sums", "supported"]
 
 BLOCK_ELEMS = 1 << 20  # float32 coordinates per block, all rows (4 MiB per array)
 KEEP_BYTES = 512 << 20  # keep at most this much of one step's features for the next
+_KEPT_UP = ("U", "Z", "d_po", "r_paper", "r_impl")  # upstream-row features reused as next step's "before"
 F64 = torch.float64
 _RUN = 64  # float32 partial sums over runs of this many coordinates
 
@@ -223,13 +224,13 @@ def _stability(p: _Rows, o: _Rows, n: _Rows, out: dict[str, torch.Tensor]) -> No
     delta = n.L - p.L
     e = torch.expm1(delta)
     d = p.P * e  # Δp = p^{t+1} − p^t, exact for small changes
-    d_po = p.L - o.L
-    out["paper_r"] = _paper(p, o, d_po)
-    out["paper_phi"] = a * (_dot(p.U, e) / p.Z - _dot(o.P, e))
-    ea = e / ((e + 1.0).sqrt_() + 1.0) if c.alpha == 0.5 else torch.expm1(delta * a)
-    out["paper_actual"] = -a * _dot(o.P, delta) + o.s * torch.log1p(_dot(p.U, ea) / p.Z)
+    d_po = p._get("d_po", lambda: p.L - o.L)  # kept from the previous step's minimizers
+    out["paper_r"] = p._get("r_paper", lambda: _paper(p, o, d_po))
+    g_minus_o = torch.addcmul(o.P, p.U, (-1.0 / p.Z).float().unsqueeze(-1)).neg_()
+    out["paper_phi"] = a * _dot(g_minus_o, e)
+    out["paper_actual"] = -a * _dot(o.P, delta) + o.s * torch.log1p(_dot(p.U, torch.expm1(delta * a)) / p.Z)
     out["dp_sq"] = _dot(d, d)
-    out["impl_r"] = _implemented(p, o, d_po)
+    out["impl_r"] = p._get("r_impl", lambda: _implemented(p, o, d_po))
     sum_d = _sum(d)
     if c.off_m:
         out["impl_phi"] = a * (_dot(p.log_m - o.L, d) + sum_d)
@@ -256,9 +257,9 @@ def _stability(p: _Rows, o: _Rows, n: _Rows, out: dict[str, torch.Tensor]) -> No
 def _minimizers(p: _Rows, o: _Rows, out: dict[str, torch.Tensor]) -> None:
     """Per-chunk minimizer sums of one block at one step: upstream p, outputs o."""
     c = p.c
-    d_po = p.L - o.L
-    out["kl_p_g"] = _paper(p, o, d_po).clamp_min(0.0)
-    out["kl_m_p"] = _implemented(p, o, d_po).clamp_min(0.0)
+    d_po = p._get("d_po", lambda: p.L - o.L)
+    out["kl_p_g"] = p._get("r_paper", lambda: _paper(p, o, d_po)).clamp_min(0.0)
+    out["kl_m_p"] = p._get("r_impl", lambda: _implemented(p, o, d_po)).clamp_min(0.0)
     out["tv_g"] = 0.5 * _sum(torch.addcmul(o.P, p.U, (-1.0 / p.Z).float().unsqueeze(-1)).abs_())
     if c.off_m:
         out["tv_m"] = 0.5 * _sum((o.P - p.M).abs_())
@@ -325,12 +326,12 @@ def step_sums(
             old_up._cache.update(upper)
             _stability(old_up, old.part(down), new_up, out)
         if keep is not None:
-            kept.append((new._cache, {k: v for k, v in new_up._cache.items() if k in ("U", "Z")}))
+            kept.append((new._cache, {k: v for k, v in new_up._cache.items() if k in _KEPT_UP}))
         for name, value in out.items():
             acc[name] = acc.get(name, 0.0) + value.sum(-1)
     if keep is not None:
         keep.clear()
-        if 2 * after.numel() * 4 <= KEEP_BYTES:
+        if 3 * after.numel() * 4 <= KEEP_BYTES:  # p, U and L_{k-1} − L_k
             keep.update(of=after, consts=c, features=kept)
     return KernelSums({name: value / n for name, value in acc.items()})
 
