@@ -54,7 +54,8 @@ class KernelSums:
     ``paper_phi`` = φ_k, ``paper_actual`` = R_k(ω^t; p̃^{t+1}) − R_k(ω^t; p̃^t); the same
     ``impl_*`` for the implemented objective; ``dp_sq`` = (1/N) Σ_n ‖Δp_{k-1}(n)‖².
     Minimizers at the ``after`` readouts (None unless asked): ``kl_p_g``, ``kl_m_p``,
-    ``tv_g``, ``tv_m``, ``ce`` (KLs clamped at 0 per position, as the reference does).
+    ``tv_g``, ``tv_m``, ``ce`` (KLs clamped at 0 per position, as the reference does), and
+    ``ce_0`` ([1]: CE of the readout p_0).
     """
 
     values: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -318,6 +319,7 @@ def step_sums(
         new_up = new.part(up)
         if minimizers:
             _minimizers(new_up, new.part(down), out)
+            out["ce_0"] = -_at(new.L[:1], idx)  # CE of the readout p_0 (Proposition 1's CE_0)
         if before is not None:
             full, upper = reuse[i] if reuse is not None else ({}, {})
             old = _Rows(before[:, sl].float(), idx, c, full)

@@ -85,7 +85,7 @@ def minimizer_metrics(
 
 def kernel_minimizer_metrics(sums: KernelSums, direction: str) -> dict[str, float]:
     """The keys of ``minimizer_metrics`` from the kernels' per-chunk means."""
-    out: dict[str, float] = {}
+    out: dict[str, float] = {f"{PREFIX}/0/ce": float(sums["ce_0"][0])}
     for k in range(1, sums["ce"].shape[0] + 1):
         for name in MINIMIZER:
             out[f"{PREFIX}/{k}/{name}"] = float(sums[name][k - 1])

@@ -7,7 +7,7 @@ import torch
 
 from probes.batch import label_targets
 from probes.kernels import cached_sums, step_sums
-from probes.minimizers import minimizer_metrics
+from probes.minimizers import kernel_minimizer_metrics, minimizer_metrics
 from probes.stability import kernel_terms
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.theory.stability import stability_terms
@@ -91,11 +91,10 @@ def test_without_task_term_the_kernels_are_exact_to_float32_normalisation(step_r
 def test_minimizer_kernels_match_the_float64_reference(step_readouts, alpha, eps_m, direction):
     _, after, labels = step_readouts
     ref = minimizer_metrics(after, labels, 0.1, eps_m, alpha, direction)
-    sums = step_sums(None, after, labels, alpha, 0.1, eps_m)
-    for key, value in ref.items():
-        k, name = key.split("/")[-2:]
-        if name != "gap":  # KL(p_k ‖ g_k) is ~0.006 nats here: float32 p resolves it to ~1e-8 nats
-            assert float(sums[name][int(k) - 1]) == pytest.approx(value, rel=RTOL, abs=1e-8), key
+    got = kernel_minimizer_metrics(step_sums(None, after, labels, alpha, 0.1, eps_m), direction)
+    assert set(got) == set(ref) and "probe/minimizer/0/ce" in got
+    for key, value in ref.items():  # KL(p_k ‖ g_k) is ~0.006 nats here: float32 p resolves it to ~1e-8 nats
+        assert got[key] == pytest.approx(value, rel=RTOL, abs=1e-8), key
 
 
 def test_cached_sums_compute_once_per_step_and_reuse(step_readouts):

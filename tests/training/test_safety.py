@@ -61,18 +61,18 @@ def test_resume_may_extend_and_a_no_op_resume_writes_nothing(tmp_path, capsys):
 def test_torn_probe_store_warns(tmp_path):
     import numpy as np
 
-    from probes.store import ReadoutStore, ReadoutWriter
+    from probes.store import ReadoutStore, ReadoutWriter, shard_name
 
-    meta = {"format": "zerolock-readouts", "version": 1, "rows": 2, "n_positions": 3, "vocab_size": 8,
+    meta = {"format": "zerolock-readouts", "version": 2, "rows": 2, "n_positions": 3, "vocab_size": 8,
             "mode": "full", "dtype": "float32"}
     writer = ReadoutWriter(tmp_path / "r", meta)
     for step in range(2):
-        writer.append(step, {"probs": np.full((2, 3, 8), 1 / 8, dtype=np.float32)})
+        writer.append(step, {"log_probs": np.full((2, 3, 8), -np.log(8), dtype=np.float32)})
     writer.close()
-    data = tmp_path / "r" / "records.bin"
+    data = tmp_path / "r" / shard_name(1)
     with open(data, "r+b") as fh:
         fh.truncate(data.stat().st_size - 5)
-    with pytest.warns(RuntimeWarning, match="torn record for step 1"):
+    with pytest.warns(RuntimeWarning, match="step-00000001.parquet: unreadable"):
         store = ReadoutStore(tmp_path / "r")
     assert store.steps == [0]
 
