@@ -210,7 +210,10 @@ class ReadoutWriter:
         self._schema_meta = {b"zerolock": json.dumps(self.meta).encode()}
 
     def append(self, step: int, arrays: dict[str, np.ndarray]) -> int:
-        """Write the shard of step t; returns its size in bytes."""
+        """Write the shard of step t; returns its size in bytes.
+
+        A full float32 store takes ``log_probs`` (or ``probs``, stored as their logarithm).
+        """
         if self.steps and step <= self.steps[-1]:
             raise ValueError(f"step {step} does not follow the last stored step {self.steps[-1]}")
         rows, n = self.meta["rows"], self.meta["n_positions"]
@@ -220,6 +223,9 @@ class ReadoutWriter:
             "position": pa.array(np.tile(np.arange(n, dtype=np.int32), rows)),
         }
         for name, dtype, width in _layout(self.meta):
+            if name == "log_probs" and name not in arrays and "probs" in arrays:  # probabilities given
+                with np.errstate(divide="ignore"):
+                    arrays = {**arrays, name: np.log(np.asarray(arrays["probs"], dtype=np.float64))}
             array = np.ascontiguousarray(arrays[name], dtype=dtype)
             expected = (rows, n) if width is None else (rows, n, width)
             if array.shape != expected:
