@@ -2,7 +2,7 @@
 
 TOML, YAML, JSON and ``--set`` overrides all produce plain values; ``check_section`` compares
 each against its field's annotation (``int``, ``float``, ``bool``, ``str``, ``Literal``,
-``X | None``, ``list[X]``, ``tuple[X, Y]``, ``dict``, nested dataclasses) and raises a
+``X | None``, ``list[X]``, ``tuple[X, Y]``, ``tuple[X, ...]``, ``dict``, nested dataclasses) and raises a
 one-line ``ValueError`` naming the key, the value and the expected type, e.g.
 ``run.steps=2.5: expected an integer``. Integers are accepted where a float is expected
 (and converted); booleans are never numbers; floats must be finite.
@@ -42,6 +42,8 @@ def _describe(annotation: Any) -> str:
         return " or ".join(parts) + (" or null" if type(None) in args else "")
     if origin is list:
         return f"a list of {_PLURAL.get(args[0], 'values')}" if args else "a list"
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return f"a list of {_PLURAL.get(args[0], 'values')}"
     if origin is tuple:
         return f"a list of {len(args)} numbers" if args else "a list"
     if origin is dict or annotation is dict:
@@ -92,6 +94,10 @@ def _convert(value: Any, annotation: Any, key: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise _Mismatch
         return [_convert(v, args[0], key) for v in value] if args else list(value)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]: any length
+        if not isinstance(value, (list, tuple)):
+            raise _Mismatch
+        return tuple(_convert(v, args[0], key) for v in value)
     if origin is tuple:
         if not isinstance(value, (list, tuple)) or (args and len(value) != len(args)):
             raise _Mismatch

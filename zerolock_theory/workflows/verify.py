@@ -51,7 +51,7 @@ import torch
 
 from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
 
-__all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_points", "verify"]
+__all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_base", "suite_points", "verify"]
 
 MARKER = "verify.json"
 
@@ -82,7 +82,8 @@ class SuiteSpec:
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
 
 
-QUICK = SuiteSpec(steps=40, seq_len=32, batch_size=4, seeds=(0, 1), lr_grid=(0.1, 0.025), lr_factors=(0.25, 4.0),
+# The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).
+QUICK = SuiteSpec(steps=40, seq_len=32, batch_size=4, seeds=(0, 1, 2), lr_grid=(0.1, 0.025), lr_factors=(),
                   pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, smoke=True)
 FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2),
                  lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125), lr_factors=(0.25, 4.0), pilot_steps=50,
@@ -122,6 +123,14 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
                 "threads": 1 if device == "cpu" or (device == "auto" and not torch.cuda.is_available()) else None},
         "probes": probes,
     }
+
+
+def suite_base(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None,
+               tables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``base_config`` with a recipe's run-config ``tables`` merged on top (key by key)."""
+    from zerolock_theory.workflows.verify_config import merge_tables
+
+    return merge_tables(base_config(spec, model, data, device, dtype, autocast), tables or {})
 
 
 VARIANTS = {
@@ -284,11 +293,14 @@ def verify(
     autocast: str | None = None,
     overwrite: bool = False,
     jobs: int = 1,
+    tables: dict[str, Any] | None = None,
     log=print,
 ) -> VerifyResult:
     """Run the suite under ``out/runs``, analyse into ``out/analysis``, report into ``out/report``.
 
     ``jobs``: runs trained at once (each with one thread; 2 on a 2-core machine).
+    ``tables``: run-config tables merged on top of ``base_config`` (a verify recipe's
+    [model], [data], ... and its ``--set``; see ``workflows.verify_config``).
     """
     import shutil
 
@@ -298,7 +310,8 @@ def verify(
     out = Path(out)
     check_out_dir(out, overwrite)
     started = time.perf_counter()
-    base = base_config(spec, model, data, device, dtype, autocast)
+    base = suite_base(spec, model, data, device, dtype, autocast, tables)
+    model = str(base["model"].get("path", model))
     from zerolock_theory.training.rundir import prepare_kind, write_marker
 
     validate_grid(base, suite_points(spec))  # every config and input checked before the first write
