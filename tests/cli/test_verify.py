@@ -20,8 +20,9 @@ def test_suite_has_every_required_run():
         for label in ("zerolock-forward", "zerolock-reverse", "backprop"):
             assert sum(n.startswith(label) and "lr-0.1_" in n for n in names) == len(spec.seeds)
         lrs = {n.split("_")[1] for n in names if n.startswith("zerolock-forward")}
-        assert len(lrs) >= 3, "a learning-rate sweep needs at least three rates"
-    assert len(FULL.seeds) >= 3 and FULL.steps >= 1000 and not FULL.smoke
+        assert len(lrs) == 1 + len(spec.lr_factors)  # the sweep: η_0 × each factor (none in QUICK)
+    assert len(FULL.lr_factors) >= 2, "FULL's learning-rate sweep needs at least three rates"
+    assert len(FULL.seeds) >= 3 and len(QUICK.seeds) >= 3 and FULL.steps >= 1000 and not FULL.smoke
     assert QUICK.smoke and QUICK.steps < 500  # the bound test's minimum horizon
 
 

@@ -4,8 +4,17 @@ Examples::
 
     zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model, about 3 minutes on 2 cores
     zerolock verify --out runs/verify                     # the full suite: 1000 steps, 3 seeds per primary group
+    zerolock verify --quick --set data.seq_len=64 --set model.lora.rank=4 --out runs/vq64
+    zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
     zerolock verify --out runs/qwen --model /models/Qwen2.5-0.5B --data corpus.jsonl \\
-        --device cuda --dtype bfloat16
+        --set data.text_field=body --device cuda --dtype bfloat16
+
+The suite is a recipe: --quick is --config verify_quick, the default is verify_full
+(zerolock recipes verify_full --out my.toml copies one out). Its [suite] table sizes the
+suite and builds every run's base config; the recipe's [model], [data], [method], [optim],
+[run] and [probes] tables, then the flags, then --set override that base config
+(--set suite.KEY=VALUE changes the suite itself). --steps, --seeds, --chunks and --lr are
+shorthands for suite.steps, suite.seeds, suite.chunks and suite.lr.
 
 η_0 of the primary group is chosen by a pilot (the largest η_0 of the grid whose short
 pilot's held-out CE does not rise), unless --lr fixes it. Re-running with the same --out
@@ -15,7 +24,7 @@ resumes: finished runs are skipped.
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 from pathlib import Path
 
 from zerolock_theory.cli import CLIError
@@ -25,11 +34,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("verify", help="run the suite, analyse it and write the report",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="output directory (runs/, analysis/, report/)")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke test: the small suite, too short for Theorem 1's bound test")
-    parser.add_argument("--model", default="embedded", help="'embedded' or a local Hugging Face model directory")
-    parser.add_argument("--data", default="embedded", help="'embedded', a .txt file or directory, or .jsonl")
-    parser.add_argument("--device", default="auto", help="auto (cuda when present), cpu, cuda, ...")
+    suite = parser.add_mutually_exclusive_group()
+    suite.add_argument("--quick", action="store_true",
+                       help="smoke test (= --config verify_quick): too short for Theorem 1's bound test")
+    suite.add_argument("--config", default=None,
+                       help="verify recipe: a file or a packaged name (default: verify_full)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a suite or run-config key, e.g. --set suite.steps=60 --set data.seq_len=64")
+    parser.add_argument("--model", default=None, help="'embedded' (default) or a local Hugging Face model directory")
+    parser.add_argument("--data", default=None, help="'embedded' (default), a file (.txt .md .jsonl .json .csv "
+                        ".parquet, optionally .gz), a directory of them, or a datasets save_to_disk directory")
+    parser.add_argument("--device", default=None, help="auto (default; cuda when present), cpu, cuda, ...")
     parser.add_argument("--dtype", default=None,
                         help="parameter dtype (float32); 'bfloat16' on a GPU means float32 weights with bf16 autocast")
     parser.add_argument("--steps", type=int, help="override the steps per run")
@@ -42,26 +57,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _spec(args: argparse.Namespace):
-    from zerolock_theory.workflows.verify import FULL, QUICK
-
-    spec = QUICK if args.quick else FULL
-    changes = {}
+def _flag_overrides(args: argparse.Namespace) -> list[str]:
+    """The shorthand flags as ``section.key=value`` overrides (applied before --set)."""
+    out = []
     if args.steps is not None:
         if args.steps < 5:
             raise CLIError("--steps must be at least 5 (the bound test needs 500 for a verdict)")
-        changes["steps"] = args.steps
+        out.append(f"suite.steps={args.steps}")
     if args.seeds is not None:
         if args.seeds < 1:
             raise CLIError("--seeds must be >= 1")
-        changes["seeds"] = tuple(range(args.seeds))
+        out.append(f"suite.seeds={json.dumps(list(range(args.seeds)))}")
     if args.chunks is not None:
-        changes["chunks"] = args.chunks
+        out.append(f"suite.chunks={args.chunks}")
     if args.lr is not None:
         if not args.lr > 0:
             raise CLIError(f"--lr must be > 0, got {args.lr}")
-        changes["lr"] = args.lr
-    return dataclasses.replace(spec, **changes)
+        out.append(f"suite.lr={args.lr!r}")
+    for flag, key in (("model", "model.path"), ("data", "data.source"), ("device", "model.device")):
+        if getattr(args, flag) is not None:
+            out.append(f"{key}={json.dumps(getattr(args, flag))}")
+    if args.dtype in ("bfloat16", "float16"):  # keep master weights in fp32, compute in bf16/fp16
+        out += ["model.dtype=float32", f"model.autocast={args.dtype}"]
+    elif args.dtype is not None:
+        out.append(f"model.dtype={json.dumps(args.dtype)}")
+    return out
+
+
+def _suite(args: argparse.Namespace):
+    """The suite spec and run-config tables: recipe, then shorthand flags, then --set."""
+    from zerolock_theory.workflows.verify_config import load_suite
+
+    config = "verify_quick" if args.quick else (args.config or "verify_full")
+    try:
+        return load_suite(config, _flag_overrides(args) + list(args.overrides))
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
 
 
 def _default_jobs(device: str) -> int:
@@ -79,17 +110,14 @@ def run(args: argparse.Namespace) -> int:
     from zerolock_theory.training.steps import NonFiniteLossError
     from zerolock_theory.workflows.verify import verify
 
-    dtype, autocast = "float32", None
-    if args.dtype in ("bfloat16", "float16"):
-        autocast = args.dtype  # keep master weights in fp32, compute in bf16/fp16
-    elif args.dtype is not None:
-        dtype = args.dtype
     if args.jobs is not None and args.jobs < 1:
         raise CLIError(f"--jobs must be >= 1, got {args.jobs}")
-    jobs = args.jobs if args.jobs is not None else _default_jobs(args.device)
+    spec, tables = _suite(args)
+    model_table = tables.get("model") if isinstance(tables.get("model"), dict) else {}
+    device = str(model_table.get("device", "auto"))
+    jobs = args.jobs if args.jobs is not None else _default_jobs(device)
     try:
-        result = verify(_spec(args), args.out, model=args.model, data=args.data, device=args.device,
-                        dtype=dtype, autocast=autocast, overwrite=args.overwrite, jobs=jobs)
+        result = verify(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
     except (FileExistsError, ValueError, NonFiniteLossError, CheckpointError) as exc:
         raise CLIError(str(exc)) from exc
     width = max(len(v["claim"]) for v in result.verdicts)

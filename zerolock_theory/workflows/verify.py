@@ -30,7 +30,8 @@ tried (the three methods' pilot chains run at once). The ``scaling`` probe (8 pr
 run, ~1–2 s each) adds ~10–18 s per primary run, ~150 CPU-s in all. Extrapolated wall time:
 ≤ 80 s pilot + (1620 + 180 + 150)/2 s ≈ 17–18 min, plus ~30 s of analysis; measured on a
 shared machine, so the lead's full run is the reference. ``--quick`` measured 214 s (verify's
-own timer; 204 CPU-s) on the same shared machine at load ~1–4.
+own timer; 204 CPU-s) on the same shared machine at load ~1–4, with 2 seeds and a 4-run sweep;
+it now has 3 seeds and no sweep (9 runs of 40 steps instead of 10, not re-measured).
 Ĝ_t's two half-batch passes are included in the train-step costs. ``QUICK`` is a smoke test
 (≤ 3 min): its horizon is below the bound test's minimum, so Theorem 1 rows read "not
 testable at this horizon".
@@ -311,10 +312,10 @@ def verify(
     check_out_dir(out, overwrite)
     started = time.perf_counter()
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
-    model = str(base["model"].get("path", model))
     from zerolock_theory.training.rundir import prepare_kind, write_marker
 
     validate_grid(base, suite_points(spec))  # every config and input checked before the first write
+    model = str(base["model"].get("path", model))
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
     if spec.lr is None:
