@@ -102,3 +102,9 @@ def test_a_suite_missing_keys_names_them(tmp_path: Path, capsys):
     assert main(["verify", "--config", str(recipe), "--out", str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err.strip()
     assert "[suite] misses" in err and "seq_len" in err and len(err.splitlines()) == 1
+
+
+def test_train_refuses_a_verify_suite_in_one_line(tmp_path: Path, capsys):
+    assert main(["train", "--config", "verify_quick", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is a verify suite" in err and len(err.splitlines()) == 1 and not (tmp_path / "r").exists()

@@ -76,6 +76,8 @@ def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = Non
 
     try:
         raw = base if base is not None else (read_recipe(args.config) if args.config else {})
+        if "suite" in raw and base is None:  # a verify suite (verify_quick, verify_full, ...)
+            raise CLIError(f"{args.config} is a verify suite ([suite] table): use zerolock verify --config {args.config}")
         overrides = [f"{key}={json.dumps(getattr(args, flag))}" for flag, (key, _, _) in FLAGS.items()
                      if getattr(args, flag, None) is not None]
         overrides += args.overrides
