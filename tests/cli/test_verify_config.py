@@ -108,3 +108,12 @@ def test_train_refuses_a_verify_suite_in_one_line(tmp_path: Path, capsys):
     assert main(["train", "--config", "verify_quick", "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
     assert "is a verify suite" in err and len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_variable_length_tuples_are_type_checked():
+    from zerolock_theory.config_types import check_value
+
+    assert check_value([1, 2], tuple[float, ...], "k") == (1.0, 2.0)
+    assert check_value([], tuple[int, ...], "k") == ()
+    with pytest.raises(ValueError, match=r'^k=\[1, "a"\]: expected a list of integers$'):
+        check_value([1, "a"], tuple[int, ...], "k")
