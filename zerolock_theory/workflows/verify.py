@@ -129,9 +129,18 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
 def suite_base(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None,
                tables: dict[str, Any] | None = None) -> dict[str, Any]:
     """``base_config`` with a recipe's run-config ``tables`` merged on top (key by key)."""
-    from zerolock_theory.workflows.verify_config import merge_tables
-
     return merge_tables(base_config(spec, model, data, device, dtype, autocast), tables or {})
+
+
+def merge_tables(base: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``tables`` merged in key by key (nested tables merged, values replaced); a new dict."""
+    out = dict(base)
+    for key, value in tables.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_tables(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 VARIANTS = {

@@ -21,7 +21,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from zerolock_theory.workflows.verify import SuiteSpec
+from zerolock_theory.workflows.verify import SuiteSpec, merge_tables
 
 __all__ = ["SUITE_KEYS", "load_suite", "merge_tables", "spec_from_table"]
 
@@ -66,17 +66,6 @@ def _check_sizes(values: dict[str, Any]) -> None:
         raise ValueError(f"suite.lr_factors={list(values['lr_factors'])}: factors must be > 0")
     if values.get("lr") is not None and not values["lr"] > 0:
         raise ValueError(f"suite.lr={values['lr']}: must be > 0")
-
-
-def merge_tables(base: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``tables`` merged in key by key (nested tables merged, values replaced); a new dict."""
-    out = dict(base)
-    for key, value in tables.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_tables(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def load_suite(config: str | Path, overrides: list[str] | None = None) -> tuple[SuiteSpec, dict[str, Any]]:
