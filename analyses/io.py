@@ -2,9 +2,10 @@
 
 Analyses read only what a run wrote: ``config.json``, ``manifest.json`` and ``metrics.jsonl``.
 Every malformed input raises ``RunDataError`` with a message that names the file, and the
-line or column at fault. The one tolerated defect is a torn last line of ``metrics.jsonl``
-(invalid JSON without a trailing newline: a writer stopped mid-line); it is dropped with a
-``RunDataWarning``.
+line or column at fault. JSON lines are read by the package's one reader
+(``zerolock_theory.jsonio.read_jsonl``): the one tolerated defect is a torn last line of
+``metrics.jsonl`` (invalid JSON without a trailing newline: a writer stopped mid-line); it is
+dropped with a ``RunDataWarning``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from zerolock_theory import jsonio
+
 __all__ = [
     "Run",
     "RunDataError",
@@ -29,7 +32,6 @@ __all__ = [
     "numeric_column",
     "read_jsonl",
     "read_table",
-    "require_rows",
 ]
 
 STEP = "step"
@@ -86,49 +88,16 @@ def _read_json_object(path: Path, what: str, *, required: bool) -> dict[str, Any
     return data
 
 
-class _NonStandardLiteral(ValueError):
-    """NaN, Infinity or -Infinity in a JSON line (not JSON; our logger writes NaN as null)."""
-
-
-def _no_constant(name: str) -> Any:
-    raise _NonStandardLiteral(f"non-standard JSON literal {name} (metrics write NaN as null, "
-                              "infinities as \"inf\"/\"-inf\")")
-
-
 def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Parse a JSON-lines file into records; return ``(records, warnings)``.
+    """``zerolock_theory.jsonio.read_jsonl`` with ``RunDataError`` / ``RunDataWarning``.
 
-    Blank lines are skipped. Invalid JSON raises ``RunDataError`` naming the line, except
-    on a torn last line (invalid and without a trailing newline), which is dropped with a
-    ``RunDataWarning``. Each line must hold a JSON object.
+    Blank lines are skipped; invalid JSON raises naming the line, except a torn last line
+    (invalid and without a trailing newline), dropped with a ``RunDataWarning``.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise RunDataError(f"{path.parent}: missing {path.name}")
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    records: list[dict[str, Any]] = []
-    notes: list[str] = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line, parse_constant=_no_constant)
-        except _NonStandardLiteral as exc:
-            raise RunDataError(f"{path}: line {i + 1}: {exc}") from None
-        except json.JSONDecodeError as exc:
-            torn = i == last and not text.endswith("\n")
-            if not torn:
-                raise RunDataError(f"{path}: line {i + 1}: invalid JSON ({exc.msg})") from exc
-            note = f"{path}: line {i + 1}: torn last line dropped ({exc.msg})"
-            warnings.warn(note, RunDataWarning, stacklevel=2)
-            notes.append(note)
-            continue
-        if not isinstance(record, dict):
-            raise RunDataError(f"{path}: line {i + 1}: expected a JSON object")
-        records.append(record)
-    return records, notes
+    try:
+        return jsonio.read_jsonl(path, warning=RunDataWarning, stacklevel=3)
+    except jsonio.JsonlError as exc:
+        raise RunDataError(str(exc)) from exc
 
 
 def _metrics_frame(path: Path) -> tuple[pd.DataFrame, list[str]]:
@@ -221,9 +190,3 @@ def numeric_column(frame: pd.DataFrame, column: str, *, where: str = "table") ->
         else:
             raise RunDataError(f"{where}: column {column!r} is not numeric (row {row}: {value!r})")
     return pd.Series(values, index=series.index, name=column, dtype="float64")
-
-
-def require_rows(n: int, minimum: int, what: str) -> None:
-    """Raise ``RunDataError`` when fewer than ``minimum`` rows are available for ``what``."""
-    if n < minimum:
-        raise RunDataError(f"{what}: too few rows ({n} < {minimum})")

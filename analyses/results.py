@@ -1,8 +1,9 @@
 """Result objects: frozen dataclasses that round-trip through JSON.
 
 Every analysis returns a subclass of ``Result`` registered with ``@register``. ``to_json``
-writes strict JSON: an undefined value (NaN) is ``null`` and reads back as NaN where the
-field is a float; ``±inf`` become ``{"__float__": "inf"}`` objects and read back exactly.
+writes strict JSON in the package's one convention (``zerolock_theory.jsonio``): an undefined
+value (NaN) is ``null`` and reads back as NaN where the field is a float; ``±inf`` are the
+strings ``"inf"``/``"-inf"`` and read back exactly where the field is a float.
 ``load_result`` reloads a result from its ``kind`` field; the kinds are those of the imported
 analysis modules (``analyses.suite`` imports them all).
 """
@@ -10,8 +11,6 @@ analysis modules (``analyses.suite`` imports them all).
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import types
 import typing
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+
+from zerolock_theory.jsonio import dumps, from_json_float, loads, to_json_value
 
 __all__ = [
     "VERDICTS",
@@ -71,30 +72,20 @@ def _encode(value: Any) -> Any:
         return out
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if math.isnan(value):
-            return None  # undefined
-        return value if math.isfinite(value) else {"__float__": repr(value)}
     if isinstance(value, (list, tuple, np.ndarray)):
         return [_encode(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _encode(v) for k, v in value.items()}
-    if isinstance(value, Path):
-        return str(value)
-    if value is None or isinstance(value, str):
-        return value
-    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+    value = to_json_value(value)
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+    return value
 
 
 def _decode(tp: Any, value: Any) -> Any:
     origin = typing.get_origin(tp)
     if tp is Any:
-        return _decode_any(value)
+        return value
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if value is None and type(None) in args:
@@ -111,11 +102,7 @@ def _decode(tp: Any, value: Any) -> Any:
         _, vt = typing.get_args(tp)
         return {k: _decode(vt, v) for k, v in value.items()}
     if tp is float:
-        if value is None:
-            return math.nan
-        if isinstance(value, dict):
-            return float(value["__float__"])
-        return float(value)
+        return from_json_float(value)
     if isinstance(tp, type) and issubclass(tp, Result):
         cls = _lookup(value.get("kind")) if tp is Result else tp
         if cls is None:
@@ -125,16 +112,6 @@ def _decode(tp: Any, value: Any) -> Any:
         hints = typing.get_type_hints(tp)
         fields = {f.name for f in dataclasses.fields(tp)}
         return tp(**{k: _decode(hints[k], v) for k, v in value.items() if k in fields})
-    return value
-
-
-def _decode_any(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"__float__"}:
-            return float(value["__float__"])
-        return {k: _decode_any(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode_any(v) for v in value]
     return value
 
 
@@ -150,7 +127,7 @@ class Result:
 
     def to_json(self, indent: int | None = 2) -> str:
         """Strict JSON text (no NaN / Infinity tokens)."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+        return dumps(self.to_dict(), indent=indent)
 
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
@@ -167,7 +144,7 @@ class Result:
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
         """Inverse of ``to_json``."""
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(loads(text))
 
     def save(self, path: str | Path) -> Path:
         """Write ``to_json()`` to ``path`` (parents created); return the path."""
@@ -182,7 +159,7 @@ def load_result(path_or_text: str | Path) -> Result:
     text = str(path_or_text)
     if not text.lstrip().startswith("{"):
         text = Path(path_or_text).read_text(encoding="utf-8")
-    data = json.loads(text)
+    data = loads(text)
     kind = data.get("kind") if isinstance(data, dict) else None
     cls = _lookup(kind)
     if cls is None:

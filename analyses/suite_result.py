@@ -23,6 +23,7 @@ from analyses.stability import StabilitySummary
 from analyses.systems import SystemsComparison
 from analyses.theorem1 import BoundSet, DivergedRuns
 from analyses.tracking import TrackingSet
+from zerolock_theory import jsonio
 
 __all__ = ["INDEX", "RESULT_FIELDS", "SuiteAnalysis", "load_suite"]
 
@@ -82,7 +83,7 @@ class SuiteAnalysis(Result):
         index = {k: v for k, v in self.to_dict().items() if k not in RESULT_FIELDS}
         index["results"] = files
         path = out / INDEX
-        path.write_text(json.dumps(index, indent=2, allow_nan=False, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(jsonio.dumps(index, indent=2) + "\n", encoding="utf-8")
         return path
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from zerolock_theory.cli import main
 from zerolock_theory.corpus import load_texts
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 
 DOCS = [f"Document {i}: " + load_texts("embedded")[i][:400] for i in range(12)]
 FIELD = "body"
@@ -107,7 +107,7 @@ TRAIN = ["--steps", "2", "--seq-len", "16", "--batch-size", "2", "--chunks", "2"
 def _losses(run: Path) -> list[dict]:
     """Every metric record without the timing keys (which differ between identical runs)."""
     return [{k: v for k, v in r.items() if not k.endswith(("_time_s", "tokens_per_s"))}
-            for r in read_metrics(run / "metrics.jsonl")]
+            for r in read_records(run / "metrics.jsonl")]
 
 
 def test_training_from_each_format_gives_the_same_run(tmp_path: Path, capsys) -> None:

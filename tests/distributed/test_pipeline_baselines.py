@@ -13,10 +13,10 @@ import torch
 from safetensors.torch import load_file
 
 from zerolock_theory.data import DataStream, LMData
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.models import load_model
 from zerolock_theory.pipeline import PipelineOptions, launch
 from zerolock_theory.pipeline.fixtures import small_config
-from zerolock_theory.training.logger import read_metrics
 from zerolock_theory.training.loop import train
 from zerolock_theory.training.state import latest_checkpoint
 
@@ -52,8 +52,8 @@ def _plain_first_loss(config) -> float:
 def test_baseline_matches_single_process_backprop(config, backprop_run, tmp_path, schedule) -> None:
     options = PipelineOptions(schedule=schedule, micro_batches=2, max_restarts=0, comm_timeout_s=60)
     summary = launch(config, options, tmp_path / schedule)
-    got = read_metrics(tmp_path / schedule / "metrics.jsonl")
-    want = read_metrics(backprop_run / "metrics.jsonl")
+    got = read_records(tmp_path / schedule / "metrics.jsonl")
+    want = read_records(backprop_run / "metrics.jsonl")
     assert len(got) == len(want) == STEPS
     for a, b in zip(want, got, strict=True):
         assert b["chunk/2/loss"] == pytest.approx(a["chunk/2/loss"], rel=1e-6)

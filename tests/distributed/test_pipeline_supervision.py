@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from zerolock_theory.cli import main
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 
 pytestmark = [pytest.mark.distributed]
 STEPS = 8
@@ -109,7 +109,7 @@ def test_killed_launcher_leaves_no_stage_and_resume_is_bit_equal(pipeline_inputs
         assert torch.equal(got[name], ref[name]), name
     timing = ("step_time_s", "tokens_per_s")
     strip = lambda rs: [{k: v for k, v in r.items() if not k.endswith(timing)} for r in rs]  # noqa: E731
-    assert strip(read_metrics(out / "metrics.jsonl")) == strip(read_metrics(tmp_path / "reference" / "metrics.jsonl"))
+    assert strip(read_records(out / "metrics.jsonl")) == strip(read_records(tmp_path / "reference" / "metrics.jsonl"))
 
     manifest = (out / "manifest.json").read_bytes()
     assert main([*_args(corpus, out), "--resume"]) == 0  # a no-op resume rewrites nothing

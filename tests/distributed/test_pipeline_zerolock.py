@@ -13,9 +13,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.pipeline import PipelineOptions, launch
 from zerolock_theory.pipeline.fixtures import small_config
-from zerolock_theory.training.logger import read_metrics
 from zerolock_theory.training.loop import train
 from zerolock_theory.training.state import latest_checkpoint
 
@@ -62,7 +62,7 @@ def test_pipeline_equals_sequential_trainer(make_config, pipelined, tmp_path, K,
     pipe = load_file(str(run_dir / "adapters.safetensors"))
     _assert_same_adapters(seq, pipe, atol=1e-6)
     assert max(float(v.abs().max()) for n, v in pipe.items() if "lora_B" in n) > 1e-4  # adapters moved
-    seq_rec, pipe_rec = read_metrics(seq_dir / "metrics.jsonl"), read_metrics(run_dir / "metrics.jsonl")
+    seq_rec, pipe_rec = read_records(seq_dir / "metrics.jsonl"), read_records(run_dir / "metrics.jsonl")
     assert [r["step"] for r in pipe_rec] == list(range(STEPS))
     for a, b in zip(seq_rec, pipe_rec, strict=True):
         for k in range(1, K + 1):
@@ -89,10 +89,10 @@ def test_killed_stage_recovers_to_uninterrupted_adapters(make_config, pipelined,
     assert killed["start_step"] == 2 and downstream["start_step"] == 0
     _assert_same_adapters(load_file(str(reference / "adapters.safetensors")),
                           load_file(str(tmp_path / "ft" / "adapters.safetensors")), atol=0.0)
-    steps = [r["step"] for r in read_metrics(tmp_path / "ft" / "metrics.jsonl")]
+    steps = [r["step"] for r in read_records(tmp_path / "ft" / "metrics.jsonl")]
     assert steps == list(range(STEPS))
-    ref = read_metrics(reference / "metrics.jsonl")
-    got = read_metrics(tmp_path / "ft" / "metrics.jsonl")
+    ref = read_records(reference / "metrics.jsonl")
+    got = read_records(tmp_path / "ft" / "metrics.jsonl")
     for a, b in zip(ref, got, strict=True):
         assert b["chunk/2/loss"] == a["chunk/2/loss"] and b["chunk/4/loss"] == a["chunk/4/loss"]
     assert torch.isfinite(torch.tensor([r["train/final_ce"] for r in got])).all()

@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from probes.readouts import ReadoutStore
 from probes.registry import register
 from zerolock_theory.config import TrainConfig
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.loop import TIMING_KEYS
 from zerolock_theory.workflows.runs import probed_train as train
 
@@ -87,8 +87,8 @@ def test_probes_change_nothing(runs):
         assert with_probes.keys() == without.keys()
         for key in with_probes:
             assert torch.equal(with_probes[key], without[key]), key
-    records = read_metrics(runs["all"] / "metrics.jsonl")
-    assert _training_view(records) == _training_view(read_metrics(runs["none"] / "metrics.jsonl"))
+    records = read_records(runs["all"] / "metrics.jsonl")
+    assert _training_view(records) == _training_view(read_records(runs["none"] / "metrics.jsonl"))
     assert all("probe/stability/implemented/total/phi" in r for r in records)
     assert all("probe/minimizer/2/gap" in r for r in records)
     assert [r["step"] for r in records if "probe/gradient/global_sq" in r] == [0, 2, 4]
@@ -98,7 +98,7 @@ def test_probes_change_nothing(runs):
 
 def test_scaling_probe_terms(runs):
     """c = 1 is the stability probe's step; q(c) shrinks with c; φ′ = φ(c_min)/c_min."""
-    records = [r for r in read_metrics(runs["all"] / "metrics.jsonl") if "probe/scaling/paper/c=1.0/phi" in r]
+    records = [r for r in read_records(runs["all"] / "metrics.jsonl") if "probe/scaling/paper/c=1.0/phi" in r]
     assert len(records) == 3
     for r in records:
         for obj in ("paper", "implemented"):
@@ -139,7 +139,7 @@ def test_online_phi_equals_recomputation_from_stored_full_distributions(runs):
     labels = np.array(batch["labels"]).reshape(-1)
     labels = labels[labels != -100]
     assert len(labels) == N == batch["n_positions"]
-    records = read_metrics(runs["all"] / "metrics.jsonl")
+    records = read_records(runs["all"] / "metrics.jsonl")
     for t, record in enumerate(records):
         before, after = store.dense(t).astype(np.float64), store.dense(t + 1).astype(np.float64)
         for objective, eps in (("implemented", 0.0), ("paper", 0.1)):
@@ -162,7 +162,7 @@ def test_online_phi_equals_recomputation_from_stored_full_distributions(runs):
 def test_reverse_run_gives_finite_ratios_for_both_objectives(tmp_path):
     probes = {"stability": {"n_positions": N}, "minimizers": {"n_positions": N}}
     train(_config(probes, steps=3, direction="reverse", epsilon=0.1), tmp_path / "rev")
-    records = read_metrics(tmp_path / "rev" / "metrics.jsonl")
+    records = read_records(tmp_path / "rev" / "metrics.jsonl")
     assert len(records) == 3
     for record in records:
         for objective in ("paper", "implemented"):
@@ -186,8 +186,8 @@ def test_resume_with_probes_equals_uninterrupted(runs, tmp_path, capsys):
     capsys.readouterr()
     train(config, out, resume=True)
     assert "dropped a torn tail" in capsys.readouterr().out
-    reference = read_metrics(runs["all"] / "metrics.jsonl")
-    resumed = read_metrics(out / "metrics.jsonl")
+    reference = read_records(runs["all"] / "metrics.jsonl")
+    resumed = read_records(out / "metrics.jsonl")
     strip = [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in (*reference, *resumed)]
     assert strip[: len(reference)] == strip[len(reference) :]
     for step in range(STEPS + 1):

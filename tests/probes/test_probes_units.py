@@ -11,13 +11,18 @@ import torch
 from probes.batch import probe_batch
 from probes.gradients import gradient_metrics
 from probes.minimizers import minimizer_metrics
-from zerolock_theory.training.hooks import HookContext
 from probes.registry import build_probes
 from probes.stability import StabilityProbe
 from zerolock_theory.config import TrainConfig, load_config
+from zerolock_theory.jsonio import to_json_value
 from zerolock_theory.theory.divergences import kl, total_variation
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
-from zerolock_theory.training.logger import to_json_value
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
+from zerolock_theory.training.hooks import HookContext
 
 V, N, K = 12, 6, 3
 

@@ -10,8 +10,8 @@ import torch
 
 from zerolock_theory.cli import main
 from zerolock_theory.config import TrainConfig
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model
-from zerolock_theory.training.logger import read_metrics
 from zerolock_theory.training.state import latest_checkpoint, load_checkpoint
 
 TRAIN = ["--steps", "3", "--seq-len", "16", "--batch-size", "2", "--chunks", "2", "--lr", "0.01",
@@ -75,7 +75,7 @@ def test_tensorboard_events_equal_the_jsonl(trained: Path) -> None:
     events = EventAccumulator(str(trained / "tensorboard"), size_guidance={TENSORS: 0}).Reload()
     from_tb = {(tag, e.step): _value(e.tensor_proto)
                for tag in events.Tags()["tensors"] for e in events.Tensors(tag)}
-    from_jsonl = {(key, r["step"]): float(v) for r in read_metrics(trained / "metrics.jsonl")
+    from_jsonl = {(key, r["step"]): float(v) for r in read_records(trained / "metrics.jsonl")
                   for key, v in r.items()
                   if key != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}
     assert len(from_jsonl) > 30 and ("eval/ce", 2) in from_jsonl

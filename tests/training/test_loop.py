@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 
 from zerolock_theory.cli import main
 from zerolock_theory.config import TrainConfig, load_config
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.loop import setup, train
 from zerolock_theory.training.state import latest_checkpoint
 from zerolock_theory.training.steps import NonFiniteLossError
@@ -47,7 +47,7 @@ def _final_adapters(run_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def _assert_same_run(a: Path, b: Path) -> None:
-    assert _strip(read_metrics(a / "metrics.jsonl")) == _strip(read_metrics(b / "metrics.jsonl"))
+    assert _strip(read_records(a / "metrics.jsonl")) == _strip(read_records(b / "metrics.jsonl"))
     wa, wb = _final_adapters(a), _final_adapters(b)
     assert wa.keys() == wb.keys()
     for name in wa:
@@ -60,7 +60,7 @@ def test_run_directory_contents(tmp_path, method):
     run = tmp_path / "run"
     for name in ("config.json", "manifest.json", "metrics.jsonl"):
         assert (run / name).is_file(), name
-    records = read_metrics(run / "metrics.jsonl")
+    records = read_records(run / "metrics.jsonl")
     assert [r["step"] for r in records] == list(range(6))
     first = records[0]
     for key in ("train/lr", "train/final_ce", "train/grad_norm_sq", "train/tokens_per_s", "data/epoch",

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from zerolock_theory.cli import COMMANDS, main
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.training import state as state_module
-from zerolock_theory.training.logger import read_metrics
 from zerolock_theory.training.state import complete_checkpoints, latest_checkpoint, load_checkpoint
 
 TINY = ["--chunks", "2", "--seq-len", "32", "--batch-size", "2", "--set", "data.eval_batches=1",
@@ -38,7 +38,7 @@ def test_disk_full_mid_run_is_one_line_and_keeps_the_last_checkpoint(tmp_path, m
     assert not list((out / "checkpoints").glob(".tmp-*"))  # the torn one was cleaned up
     monkeypatch.setattr(state_module, "_write_bytes", real)  # space freed: resume finishes the run
     assert main(["train", "--out", str(out), "--steps", "3", "--resume", *TINY]) == 0
-    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1, 2]
+    assert [r["step"] for r in read_records(out / "metrics.jsonl")] == [0, 1, 2]
 
 
 def test_resume_may_extend_and_a_no_op_resume_writes_nothing(tmp_path, capsys):
@@ -55,7 +55,7 @@ def test_resume_may_extend_and_a_no_op_resume_writes_nothing(tmp_path, capsys):
     assert json.loads((out / "config.json").read_text())["run"]["steps"] == 3
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["resumed"] == 1 and manifest["kind"] == "train"
-    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1, 2]
+    assert [r["step"] for r in read_records(out / "metrics.jsonl")] == [0, 1, 2]
 
 
 def test_torn_probe_store_warns(tmp_path):

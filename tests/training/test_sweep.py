@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from zerolock_theory.cli import main
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.workflows.sweep import expand_grid, is_complete, parse_axis, run_grid
-from zerolock_theory.training.logger import read_metrics
 
 
 def test_parse_axis_and_expand_grid():
@@ -42,7 +42,7 @@ def test_sweep_skips_complete_and_resumes_partial(tmp_path):
     points = expand_grid([parse_axis("run.seed=0,1")])
     dirs = run_grid(base, points, tmp_path, log=lambda _: None)
     assert all(is_complete(d, 4) for d in dirs)
-    reference = read_metrics(dirs[1] / "metrics.jsonl")
+    reference = read_records(dirs[1] / "metrics.jsonl")
     shutil.rmtree(dirs[1] / "checkpoints" / "step_00000004")  # seed 1 interrupted after step 2
     lines = []
     run_grid(base, points, tmp_path, log=lines.append)
@@ -50,4 +50,4 @@ def test_sweep_skips_complete_and_resumes_partial(tmp_path):
     assert any("seed-1: resuming" in line for line in lines)
     timing = ("train/tokens_per_s", "train/step_time_s")
     strip = lambda rs: [{k: v for k, v in r.items() if k not in timing} for r in rs]  # noqa: E731
-    assert strip(read_metrics(dirs[1] / "metrics.jsonl")) == strip(reference)
+    assert strip(read_records(dirs[1] / "metrics.jsonl")) == strip(reference)

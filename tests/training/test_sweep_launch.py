@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from zerolock_theory.cli import main
 from zerolock_theory.formatting import human
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.state import latest_checkpoint
 from zerolock_theory.workflows.sweep import expand_grid, is_complete, parse_axis, run_grid
 
@@ -25,7 +25,7 @@ TIMING = ("train/tokens_per_s", "train/step_time_s")
 
 
 def _run_record(run: Path) -> tuple[list[dict], dict[str, torch.Tensor]]:
-    metrics = [{k: v for k, v in r.items() if k not in TIMING} for r in read_metrics(run / "metrics.jsonl")]
+    metrics = [{k: v for k, v in r.items() if k not in TIMING} for r in read_records(run / "metrics.jsonl")]
     return metrics, load_file(str(latest_checkpoint(run) / "adapters.safetensors"))
 
 

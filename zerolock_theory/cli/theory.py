@@ -33,12 +33,11 @@ than 2 entries, different lengths, α or ε outside [0, 1]) is one line on stder
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from typing import Any
 
 from zerolock_theory.cli import CLIError
-from zerolock_theory.training.logger import to_json_value
+from zerolock_theory.jsonio import dumps, to_json_value
 
 __all__ = ["parse_distribution", "parse_unit_interval", "register"]
 
@@ -118,7 +117,7 @@ def run_toy(args: argparse.Namespace) -> int:
         }
     )
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps(result, indent=2))
         return 0
     print(f"two-token check: p_prev = p = (0.5, 0.5), alpha = {_fmt(alpha)}")
     for case in ("one_hot", "smoothed"):
@@ -190,7 +189,7 @@ def run_minimizers(args: argparse.Namespace) -> int:
         }
     )
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps(result, indent=2))
         return 0
     print(f"p_y    = {_fmt(result['p_y'])}  (epsilon = {_fmt(epsilon)})")
     print(f"p_prev = {_fmt(result['p_prev'])}")

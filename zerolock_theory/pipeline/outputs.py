@@ -18,8 +18,8 @@ from typing import Any
 
 from safetensors.torch import load_file, save_file
 
+from zerolock_theory.jsonio import dumps, read_records
 from zerolock_theory.pipeline.checkpoints import choose_checkpoint, stage_dir
-from zerolock_theory.training.logger import read_metrics
 
 __all__ = ["merge_outputs", "read_adapters"]
 
@@ -28,7 +28,7 @@ def _merge_metrics(run_dir: Path, K: int) -> list[dict[str, Any]]:
     by_step: dict[int, dict[str, Any]] = {}
     for k in range(1, K + 1):
         path = stage_dir(run_dir, k) / "metrics.jsonl"
-        for record in read_metrics(path) if path.is_file() else []:
+        for record in read_records(path) if path.is_file() else []:
             by_step.setdefault(int(record["step"]), {}).update(record)
     records = []
     for step in sorted(by_step):
@@ -63,7 +63,7 @@ def merge_outputs(run_dir: Path, K: int) -> dict[str, Any]:
     run_dir = Path(run_dir)
     records = _merge_metrics(run_dir, K)
     with open(run_dir / "metrics.jsonl", "w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in records)
+        fh.writelines(dumps(r) + "\n" for r in records)
     save_file(read_adapters(run_dir, K), str(run_dir / "adapters.safetensors"))
     results = []
     for k in range(1, K + 1):

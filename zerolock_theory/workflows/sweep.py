@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from zerolock_theory.config import TrainConfig, apply_overrides, check_sources
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.resume import check_resume, read_saved_config
 from zerolock_theory.training.rundir import check_out, prepare_kind, run_kind, write_marker
 from zerolock_theory.training.state import checkpoint_step, latest_checkpoint
@@ -74,7 +74,7 @@ def is_complete(run_dir: Path, steps: int) -> bool:
     final = run_dir / "checkpoints" / f"step_{steps:08d}" / "COMPLETE"
     if not (metrics.is_file() and final.is_file()):
         return False
-    return len({r.get("step") for r in read_metrics(metrics)}) >= steps
+    return len({r.get("step") for r in read_records(metrics)}) >= steps
 
 
 def validate_grid(base: dict[str, Any], points: list[GridPoint]) -> list[TrainConfig]:
