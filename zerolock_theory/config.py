@@ -25,6 +25,7 @@ __all__ = [
     "RunConfig",
     "TrainConfig",
     "apply_overrides",
+    "apply_values",
     "check_sources",
     "load_config",
 ]
@@ -45,11 +46,16 @@ def _require(condition: bool, message: str) -> None:
 class LoraSettings:
     """LoRA adapters on each chunk's layers (peft). ``target_modules=None``: per-architecture default."""
 
-    enabled: bool = True  # False = full-parameter training of the decoder layers
+    enabled: bool = True
+    """LoRA adapters; false = full-parameter training of the decoder layers."""
     rank: int = 8
-    alpha: float = 16.0  # peft's lora_alpha; scaling = alpha / rank
+    """Rank r of each adapter."""
+    alpha: float = 16.0
+    """peft's lora_alpha; the scaling is alpha / rank."""
     dropout: float = 0.0
+    """Dropout on the adapters' input, in [0, 1)."""
     target_modules: list[str] | None = None
+    """Module names that get adapters; null = the architecture's default."""
 
     def __post_init__(self) -> None:
         _require(self.rank >= 1, f"lora.rank must be >= 1, got {self.rank}")
@@ -61,14 +67,22 @@ class LoraSettings:
 class ModelConfig:
     """Which model, how it is split into chunks, where it runs."""
 
-    path: str = "embedded"  # "embedded" or a local Hugging Face model directory
-    chunks: int = 4  # K
-    boundaries: list[int] | None = None  # explicit layer index where each chunk after the first starts
-    dtype: str = "float32"  # parameter dtype
-    autocast: str | None = None  # "bfloat16" for bf16 autocast (GPU), None for none
-    device: str = "auto"  # "auto" = cuda when present, else cpu
-    readout_chunk_size: int | None = None  # positions per readout slice (large vocabularies)
+    path: str = "embedded"
+    """'embedded' or a local Hugging Face model directory."""
+    chunks: int = 4
+    """Number of chunks K."""
+    boundaries: list[int] | None = None
+    """Layer index where each chunk after the first starts; null = an even split."""
+    dtype: str = "float32"
+    """Parameter dtype: float32, float64, bfloat16 or float16."""
+    autocast: str | None = None
+    """Autocast dtype (GPU): bfloat16 or float16; null = none."""
+    device: str = "auto"
+    """auto (cuda when present, else cpu), cpu, mps, cuda or cuda:N."""
+    readout_chunk_size: int | None = None
+    """Positions per readout slice (large vocabularies); null = all at once."""
     lora: LoraSettings = field(default_factory=LoraSettings)
+    """The LoRA adapters of each chunk."""
 
     def __post_init__(self) -> None:
         if isinstance(self.lora, dict):
@@ -100,11 +114,16 @@ class ModelConfig:
 class MethodConfig:
     """ZeroLock's local losses, or the backprop baseline (docs/MATH.md, "Local losses")."""
 
-    name: str = "zerolock"  # "zerolock" or "backprop"
-    direction: str = "forward"  # "forward" (CE, what implementations train) or "reverse" (paper)
-    alpha: float = 0.5  # weight of the task term
-    epsilon: float = 0.0  # label smoothing of p_y
-    p0: str = "embedding"  # readout of h_0 ("embedding") or "uniform"
+    name: str = "zerolock"
+    """zerolock or backprop."""
+    direction: str = "forward"
+    """forward (CE, what implementations train) or reverse (the paper's Eq. 14)."""
+    alpha: float = 0.5
+    """Weight α of the task term, in [0, 1]."""
+    epsilon: float = 0.0
+    """Label smoothing ε of p_y, in [0, 1) (reverse needs ε > 0)."""
+    p0: str = "embedding"
+    """p_0: the embedding readout of h_0, or uniform."""
 
     def __post_init__(self) -> None:
         _require(self.name in METHODS, f"method.name must be one of {METHODS}, got {self.name!r}")
@@ -126,15 +145,24 @@ class MethodConfig:
 class OptimConfig:
     """One optimizer per chunk; the learning rate η_t follows ``schedule``."""
 
-    name: str = "adamw"  # "sgd" is the theorem's setting (see recipes/theorem_sgd.toml)
+    name: str = "adamw"
+    """sgd or adamw (sgd is the theorem's setting, see recipes/theorem_sgd.toml)."""
     lr: float = 1e-3
-    schedule: str = "constant"  # constant | cosine (with warmup) | inv_sqrt (η_0/√(t+1), Theorem 1)
+    """Base learning rate η_0."""
+    schedule: str = "constant"
+    """constant, cosine (with warmup) or inv_sqrt (η_0/√(t+1), Theorem 1)."""
     warmup_steps: int = 0
-    min_lr_ratio: float = 0.0  # cosine floor as a fraction of lr
+    """Steps of linear warmup (every schedule starts after them)."""
+    min_lr_ratio: float = 0.0
+    """Cosine floor as a fraction of lr."""
     momentum: float = 0.0
+    """SGD momentum, in [0, 1)."""
     weight_decay: float = 0.0
+    """Weight decay (torch's SGD / AdamW weight_decay)."""
     betas: tuple[float, float] = (0.9, 0.999)
-    max_grad_norm: float | None = None  # per-chunk clipping; None = off
+    """AdamW's (β1, β2)."""
+    max_grad_norm: float | None = None
+    """Per-chunk gradient clipping norm; null = off."""
 
     def __post_init__(self) -> None:
         self.betas = tuple(self.betas)  # type: ignore[assignment]
@@ -153,13 +181,21 @@ class RunConfig:
     """Length, seeding and bookkeeping of one run."""
 
     steps: int = 200
+    """Number of updates."""
     seed: int = 0
+    """Seed of the adapters and the training RNG."""
     eval_every: int = 20
+    """Steps between held-out evaluations."""
     checkpoint_every: int = 50
+    """Steps between checkpoints."""
     keep_checkpoints: int = 2
+    """Checkpoints kept on disk (the newest ones)."""
     progress: bool = True
-    threads: int | None = None  # torch intra-op threads; None = torch's default
-    report_to: list[str] = field(default_factory=list)  # metric export: tensorboard, wandb
+    """Show a progress bar."""
+    threads: int | None = None
+    """Torch intra-op threads; null = torch's default."""
+    report_to: list[str] = field(default_factory=list)
+    """Also export metrics: tensorboard, wandb or both (comma-separated on the command line)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.report_to, str):  # "tensorboard,wandb" from a flag or --set
@@ -195,8 +231,11 @@ class ProbeSettings:
     """
 
     n_positions: int = 256
+    """Labelled positions in the probe batch B."""
     seed: int | None = None
+    """Seed that chooses B; null = the run seed."""
     epsilon: float = 0.1
+    """ε of p_y in g_k and the paper's R when method.epsilon = 0, in [0, 1)."""
 
     def __post_init__(self) -> None:
         n, seed, eps = self.n_positions, self.seed, self.epsilon
@@ -236,12 +275,19 @@ class TrainConfig:
     """Everything a run needs. ``probes`` maps a probe name to its options (see ``probes``)."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
+    """Which model, its chunks, where it runs."""
     data: DataConfig = field(default_factory=DataConfig)
+    """Where the text comes from and how it is batched."""
     method: MethodConfig = field(default_factory=MethodConfig)
+    """ZeroLock's local losses or the backprop baseline."""
     optim: OptimConfig = field(default_factory=OptimConfig)
+    """The per-chunk optimizers and the learning-rate schedule."""
     run: RunConfig = field(default_factory=RunConfig)
+    """Length, seeding and bookkeeping."""
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    probe_settings: ProbeSettings = field(default_factory=ProbeSettings)  # the scalars of [probes]
+    """Probe name → its options (see docs/PROBES.md)."""
+    probe_settings: ProbeSettings = field(default_factory=ProbeSettings)
+    """The scalar settings of [probes], shared by every probe."""
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
@@ -284,18 +330,31 @@ def _parse_value(text: str) -> Any:
         return text
 
 
+def _set_dotted(node: dict[str, Any], key: str, value: Any, what: str) -> None:
+    """``node[a][b] = value`` for ``key = "a.b"`` (sections created as needed)."""
+    _require("." in key, f"{what} must look like section.key=value")
+    *path, leaf = key.split(".")
+    for part in path:
+        node = node.setdefault(part, {})
+        _require(isinstance(node, dict), f"{what}: {part} is not a section")
+    node[leaf] = value
+
+
+def apply_values(raw: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """Set dotted keys (``"optim.lr"``) to typed values in a copy of nested plain data."""
+    out = json.loads(json.dumps(raw))
+    for key, value in values.items():
+        _set_dotted(out, key, value, key)
+    return out
+
+
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``section.key=value`` overrides to nested plain data (returns a new dict)."""
+    """Apply ``section.key=value`` overrides (values parsed as JSON) to nested plain data (returns a new dict)."""
     out = json.loads(json.dumps(raw))
     for item in overrides:
         key, sep, value = item.partition("=")
-        _require(bool(sep) and "." in key, f"override {item!r} must look like section.key=value")
-        *path, leaf = key.split(".")
-        node = out
-        for part in path:
-            node = node.setdefault(part, {})
-            _require(isinstance(node, dict), f"override {item!r}: {part} is not a section")
-        node[leaf] = _parse_value(value)
+        _require(bool(sep), f"override {item!r} must look like section.key=value")
+        _set_dotted(out, key, _parse_value(value), f"override {item!r}")
     return out
 
 

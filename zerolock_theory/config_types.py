@@ -6,6 +6,10 @@ each against its field's annotation (``int``, ``float``, ``bool``, ``str``, ``Li
 one-line ``ValueError`` naming the key, the value and the expected type, e.g.
 ``run.steps=2.5: expected an integer``. Integers are accepted where a float is expected
 (and converted); booleans are never numbers; floats must be finite.
+
+``parse_text`` is the command line's edge: it turns a flag's text into a value of the field's
+annotation (``"3"`` → 3, ``"none"`` → None for ``X | None``, ``"a,b"`` → ["a", "b"] for a list)
+and checks it with ``check_value``, once.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import types
 import typing
 from typing import Any, Literal, Union
 
-__all__ = ["check_section", "check_value", "show_value"]
+__all__ = ["check_section", "check_value", "parse_text", "show_value"]
 
 _NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 _PLURAL = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
@@ -129,3 +133,31 @@ def check_section(cls: type, values: dict[str, Any], prefix: str) -> dict[str, A
     if bad:
         raise ValueError(f"unknown key(s) in [{prefix}]: {bad}; valid: {sorted(names)}")
     return {k: check_value(v, hints[k], f"{prefix}.{k}") for k, v in values.items()}
+
+
+_BOOLS = {"true": True, "false": False}
+_NULLS = ("none", "null")
+
+
+def _from_text(text: str, annotation: Any) -> Any:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (Union, types.UnionType):
+        if type(None) in args and text.strip().lower() in _NULLS:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _from_text(text, inner)
+    if annotation in (int, float):
+        return annotation(text)
+    if annotation is bool:
+        if text.strip().lower() not in _BOOLS:
+            raise ValueError(f"expected true or false, got {text!r}")
+        return _BOOLS[text.strip().lower()]
+    if origin in (list, tuple):
+        item = args[0] if args else str
+        return [_from_text(part.strip(), item) for part in text.split(",") if part.strip()]
+    return text
+
+
+def parse_text(text: str, annotation: Any, key: str) -> Any:
+    """A command-line string as a checked value of ``annotation`` (``ValueError`` otherwise)."""
+    return check_value(_from_text(text, annotation), annotation, key)

@@ -16,9 +16,9 @@ class DataConfig:
     """Where the text comes from and how it is cut into batches."""
 
     source: str = "embedded"
-    """"embedded" (English prose of ``pydoc_data.topics``) or a path: .txt/.md, .jsonl,
-    .json, .csv or .parquet (each optionally .gz), a directory saved by ``datasets``, or a
-    directory of such files (see :mod:`zerolock_theory.corpus`)."""
+    """'embedded' (English prose of ``pydoc_data.topics``) or a path: .txt/.md, .jsonl,
+    .json, .csv or .parquet (each optionally .gz), a directory saved by ``datasets``
+    (save_to_disk), or a directory of such files (see :mod:`zerolock_theory.corpus`)."""
     text_field: str = "text"
     """Field (JSON) or column (CSV, Parquet, ``datasets``) holding the text."""
     seq_len: int = 128
@@ -30,7 +30,7 @@ class DataConfig:
     eval_batches: int = 4
     """Number of fixed held-out batches used for eval CE."""
     seed: int = 0
-    """Seed of the train/eval split."""
+    """Seed of the data order and the train/eval split."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source:

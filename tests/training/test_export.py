@@ -128,7 +128,8 @@ def test_unknown_report_backend_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["train", "--out", str(tmp_path / "r"), "--report-to", "tensorboard,mlflow"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "run.report_to must name tensorboard and/or wandb" in err
+    from zerolock_theory.cli.flags import TRAIN_CONFIG, field_type
     from zerolock_theory.cli.train import FLAGS
 
-    assert FLAGS["report_to"][1]("tensorboard, wandb") == ["tensorboard", "wandb"]
+    assert field_type(TRAIN_CONFIG, FLAGS["report_to"])("tensorboard, wandb") == ["tensorboard", "wandb"]
     assert TrainConfig.from_dict({"run": {"report_to": ["wandb"]}}).run.report_to == ["wandb"]

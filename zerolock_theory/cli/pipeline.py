@@ -20,22 +20,23 @@ from pathlib import Path
 from typing import Any
 
 from zerolock_theory.cli import CLIError
-from zerolock_theory.cli.train import add_config_arguments, config_from_args
+from zerolock_theory.cli.flags import PIPELINE_OPTIONS, add_field_flags, flag_values
+from zerolock_theory.cli.train import FLAGS, add_config_arguments, config_from_args
 
-# flag → (PipelineOptions field, type, help)
-OPTION_FLAGS: dict[str, tuple[str, Any, str]] = {
-    "micro_batches": ("micro_batches", int, "micro-batches M per step (divides the batch size)"),
-    "max_lead": ("max_lead", int, "steps a stage may run ahead of its downstream (L)"),
-    "backend": ("backend", str, "auto (nccl on GPU, gloo on CPU), gloo or nccl"),
-    "threads": ("threads", int, "CPU threads per stage process"),
-    "comm_timeout": ("comm_timeout_s", float, "seconds before a silent peer is an error"),
-    "recovery_timeout": ("recovery_timeout_s", float, "seconds survivors wait for a restarted stage"),
-    "max_restarts": ("max_restarts", int, "stage restarts allowed in the run (0 = fail fast)"),
-    "fail_stage": ("fail_stage", int, "fault injection: this stage (1-based) fails ..."),
-    "fail_at_step": ("fail_at_step", int, "... during this step"),
-    "fail_mode": ("fail_mode", str, "exit (abrupt os._exit) or hang"),
-    "warmup_steps": ("warmup_steps", int, "steps excluded from the throughput timing"),
+OPTION_FLAGS: dict[str, str] = {
+    "micro_batches": "micro_batches",
+    "max_lead": "max_lead",
+    "backend": "backend",
+    "threads": "threads",
+    "comm_timeout": "comm_timeout_s",
+    "recovery_timeout": "recovery_timeout_s",
+    "max_restarts": "max_restarts",
+    "fail_stage": "fail_stage",
+    "fail_at_step": "fail_at_step",
+    "fail_mode": "fail_mode",
+    "warmup_steps": "warmup_steps",
 }
+"""Flag → ``PipelineOptions`` field; type, help and default come from the field (``cli.flags``)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,8 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pipeline-schedule", dest="pipeline_schedule", choices=("zerolock", "gpipe", "1f1b"),
                         default="zerolock", help="ZeroLock pipeline, or a backprop baseline on "
                         "torch.distributed.pipelining (--schedule is the learning-rate schedule)")
-    for flag, (_, kind, help_text) in OPTION_FLAGS.items():
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=help_text)
+    add_field_flags(parser, PIPELINE_OPTIONS, OPTION_FLAGS)
     parser.add_argument("--measure-memory", action="store_true", help="count saved-for-backward bytes")
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     group = parser.add_mutually_exclusive_group()
@@ -76,8 +76,7 @@ def _options(args: argparse.Namespace):
     values = _saved(args.out / "pipeline.json", args.resume)
     for one_off in ("fail_stage", "fail_at_step", "fail_mode"):  # fault injection is not inherited
         values.pop(one_off, None)
-    values.update({field: getattr(args, flag) for flag, (field, _, _) in OPTION_FLAGS.items()
-                   if getattr(args, flag, None) is not None})
+    values.update(flag_values(args, OPTION_FLAGS))
     values.update(schedule=args.pipeline_schedule, measure_memory=args.measure_memory)
     try:
         return PipelineOptions.from_dict(values)
@@ -86,14 +85,15 @@ def _options(args: argparse.Namespace):
 
 
 def _config(args: argparse.Namespace):
-    if args.chunks is not None and args.chunks != args.stages:
-        raise CLIError(f"--chunks {args.chunks} contradicts --stages {args.stages}")
+    given = flag_values(args, FLAGS)
+    if given.get("model.chunks", args.stages) != args.stages:
+        raise CLIError(f"--chunks {given['model.chunks']} contradicts --stages {args.stages}")
     method = "zerolock" if args.pipeline_schedule == "zerolock" else "backprop"
-    if args.method is not None and args.method != method:
-        raise CLIError(f"--pipeline-schedule {args.pipeline_schedule} trains method {method!r}, not {args.method!r}")
-    args.overrides = [f"model.chunks={args.stages}", f"method.name={method}", *args.overrides]
+    if given.get("method.name", method) != method:
+        raise CLIError(f"--pipeline-schedule {args.pipeline_schedule} trains method {method!r}, "
+                       f"not {given['method.name']!r}")
     base = _saved(args.out / "config.json", args.resume) if not args.config else None
-    return config_from_args(args, base or None)
+    return config_from_args(args, base or None, {"model.chunks": args.stages, "method.name": method})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,45 +17,34 @@ from pathlib import Path
 from typing import Any
 
 from zerolock_theory.cli import CLIError
+from zerolock_theory.cli.flags import TRAIN_CONFIG, add_field_flags, flag_values
 
-# flag → (dotted config key, type, help)
-FLAGS: dict[str, tuple[str, Any, str]] = {
-    "method": ("method.name", str, "zerolock or backprop"),
-    "divergence": ("method.direction", str, "forward (CE, implemented) or reverse (paper's Eq. 14)"),
-    "alpha": ("method.alpha", float, "weight α of the task term"),
-    "epsilon": ("method.epsilon", float, "label smoothing ε (reverse needs ε > 0)"),
-    "p0": ("method.p0", str, "p_0: embedding readout or uniform"),
-    "chunks": ("model.chunks", int, "number of chunks K"),
-    "model": ("model.path", str, "'embedded' or a local Hugging Face model directory"),
-    "device": ("model.device", str, "auto, cpu, cuda, cuda:1, ..."),
-    "dtype": ("model.dtype", str, "parameter dtype: float32, bfloat16, ..."),
-    "autocast": ("model.autocast", str, "bfloat16 autocast (GPU)"),
-    "data": ("data.source", str, "'embedded' (pydoc topics), a file (.txt .md .jsonl .json .csv "
-             ".parquet, optionally .gz), a directory of them, or a datasets save_to_disk directory"),
-    "text_field": ("data.text_field", str, "field or column that holds the text"),
-    "seq_len": ("data.seq_len", int, "tokens per sequence"),
-    "batch_size": ("data.batch_size", int, "sequences per step"),
-    "steps": ("run.steps", int, "number of updates"),
-    "seed": ("run.seed", int, "seed of adapters and training RNG"),
-    "data_seed": ("data.seed", int, "seed of the data order and eval split"),
-    "lr": ("optim.lr", float, "base learning rate η_0"),
-    "optimizer": ("optim.name", str, "sgd or adamw"),
-    "schedule": ("optim.schedule", str, "constant, cosine or inv_sqrt (η_0/√(t+1))"),
-    "eval_every": ("run.eval_every", int, "steps between held-out evaluations"),
-    "checkpoint_every": ("run.checkpoint_every", int, "steps between checkpoints"),
-    "report_to": ("run.report_to", lambda text: [n.strip() for n in text.split(",") if n.strip()],
-                  "also export metrics: tensorboard, wandb or tensorboard,wandb"),
+FLAGS: dict[str, str] = {
+    "method": "method.name",
+    "divergence": "method.direction",
+    "alpha": "method.alpha",
+    "epsilon": "method.epsilon",
+    "p0": "method.p0",
+    "chunks": "model.chunks",
+    "model": "model.path",
+    "device": "model.device",
+    "dtype": "model.dtype",
+    "autocast": "model.autocast",
+    "data": "data.source",
+    "text_field": "data.text_field",
+    "seq_len": "data.seq_len",
+    "batch_size": "data.batch_size",
+    "steps": "run.steps",
+    "seed": "run.seed",
+    "data_seed": "data.seed",
+    "lr": "optim.lr",
+    "optimizer": "optim.name",
+    "schedule": "optim.schedule",
+    "eval_every": "run.eval_every",
+    "checkpoint_every": "run.checkpoint_every",
+    "report_to": "run.report_to",
 }
-
-
-def _default(key: str) -> Any:
-    """The value of dotted ``key`` in a default ``TrainConfig`` (shown in --help)."""
-    from zerolock_theory.config import TrainConfig
-
-    value: Any = TrainConfig().to_dict()
-    for part in key.split("."):
-        value = value[part]
-    return (",".join(value) or "none") if isinstance(value, list) else value
+"""Flag → ``TrainConfig`` field path; type, help and default come from the field (``cli.flags``)."""
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,26 +53,23 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
                         "(zerolock recipes lists them)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override any config key, e.g. --set model.lora.rank=4 --set probes.stability.every=1")
-    for flag, (key, kind, help_text) in FLAGS.items():
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind,
-                            help=f"{help_text} [{key}, default: {_default(key)}]")
+    add_field_flags(parser, TRAIN_CONFIG, FLAGS)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None):
-    """Build a validated ``TrainConfig`` from a saved config, the recipe, flags and --set."""
-    from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
+def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None,
+                     values: dict[str, Any] | None = None):
+    """A validated ``TrainConfig``: saved config or recipe, then the flags, ``values``, --set."""
+    from zerolock_theory.config import TrainConfig, apply_overrides, apply_values, read_recipe
 
+    typed = {**flag_values(args, FLAGS), **(values or {})}
+    if args.no_progress:
+        typed["run.progress"] = False
     try:
         raw = base if base is not None else (read_recipe(args.config) if args.config else {})
         if "suite" in raw and base is None:  # a verify suite (verify_quick, verify_full, ...)
             raise CLIError(f"{args.config} is a verify suite ([suite] table): use zerolock verify --config {args.config}")
-        overrides = [f"{key}={json.dumps(getattr(args, flag))}" for flag, (key, _, _) in FLAGS.items()
-                     if getattr(args, flag, None) is not None]
-        overrides += args.overrides
-        if args.no_progress:
-            overrides.append("run.progress=false")
-        return TrainConfig.from_dict(apply_overrides(raw, overrides))
+        return TrainConfig.from_dict(apply_overrides(apply_values(raw, typed), args.overrides))
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
 

@@ -30,19 +30,33 @@ def _require(condition: bool, message: str) -> None:
 class PipelineOptions:
     """How the stages run, talk and fail. Validated on construction (``ValueError``)."""
 
-    schedule: str = "zerolock"  # zerolock (local losses, early forwarding) | gpipe | 1f1b (backprop)
-    micro_batches: int = 1  # M: each step's batch is cut into M equal micro-batches
-    max_lead: int = 2  # L: a stage may start step t once its downstream has completed t - L steps
-    backend: str = "auto"  # auto = nccl on cuda, gloo on cpu
-    threads: int = 1  # intra-op CPU threads per stage process
-    comm_timeout_s: float = 120.0  # one send/recv or link set-up; a hung peer fails after this
-    recovery_timeout_s: float = 120.0  # how long survivors wait for a dead stage to come back
-    max_restarts: int = 1  # stage restarts the local launcher may make in one run (0 = fail fast)
-    fail_stage: int | None = None  # fault injection: this stage (1-based, = chunk k) ...
-    fail_at_step: int | None = None  # ... fails in this step, after sending its first micro-batch
-    fail_mode: str = "exit"  # exit (os._exit, abrupt) | hang (stops responding)
-    measure_memory: bool = False  # count saved-for-backward bytes (saved_tensors_hooks)
-    warmup_steps: int = 1  # steps left out of the throughput timing
+    schedule: str = "zerolock"
+    """zerolock (local losses, early forwarding), or the backprop baselines gpipe and 1f1b."""
+    micro_batches: int = 1
+    """Micro-batches M per step: each step's batch is cut into M equal parts (M divides the
+    batch size)."""
+    max_lead: int = 2
+    """Lead L: a stage may start step t once its downstream has completed t - L steps."""
+    backend: str = "auto"
+    """auto (nccl on cuda, gloo on cpu), gloo or nccl."""
+    threads: int = 1
+    """Intra-op CPU threads per stage process."""
+    comm_timeout_s: float = 120.0
+    """Seconds one send/recv or link set-up may take; a silent peer is an error after this."""
+    recovery_timeout_s: float = 120.0
+    """Seconds the survivors wait for a restarted stage to come back."""
+    max_restarts: int = 1
+    """Stage restarts the local launcher may make in one run (0 = fail fast)."""
+    fail_stage: int | None = None
+    """Fault injection: this stage (1-based, = chunk k) fails ..."""
+    fail_at_step: int | None = None
+    """... in this step, after sending its first micro-batch."""
+    fail_mode: str = "exit"
+    """exit (an abrupt os._exit) or hang (stops responding)."""
+    measure_memory: bool = False
+    """Count saved-for-backward bytes (saved_tensors_hooks)."""
+    warmup_steps: int = 1
+    """Steps left out of the throughput timing."""
 
     def __post_init__(self) -> None:
         _require(self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
