@@ -27,17 +27,4 @@ def __getattr__(name: str) -> Any:
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DegenerateObjectiveError",
-    "arithmetic_target",
-    "cross_entropy",
-    "entropy",
-    "geometric_target",
-    "jensen_shannon",
-    "kl",
-    "label_smooth",
-    "local_loss",
-    "local_loss_from_logits",
-    "one_hot",
-    "total_variation",
-]
+__all__ = sorted(_LAZY)  # the theory layer's public functions (zerolock_theory.theory.__all__)

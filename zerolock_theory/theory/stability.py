@@ -40,7 +40,6 @@ __all__ = ["StabilityTerms", "as_metric", "chunk_divergence", "stability_terms"]
 
 Objective = Literal["paper", "implemented"]
 _TENSOR_FIELDS = ("r_before", "r_after", "phi", "q", "ratio", "actual", "remainder")
-_TOTALS = ("r_before", "r_after", "phi", "phi_autograd", "q", "ratio", "actual", "remainder")
 
 
 def as_metric(x: torch.Tensor | float | None) -> float | None:
@@ -90,18 +89,6 @@ class StabilityTerms:
     def num_chunks(self) -> int:
         """K."""
         return int(self.phi.shape[0])
-
-    def as_dict(self) -> dict[str, float | None | bool | str]:
-        """Totals under their names, chunk k values under ``chunk/{k}/NAME``, via ``as_metric``."""
-        out: dict[str, float | None | bool | str] = {
-            name: as_metric(getattr(self, f"{name}_total")) for name in _TOTALS
-        }
-        for name in (*_TENSOR_FIELDS, "phi_autograd"):
-            values = getattr(self, name)
-            for k in range(self.num_chunks):
-                out[f"chunk/{k + 1}/{name}"] = None if values is None else as_metric(values[k])
-        out.update(defined=self.defined, reason=self.reason)
-        return out
 
 
 def _kl(p: torch.Tensor, log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
