@@ -15,13 +15,12 @@ The run directory holds the run-level files of docs/SCHEMA.md (merged from the s
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from zerolock_theory.cli import CLIError
 from zerolock_theory.cli.flags import PIPELINE_OPTIONS, add_field_flags, flag_values
-from zerolock_theory.cli.train import FLAGS, add_config_arguments, config_from_args
+from zerolock_theory.cli.train import FLAGS, add_config_arguments, config_from_args, read_saved
 
 OPTION_FLAGS: dict[str, str] = {
     "micro_batches": "micro_batches",
@@ -59,15 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _saved(path: Path, resume: bool) -> dict[str, Any]:
     """A resumed run's saved JSON (``config.json`` / ``pipeline.json``), one-line errors."""
-    if not resume or not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise CLIError(f"{path} is not valid JSON ({exc}); cannot resume") from exc
-    if not isinstance(data, dict):
-        raise CLIError(f"{path}: top level is not an object; cannot resume")
-    return data
+    return read_saved(path) if resume and path.is_file() else {}
 
 
 def _options(args: argparse.Namespace):

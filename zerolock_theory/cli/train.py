@@ -85,18 +85,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def read_saved(path: Path) -> dict[str, Any]:
+    """A run's saved JSON object (``config.json``, ``pipeline.json``) for a resume; one-line errors."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CLIError(f"{path} is not valid JSON ({exc}); cannot resume") from exc
+    if not isinstance(data, dict):
+        raise CLIError(f"{path}: top level is not an object; cannot resume")
+    return data
+
+
 def _saved_base(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The run's own config.json as the base of a resume without --config (one-line errors)."""
+    """The run's own config.json as the base of a resume without --config."""
     saved = args.out / "config.json"
     if not args.resume or args.config or not saved.is_file():
         return None
-    try:
-        base = json.loads(saved.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise CLIError(f"{saved} is not valid JSON ({exc}); cannot resume") from exc
-    if not isinstance(base, dict):
-        raise CLIError(f"{saved} is not a run config (top level is not an object); cannot resume")
-    return base
+    return read_saved(saved)
 
 
 def run(args: argparse.Namespace) -> int:

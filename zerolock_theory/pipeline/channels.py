@@ -17,6 +17,8 @@ Flow control: stage k starts step t only when stage k+1 has completed t − L st
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from zerolock_theory.pipeline.links import TAGS, Link, LinkBroken
@@ -25,6 +27,26 @@ from zerolock_theory.pipeline.replay import ReplayBuffer
 __all__ = ["ActivationReceiver", "ActivationSender"]
 
 Position = tuple[int, int]
+
+
+def reform(link: Link, broken: LinkBroken, handshake: Callable[[], None]) -> None:
+    """Re-form ``link`` after ``broken`` and rerun ``handshake``, until one handshake holds."""
+    while True:
+        link.reconnect(broken)
+        try:
+            handshake()
+            return
+        except LinkBroken as again:
+            broken = again
+
+
+def form(link: Link, handshake: Callable[[], None]) -> None:
+    """Form ``link`` and run ``handshake`` (re-forming it if the peer fails meanwhile)."""
+    link.connect()
+    try:
+        handshake()
+    except LinkBroken as broken:
+        reform(link, broken, handshake)
 
 
 class ActivationSender:
@@ -43,11 +65,7 @@ class ActivationSender:
 
     def connect(self) -> None:
         """Form the link and run the handshake."""
-        self.link.connect()
-        try:
-            self._handshake()
-        except LinkBroken as broken:
-            self._recover(broken)
+        form(self.link, self._handshake)
 
     def _handshake(self) -> None:
         hello = torch.zeros(4, dtype=torch.int64)
@@ -61,13 +79,7 @@ class ActivationSender:
         self.replayed += len(replay)
 
     def _recover(self, broken: LinkBroken) -> None:
-        while True:
-            self.link.reconnect(broken)
-            try:
-                self._handshake()
-                return
-            except LinkBroken as again:
-                broken = again
+        reform(self.link, broken, self._handshake)
 
     def _post(self, tensor: torch.Tensor) -> object:
         wire = tensor if tensor.device == self.wire else tensor.to(self.wire)
@@ -143,11 +155,7 @@ class ActivationReceiver:
     def connect(self, start_step: int) -> None:
         """Form the link and say where this stage starts (its restart point too)."""
         self.expect, self.completed, self.keep_from = (start_step, 0), start_step, start_step
-        self.link.connect()
-        try:
-            self._handshake()
-        except LinkBroken as broken:
-            self._recover(broken)
+        form(self.link, self._handshake)
 
     def _handshake(self) -> None:
         t, m = self.expect
@@ -156,13 +164,7 @@ class ActivationReceiver:
         self.link.wait(self.link.send(hello, TAGS["hello"]))
 
     def _recover(self, broken: LinkBroken) -> None:
-        while True:
-            self.link.reconnect(broken)
-            try:
-                self._handshake()
-                return
-            except LinkBroken as again:
-                broken = again
+        reform(self.link, broken, self._handshake)
 
     def recv(self, step: int, micro: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """h_{k}^{t,m} from upstream (re-asked for after a failure)."""
