@@ -9,6 +9,7 @@ from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, Opti
 from zerolock_theory.theory.divergences import kl
 from zerolock_theory.models import ChunkedLM, attach_adapters
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.training.losses import LossSpec, sliced_backward
 from zerolock_theory.training.steps import build_step
 
 V = 64
@@ -87,7 +88,7 @@ def test_no_gradient_crosses_chunks(tiny_lm):
     for k in range(1, 4):
         h_in = hidden.detach()
         hidden = chunked.forward_chunk(k, h_in, ctx)
-        step.readout_loss(hidden, h_in, labels, k, 0.5, 10.0, backward=True)
+        sliced_backward(step.readout, LossSpec.local(MethodConfig(alpha=0.5)), hidden, h_in, labels, k, 10.0)
         for j, params in enumerate(step.params, start=1):
             has_grad = any(p.grad is not None and p.grad.abs().sum() > 0 for p in params)
             assert has_grad == (j == k), f"chunk {k}'s loss reached chunk {j}"

@@ -22,8 +22,10 @@ from zerolock_theory.models import ChunkedLM
 from zerolock_theory.pipeline.checkpoints import resume_stage, save_stage, stage_dir
 from zerolock_theory.pipeline.memory import SavedTensorMeter, cuda_peak_bytes
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
-from zerolock_theory.pipeline.stage import Stage, labelled_tokens
+from zerolock_theory.pipeline.stage import Stage
+from zerolock_theory.training.gradients import labelled_tokens
 from zerolock_theory.training.logger import JsonlLogger
+from zerolock_theory.training.losses import LossSpec, check_finite, chunk_loss
 
 __all__ = ["StageModule", "run_baseline_stage"]
 
@@ -69,10 +71,9 @@ def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
     current: dict[str, Any] = {"n": 1, "sums": []}
 
     def loss_fn(hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        loss, sums = step_fn.readout_loss(hidden, None, labels, K, 1.0, current["n"], backward=False,
-                                          direction="forward")
-        current["sums"].append(sums)  # the engine's first step also calls it once for shape inference
-        return loss
+        part = chunk_loss(step_fn.readout, LossSpec.global_(step_fn.method), hidden, None, labels, K, current["n"])
+        current["sums"].append(part.sums)  # the engine's first step also calls it once for shape inference
+        return part.loss
 
     module = StageModule(stage.chunked, k)
     pstage = PipelineStage(module, k - 1, K, stage.device)
@@ -98,7 +99,7 @@ def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
                                       f"chunk/{k}/grad_norm_sq": grad_sq}
             if k == K:
                 loss = float(sum(float(v.detach()) for v in losses))
-                step_fn._check(loss, t, "loss")
+                check_finite(loss, t, "loss")
                 record[f"chunk/{K}/loss"] = loss
                 record["train/final_ce"] = sum(s["ce"] for s in current["sums"][-opts.micro_batches:])
             if (t + 1) % cfg.run.checkpoint_every == 0 or t + 1 == cfg.run.steps:

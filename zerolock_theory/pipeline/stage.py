@@ -11,7 +11,9 @@ readout (every stage reads out p_k and recomputes p_{k-1}) stay.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -19,36 +21,43 @@ from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig, Train
 from zerolock_theory.data import DataStream, LMData
 from zerolock_theory.models import ChunkedLM
 from zerolock_theory.models.loading import torch_dtype
+from zerolock_theory.training.gradients import grad_sq
 from zerolock_theory.training.loop import build_components
-from zerolock_theory.training.steps import StepBase
+from zerolock_theory.training.losses import check_finite
+from zerolock_theory.training.steps import step_parts
 
-__all__ = ["Stage", "StageStep", "build_stage", "labelled_tokens", "split_batch", "stage_device"]
+__all__ = ["Stage", "StageStep", "build_stage", "split_batch", "stage_device"]
 
 
-class StageStep(StepBase):
-    """``StepBase`` restricted to chunk k: its optimizer, schedule, clipping and readout loss.
+class StageStep:
+    """Chunk k's part of a step: its optimizer, schedule, clipping and readout loss.
 
-    Built exactly like the sequential step (one optimizer per chunk, in chunk order), then
-    keeps only chunk k's, so schedule and optimizer semantics cannot drift from ``steps.py``.
+    Built exactly like the sequential step (``steps._parts``: one optimizer per chunk, in chunk
+    order), then keeps only chunk k's, so schedule and optimizer semantics cannot drift from
+    ``steps.py``.
     """
 
     name = "stage"
 
     def __init__(self, chunked: ChunkedLM, k: int, method: MethodConfig, optim: OptimConfig,
                  model_cfg: ModelConfig, total_steps: int) -> None:
-        super().__init__(chunked, method, optim, model_cfg, total_steps)
-        self.k = k
-        self.params = [self.params[k - 1]]
-        self.optimizers = [self.optimizers[k - 1]]
+        self.readout, params, optimizers = step_parts(chunked, optim, model_cfg, total_steps)
+        self.k, self.method = k, method
+        self.params = [params[k - 1]]
+        self.optimizers = optimizers.only(k)
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """bf16/fp16 autocast when configured, else a no-op."""
+        return self.readout.autocast()
 
     def grad_sq(self) -> float:
         """‖∇_{ω_k}‖² of the accumulated gradient."""
-        return self._grad_sq(1)
+        return grad_sq(self.params[0])
 
     def update(self, step: int, grad_sq: float) -> float:
         """Clip and apply chunk k's gradient at η_t (same code path as the sequential step)."""
-        self._check(grad_sq, step, f"chunk {self.k} gradient norm²")  # before ``_update``'s own
-        return self._update(step, [grad_sq])
+        check_finite(grad_sq, step, f"chunk {self.k} gradient norm²")
+        return self.optimizers.step(step, [grad_sq])
 
 
 @dataclass
@@ -115,8 +124,3 @@ def split_batch(batch: dict[str, torch.Tensor], micro_batches: int) -> list[dict
             for i in range(micro_batches)]
 
 
-def labelled_tokens(batch: dict[str, torch.Tensor]) -> int:
-    """Positions with a label: the normaliser n of the step's loss."""
-    from zerolock_theory.theory.losses import IGNORE_INDEX
-
-    return max(1, int((batch["labels"] != IGNORE_INDEX).sum()))

@@ -34,12 +34,13 @@ from zerolock_theory.pipeline.links import Link
 from zerolock_theory.pipeline.memory import SavedTensorMeter, cuda_peak_bytes
 from zerolock_theory.pipeline.replay import ReplayBuffer
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
-from zerolock_theory.pipeline.stage import Stage, labelled_tokens, split_batch
+from zerolock_theory.pipeline.stage import Stage, split_batch
+from zerolock_theory.training.gradients import labelled_tokens
 from zerolock_theory.training.logger import JsonlLogger
+from zerolock_theory.training.losses import SUM_KEYS, LossSpec, check_finite, sliced_backward
 
 __all__ = ["run_zerolock_stage"]
 
-SUM_KEYS = ("loss", "task", "consistency", "ce")
 
 
 def _connect(stage: Stage, rt: Runtime) -> tuple[ActivationSender | None, ActivationReceiver | None, int]:
@@ -81,7 +82,7 @@ def _micro_step(stage: Stage, rt: Runtime, t: int, m: int, mb: dict, n: int,
             raise TypeError(f"stage {k} output dtype {hidden.dtype}, links carry {stage.hidden_dtype}")
         sender.send(t, m, hidden.detach())
     rt.maybe_fail(k, t, m)
-    _, sums = step.readout_loss(hidden, h_in, mb["labels"], k, stage.config.method.alpha, n, backward=True)
+    sums, _ = sliced_backward(step.readout, LossSpec.local(step.method), hidden, h_in, mb["labels"], k, n)
     return sums
 
 
@@ -107,7 +108,7 @@ def run_zerolock_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
                 for m, mb in enumerate(split_batch(batch, opts.micro_batches)):
                     for key, value in _micro_step(stage, rt, t, m, mb, n, sender, receiver).items():
                         sums[key] += value
-            stage.step._check(sums["loss"], t, f"chunk {k} local loss")
+            check_finite(sums["loss"], t, f"chunk {k} local loss")
             grad_sq = stage.step.grad_sq()
             lr = stage.step.update(t, grad_sq)
             record = {"step": t, "train/lr": lr, "train/tokens": n, f"chunk/{k}/grad_norm_sq": grad_sq,

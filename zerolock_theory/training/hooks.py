@@ -34,7 +34,7 @@ class HookContext:
     config: Any  # TrainConfig
     run_dir: Path
     chunked: Any  # ChunkedLM
-    step_fn: Any  # the step object (StepBase): local_gradients / global_gradient
+    step_fn: Any  # the step object (steps.TrainStep): local_gradients / global_gradient
     data: Any  # LMData: eval and probe batches
     device: Any
     start_step: int = 0

@@ -21,6 +21,7 @@ from zerolock_theory.data import DataStream, LMData
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
 from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.export import save_run_adapter
+from zerolock_theory.training.gradients import count_labelled
 from zerolock_theory.training.hooks import Hook, HookContext
 from zerolock_theory.training.logger import open_loggers
 from zerolock_theory.training.manifest import write_manifest
@@ -35,7 +36,7 @@ from zerolock_theory.training.state import (
     restore_rng,
     save_checkpoint,
 )
-from zerolock_theory.training.steps import StepBase, build_step
+from zerolock_theory.training.steps import TrainStep, build_step
 
 __all__ = ["Run", "RunExistsError", "RunSummary", "build_components", "evaluate", "execute", "setup", "train"]
 
@@ -55,7 +56,7 @@ class Run:
     tokenizer: Any
     data: LMData
     stream: DataStream
-    step_fn: StepBase
+    step_fn: TrainStep
     hooks: list[Hook]
     hook_ctx: HookContext
     start_step: int = 0
@@ -133,7 +134,7 @@ def setup(
     return run
 
 
-def _restore(chunked: ChunkedLM, step_fn: StepBase, stream: DataStream, state: TrainState) -> None:
+def _restore(chunked: ChunkedLM, step_fn: TrainStep, stream: DataStream, state: TrainState) -> None:
     params = dict(chunked.model.named_parameters())
     missing = set(state.params) ^ {n for n, p in params.items() if p.requires_grad}
     if missing:
@@ -170,7 +171,7 @@ def evaluate(run: Run) -> dict[str, float]:
         hiddens = run.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
         labels = batch["labels"]
         mask = labels != IGNORE_INDEX
-        count += int(mask.sum())
+        count += count_labelled(labels)
         for k in range(1, K + 1):
             logits = run.chunked.readout(hiddens[k]).float()
             ce = torch.nn.functional.cross_entropy(logits[mask], labels[mask], reduction="sum")
@@ -218,7 +219,7 @@ def execute(run: Run) -> RunSummary:
             tic = time.perf_counter()
             metrics = run.step_fn.train_step(batch, step)
             elapsed = time.perf_counter() - tic
-            tokens = int((batch["labels"] != IGNORE_INDEX).sum())
+            tokens = count_labelled(batch["labels"])
             record: dict[str, Any] = {"step": step, **metrics, "train/tokens": tokens, "data/epoch": run.stream.epoch}
             record["train/step_time_s"] = elapsed
             record["train/tokens_per_s"] = tokens / max(elapsed, 1e-9)

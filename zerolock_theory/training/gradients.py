@@ -1,0 +1,95 @@
+"""Gradient measurements shared by the steps, the probes, the pipeline and the tests.
+
+* ``count_labelled`` / ``labelled_tokens``: the labelled-token count, n of every loss;
+* ``grad_sq``: ‖∇_{ω_k}‖² of the accumulated ``.grad`` of one chunk;
+* ``half_inner``: Ĝ_t's ⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk (docs/MATH.md, "Theorem 1");
+* ``global_gradient`` / ``local_gradients``: ∇_{ω_k} L and ∇_{ω_k} ℓ_k by autograd, without
+  touching ``.grad`` or any optimizer.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zerolock_theory.config import MethodConfig
+from zerolock_theory.theory.losses import IGNORE_INDEX
+from zerolock_theory.training.losses import LossSpec, Readout, chunk_loss
+
+__all__ = [
+    "Blocks", "count_labelled", "global_gradient", "grad_of", "grad_sq", "half_inner", "labelled_tokens",
+    "local_gradients", "snapshot",
+]
+
+Blocks = list[list[torch.Tensor]]
+"""One list of tensors per chunk (parameters or their gradients)."""
+
+
+def count_labelled(labels: torch.Tensor) -> int:
+    """Positions with a label (not ``IGNORE_INDEX``)."""
+    return int((labels != IGNORE_INDEX).sum())
+
+
+def labelled_tokens(batch: dict[str, torch.Tensor]) -> int:
+    """The normaliser n of a step's loss: the batch's labelled positions, at least 1."""
+    return max(1, count_labelled(batch["labels"]))
+
+
+def grad_of(p: torch.nn.Parameter) -> torch.Tensor:
+    """``p.grad`` (detached), or zeros when ``p`` has no gradient yet."""
+    return p.grad.detach() if p.grad is not None else torch.zeros_like(p)
+
+
+def grad_sq(params: list[torch.nn.Parameter]) -> float:
+    """‖∇‖² of the accumulated ``.grad`` of ``params`` (parameters without one count 0)."""
+    return float(sum(p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None))
+
+
+def snapshot(params: Blocks) -> Blocks:
+    """A copy of every parameter's current gradient, per chunk."""
+    return [[grad_of(p).clone() for p in ps] for ps in params]
+
+
+def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) -> list[float] | None:
+    """⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk, from the first half's gradient and the full accumulated one.
+
+    With S_i the summed half gradients (``.grad`` = (S_1 + S_2)/n) and n_i the halves' labelled
+    tokens, g^{(i)} = S_i/n_i. None without two halves or when a half has no labelled token.
+    """
+    if first is None or min(counts) == 0:
+        return None
+    scale = n * n / (counts[0] * counts[1])
+    out = []
+    for ps, firsts in zip(params, first, strict=True):
+        total = 0.0
+        for p, g1 in zip(ps, firsts, strict=True):
+            g1 = g1.double()
+            total += float(torch.dot(g1.reshape(-1), (grad_of(p).double() - g1).reshape(-1)))
+        out.append(scale * total)
+    return out
+
+
+def global_gradient(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor]) -> Blocks:
+    """Blocks ∇_{ω_k} L of L = CE(p_y^ε, p_K) by full backprop, per chunk."""
+    chunked = readout.chunked
+    hiddens = chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
+    loss = chunk_loss(readout, LossSpec.global_(method), hiddens[-1], None, batch["labels"],
+                      chunked.num_chunks, labelled_tokens(batch)).loss
+    grads = torch.autograd.grad(loss, [p for ps in params for p in ps])
+    out, i = [], 0
+    for ps in params:
+        out.append(list(grads[i : i + len(ps)]))
+        i += len(ps)
+    return out
+
+
+def local_gradients(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor]) -> Blocks:
+    """Blocks ∇_{ω_k} ℓ_k of each chunk's local loss on detached inputs."""
+    chunked, spec, n = readout.chunked, LossSpec.local(method), labelled_tokens(batch)
+    hidden, ctx = chunked.embed(batch["input_ids"], batch.get("attention_mask"))
+    out = []
+    for k in range(1, chunked.num_chunks + 1):
+        h_in = hidden.detach()
+        hidden = chunked.forward_chunk(k, h_in, ctx)
+        loss = chunk_loss(readout, spec, hidden, h_in, batch["labels"], k, n).loss
+        out.append(list(torch.autograd.grad(loss, params[k - 1])))
+    return out
