@@ -4,9 +4,9 @@ On the probe batch, at ω^t, for t ≡ 0 (mod ``every``), ZeroLock and backprop 
 per-step quantity of Theorem 1 is Ĝ_t, logged by the training step itself):
 
 * ``probe/gradient/global_sq`` = G^glob_t = ‖∇_ω L(ω^t)‖², L = CE(p_y^ε, p_K) by backprop
-  through all chunks (``step_fn.global_gradient``); per chunk ``probe/gradient/{k}/global_sq``;
+  through all chunks (``training.gradients.global_gradient``); per chunk ``probe/gradient/{k}/global_sq``;
 * ``probe/gradient/{k}/cos`` = cos(∇_{ω_k} ℓ_k, ∇_{ω_k} L), ℓ_k the chunk's local loss on
-  detached inputs (``step_fn.local_gradients``); null when either gradient is zero;
+  detached inputs (``training.gradients.local_gradients``); null when either gradient is zero;
   ``probe/gradient/{k}/local_sq`` and ``probe/gradient/local_sq`` = Σ_k ‖∇_{ω_k} ℓ_k‖²
   (also for backprop).
 
@@ -24,6 +24,7 @@ import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch
 from probes.registry import register
+from zerolock_theory.training.gradients import global_gradient, local_gradients
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["GradientProbe", "gradient_metrics"]
@@ -81,8 +82,9 @@ class GradientProbe:
     def _measure(self, ctx: HookContext, t: int) -> dict[str, float | None]:
         batch = probe_batch(ctx, self.n_positions, self.seed).as_dict()
         with torch.enable_grad():
-            glob = ctx.step_fn.global_gradient(batch)
-            loc = ctx.step_fn.local_gradients(batch)
+            step = ctx.step_fn
+            glob = global_gradient(step.readout, step.method, step.params, batch)
+            loc = local_gradients(step.readout, step.method, step.params, batch)
         return gradient_metrics(glob, loc)
 
     def on_start(self, ctx: HookContext) -> None:
