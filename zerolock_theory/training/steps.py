@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 import torch
 
@@ -61,6 +62,7 @@ class TrainStep(Protocol):
     """What the loop, the probes and the tests use of a step object."""
 
     name: str
+    chunked: ChunkedLM
     method: MethodConfig
     readout: Readout
     params: Blocks
@@ -136,22 +138,24 @@ def step_parts(chunked: ChunkedLM, optim: OptimConfig, model_cfg: ModelConfig,
     return Readout(chunked, autocast, model_cfg.readout_chunk_size), params, ChunkOptimizers(params, optim, total_steps)
 
 
+@dataclass(eq=False)
 class ZeroLockStep:
     """Each chunk: forward on detached inputs, local backward; then every optimizer steps."""
 
-    name = "zerolock"
-
-    def __init__(self, chunked: ChunkedLM, method: MethodConfig, optim: OptimConfig, model_cfg: ModelConfig,
-                 total_steps: int) -> None:
-        self.chunked, self.method = chunked, method
-        self.readout, self.params, self.optimizers = step_parts(chunked, optim, model_cfg, total_steps)
-        self.capture_gradients, self.last_gradients = False, []
-
-    def autocast(self) -> contextlib.AbstractContextManager[Any]:
-        return self.readout.autocast()
+    name: ClassVar[str] = "zerolock"
+    chunked: ChunkedLM
+    method: MethodConfig
+    readout: Readout
+    params: Blocks
+    optimizers: ChunkOptimizers
+    capture_gradients: bool = False
+    last_gradients: Blocks = field(default_factory=list)
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
         return update_on_halves(self, self._accumulate, batch, step, lambda k: f"chunk {k} local loss")
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        return self.readout.autocast()
 
     def _accumulate(self, batch: Batch, n: int) -> dict[str, float]:
         """∇(Σ_k ℓ_k on ``batch`` / n) into ``.grad``, chunk by chunk; the loss terms."""
@@ -175,22 +179,24 @@ class ZeroLockStep:
         return local_gradients(self.readout, self.method, self.params, batch)
 
 
+@dataclass(eq=False)
 class BackpropStep:
     """L = CE(p_y^ε, p_K) through all chunks; same adapters, optimizers and schedule."""
 
-    name = "backprop"
-
-    def __init__(self, chunked: ChunkedLM, method: MethodConfig, optim: OptimConfig, model_cfg: ModelConfig,
-                 total_steps: int) -> None:
-        self.chunked, self.method = chunked, method
-        self.readout, self.params, self.optimizers = step_parts(chunked, optim, model_cfg, total_steps)
-        self.capture_gradients, self.last_gradients = False, []
-
-    def autocast(self) -> contextlib.AbstractContextManager[Any]:
-        return self.readout.autocast()
+    name: ClassVar[str] = "backprop"
+    chunked: ChunkedLM
+    method: MethodConfig
+    readout: Readout
+    params: Blocks
+    optimizers: ChunkOptimizers
+    capture_gradients: bool = False
+    last_gradients: Blocks = field(default_factory=list)
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
         return update_on_halves(self, self._accumulate, batch, step, lambda k: "loss")
+
+    def local_gradients(self, batch: Batch) -> Blocks:
+        return local_gradients(self.readout, self.method, self.params, batch)
 
     def _accumulate(self, batch: Batch, n: int) -> dict[str, float]:
         """∇(L on ``batch`` / n) into ``.grad``; CE of every chunk's readout as metrics."""
@@ -207,11 +213,11 @@ class BackpropStep:
         metrics[f"chunk/{K}/loss"] = sums["loss"]
         return metrics
 
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        return self.readout.autocast()
+
     def global_gradient(self, batch: Batch) -> Blocks:
         return global_gradient(self.readout, self.method, self.params, batch)
-
-    def local_gradients(self, batch: Batch) -> Blocks:
-        return local_gradients(self.readout, self.method, self.params, batch)
 
 
 def chunk_ce(readout: Readout, spec: LossSpec, hidden: torch.Tensor, labels: torch.Tensor, k: int, n: int) -> float:
@@ -223,4 +229,4 @@ def build_step(chunked: ChunkedLM, method: MethodConfig, optim: OptimConfig, mod
                total_steps: int) -> TrainStep:
     """The step object for ``method.name``."""
     cls = {"zerolock": ZeroLockStep, "backprop": BackpropStep}[method.name]
-    return cls(chunked, method, optim, model_cfg, total_steps)
+    return cls(chunked, method, *step_parts(chunked, optim, model_cfg, total_steps))
