@@ -9,8 +9,6 @@ analyses with reasons, and the configs and environment of the runs.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from analyses.claims import fmt
 from analyses.outcome import OutcomeComparison
 from analyses.suite import SuiteAnalysis
 from analyses.systems import SystemsComparison
+from reports import render
 from reports.blocks import Block, pct, table
 from reports.figures import render_figures
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
@@ -175,74 +174,14 @@ def report_blocks(suite: SuiteAnalysis) -> list[Block]:
     return blocks + _runs_blocks(suite)
 
 
-STYLE = """
-body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:0.85em}
-th,td{border:1px solid #ccc;padding:0.3em 0.5em;text-align:left;vertical-align:top}
-th{background:#f3f3f3} img{max-width:100%} figure{margin:1em 0}
-.verdict-supported td:nth-child(2){background:#d9f2d9}
-.verdict-refuted td:nth-child(2){background:#f7d4d4}
-.verdict-inconclusive td:nth-child(2){background:#fbefc8}
-.verdict-not-measured td:nth-child(2){background:#e6e6e6}
-.verdict-consistent td:nth-child(2){background:#d9f2d9}
-.verdict-not-consistent td:nth-child(2){background:#f7d4d4}
-.verdict-test-not-calibrated td:nth-child(2){background:#f7d4d4}
-"""
-
-
 def render_html(blocks: list[Block], figures_png: Mapping[str, bytes]) -> str:
-    """A self-contained HTML page; figures embedded as base64 PNG (missing ones skipped)."""
-    esc = html.escape
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{esc(TITLE)}</title><style>{STYLE}</style></head><body>",
-    ]
-    for b in blocks:
-        if b.kind in ("h1", "h2", "h3"):
-            parts.append(f"<{b.kind}>{esc(b.text)}</{b.kind}>")
-        elif b.kind == "p":
-            parts.append(f"<p>{esc(b.text)}</p>")
-        elif b.kind == "table":
-            head = "".join(f"<th>{esc(h)}</th>" for h in b.headers)
-            body = []
-            for i, row in enumerate(b.rows):
-                cls = f' class="{b.css[i]}"' if i < len(b.css) else ""
-                body.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
-            parts.append(
-                f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-            )
-        elif b.kind == "figure" and b.text in figures_png:
-            data = base64.b64encode(figures_png[b.text]).decode("ascii")
-            caption = esc(CAPTIONS.get(b.text, b.text))
-            parts.append(
-                f'<figure><img alt="{esc(b.text)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{caption}</figcaption></figure>"
-            )
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A self-contained HTML page of ``blocks``; figures embedded as base64 PNG (missing ones skipped)."""
+    return render.render_html(blocks, figures_png, title=TITLE, captions=CAPTIONS)
 
 
 def render_markdown(blocks: list[Block], figure_files: Mapping[str, str]) -> str:
     """The same content in Markdown; ``figure_files`` maps figure names to relative paths."""
-    lines: list[str] = []
-    for b in blocks:
-        if b.kind in ("h1", "h2", "h3"):
-            lines += ["#" * int(b.kind[1]) + " " + b.text, ""]
-        elif b.kind == "p":
-            lines += [b.text, ""]
-        elif b.kind == "table":
-            lines.append("| " + " | ".join(map(_md_cell, b.headers)) + " |")
-            lines.append("|" + "---|" * len(b.headers))
-            lines += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in b.rows]
-            lines.append("")
-        elif b.kind == "figure" and b.text in figure_files:
-            lines += [f"![{CAPTIONS.get(b.text, b.text)}]({figure_files[b.text]})", ""]
-    return "\n".join(lines)
+    return render.render_markdown(blocks, figure_files, captions=CAPTIONS)
 
 
 @dataclass(frozen=True)
