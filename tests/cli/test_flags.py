@@ -12,7 +12,14 @@ from zerolock_theory.cli import build_parser
 from zerolock_theory.cli.flags import PIPELINE_OPTIONS, TRAIN_CONFIG, add_field_flags, flag_values
 from zerolock_theory.cli.pipeline import OPTION_FLAGS
 from zerolock_theory.cli.train import FLAGS, config_from_args
-from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig, RunConfig, TrainConfig
+from zerolock_theory.config import (
+    LoraSettings,
+    MethodConfig,
+    ModelConfig,
+    OptimConfig,
+    RunConfig,
+    TrainConfig,
+)
 from zerolock_theory.config_fields import SectionRef, class_fields, field_spec
 from zerolock_theory.data_config import DataConfig
 from zerolock_theory.pipeline.options import PipelineOptions

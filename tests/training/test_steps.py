@@ -6,9 +6,14 @@ import pytest
 import torch
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig
-from zerolock_theory.theory.divergences import kl
 from zerolock_theory.models import ChunkedLM, attach_adapters
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.divergences import kl
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 from zerolock_theory.training.losses import LossSpec, sliced_backward
 from zerolock_theory.training.steps import build_step
 
