@@ -28,6 +28,7 @@ __all__ = [
     "apply_values",
     "check_sources",
     "load_config",
+    "parse_value",
 ]
 
 METHODS = ("zerolock", "backprop")
@@ -322,7 +323,7 @@ class TrainConfig:
         return out
 
 
-def _parse_value(text: str) -> Any:
+def parse_value(text: str) -> Any:
     """Parse an override value: JSON when it parses (numbers, true, null, lists), else a string."""
     try:
         return json.loads(text)
@@ -354,7 +355,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     for item in overrides:
         key, sep, value = item.partition("=")
         _require(bool(sep), f"override {item!r} must look like section.key=value")
-        _set_dotted(out, key, _parse_value(value), f"override {item!r}")
+        _set_dotted(out, key, parse_value(value), f"override {item!r}")
     return out
 
 

@@ -18,7 +18,6 @@ Spread the runs (results equal those of --jobs 1 when run.threads is fixed):
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from zerolock_theory.cli import CLIError
@@ -44,7 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerolock_theory.config import TrainConfig, apply_overrides, check_sources, read_recipe
+    from zerolock_theory.config import (
+        TrainConfig,
+        apply_overrides,
+        apply_values,
+        check_sources,
+        read_recipe,
+    )
     from zerolock_theory.workflows.sweep import check_sweep_dirs, expand_grid, parse_axis, run_grid
 
     if args.jobs < 1:
@@ -53,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         slurm = _slurm_parameters(args.slurm)
         base = apply_overrides(read_recipe(args.config) if args.config else {}, args.overrides)
         points = expand_grid(parse_axis(axis) for axis in args.grid)
-        configs = [TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in p.overrides]))
+        configs = [TrainConfig.from_dict(apply_values(base, dict(p.overrides)))
                    for p in points]  # validate every config before the first run starts
         if args.dry_run:
             for point in points:
@@ -77,13 +82,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _slurm_parameters(items: list[str]) -> dict[str, object]:
     """``["partition=gpu", "time=120"]`` → ``{"partition": "gpu", "time": 120}``."""
+    from zerolock_theory.config import parse_value
+
     params: dict[str, object] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"--slurm {item!r} must look like KEY=VALUE")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
+        params[key] = parse_value(value)
     return params

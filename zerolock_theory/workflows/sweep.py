@@ -10,14 +10,13 @@ sweep again skips completed runs and resumes half-written ones from their checkp
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zerolock_theory.config import TrainConfig, apply_overrides, check_sources
+from zerolock_theory.config import TrainConfig, apply_values, check_sources, parse_value
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.resume import check_resume, read_saved_config
 from zerolock_theory.training.rundir import check_out, prepare_kind, run_kind, write_marker
@@ -41,13 +40,7 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
     key, sep, values = text.partition("=")
     if not sep or "." not in key or not values:
         raise ValueError(f"grid axis {text!r} must look like section.key=v1,v2,...")
-    parsed = []
-    for item in values.split(","):
-        try:
-            parsed.append(json.loads(item))
-        except json.JSONDecodeError:
-            parsed.append(item)
-    return key, parsed
+    return key, [parse_value(item) for item in values.split(",")]
 
 
 def _label(key: str, value: Any) -> str:
@@ -79,8 +72,7 @@ def is_complete(run_dir: Path, steps: int) -> bool:
 
 def validate_grid(base: dict[str, Any], points: list[GridPoint]) -> list[TrainConfig]:
     """Every point's validated config, with its model directory and data source checked."""
-    configs = [TrainConfig.from_dict(apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in p.overrides]))
-               for p in points]
+    configs = [TrainConfig.from_dict(apply_values(base, dict(p.overrides))) for p in points]
     for config in configs:
         check_sources(config)
     return configs
