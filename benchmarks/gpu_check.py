@@ -34,7 +34,7 @@ import torch
 
 from probes.batch import readouts
 from zerolock_theory.config import TrainConfig
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.loop import quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup, probed_train
 
@@ -143,7 +143,7 @@ def probed_run(model: Path, device: str, steps: int, seq_len: int, batch: int, t
     tic = time.perf_counter()
     probed_train(config(model, "zerolock", device, steps, seq_len, batch, PROBES), tmp / "train")
     wall = time.perf_counter() - tic
-    records = read_metrics(tmp / "train" / "metrics.jsonl")
+    records = read_records(tmp / "train" / "metrics.jsonl")
     key = "probe/minimizer/4/ce"
     ce = [r[key] for r in records if r.get(key) is not None]
     return {"wall": wall, "records": len(records), "ce_first": ce[0] if ce else float("nan"),

@@ -10,22 +10,15 @@ consecutive probed steps. Options are ``ProbeSession``'s.
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
 from probes.session import ProbeSession
+from zerolock_theory.jsonio import dumps
 
 __all__ = ["ProbeCallback"]
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 class ProbeCallback(TrainerCallback):
@@ -45,7 +38,7 @@ class ProbeCallback(TrainerCallback):
         self.history.append(metrics)
         if self.jsonl is not None:
             with open(self.jsonl, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({k: _json_value(v) for k, v in metrics.items()}) + "\n")
+                fh.write(dumps(metrics) + "\n")  # NaN → null, ±inf → "inf"/"-inf" (jsonio)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         """Wrap the model and probe the initial parameters."""

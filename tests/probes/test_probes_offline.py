@@ -7,7 +7,7 @@ import pandas as pd
 from probes.offline import compare, recompute
 from zerolock_theory.cli import main
 from zerolock_theory.config import TrainConfig
-from zerolock_theory.training.logger import read_metrics
+from zerolock_theory.jsonio import read_records
 from zerolock_theory.workflows.runs import probed_train
 
 N, K, STEPS = 32, 2, 4
@@ -23,7 +23,7 @@ def test_recompute_from_the_store_equals_the_online_values(tmp_path, capsys):
     })
     run = tmp_path / "run"
     probed_train(config, run)
-    online = read_metrics(run / "metrics.jsonl")
+    online = read_records(run / "metrics.jsonl")
     records = recompute(run)
     assert [r["step"] for r in records] == list(range(STEPS))
     worst = compare(records, online)

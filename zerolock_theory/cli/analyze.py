@@ -196,7 +196,7 @@ def _from_store(args: argparse.Namespace) -> int:
     import json
 
     from probes.offline import compare, recompute
-    from zerolock_theory.training.logger import read_metrics
+    from zerolock_theory.jsonio import read_records
 
     if len(args.inputs) != 1:
         raise CLIError("--from-store takes one run directory")
@@ -206,7 +206,7 @@ def _from_store(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         raise CLIError(str(exc)) from exc
     metrics = run_dir / "metrics.jsonl"
-    worst = compare(records, read_metrics(metrics)) if metrics.is_file() else {}
+    worst = compare(records, read_records(metrics)) if metrics.is_file() else {}
     if args.out is not None:
         out = check_out(args.out, args.overwrite)
         out.mkdir(parents=True, exist_ok=True)
