@@ -16,6 +16,7 @@ from typing import Any
 
 from zerolock_theory.config_types import check_section, show_value
 from zerolock_theory.data_config import DataConfig
+from zerolock_theory.probe_config import SHARED_PROBE_KEYS, ProbeSettings, split_probes
 
 __all__ = [
     "LoraSettings",
@@ -217,58 +218,6 @@ _SECTIONS = {
     "optim": OptimConfig,
     "run": RunConfig,
 }
-
-
-SHARED_PROBE_KEYS = ("n_positions", "seed", "epsilon")
-
-
-@dataclass
-class ProbeSettings:
-    """The scalars of ``[probes]``, shared by every probe: the probe batch B and ε of g_k.
-
-    ``n_positions`` labelled positions chosen by ``seed`` (None: the run seed); ``epsilon``
-    smooths p_y in g_k and the paper's R when ``method.epsilon`` = 0. Each probe's own table
-    (``[probes.NAME]``) holds ``every`` and its other options.
-    """
-
-    n_positions: int = 256
-    """Labelled positions in the probe batch B."""
-    seed: int | None = None
-    """Seed that chooses B; null = the run seed."""
-    epsilon: float = 0.1
-    """ε of p_y in g_k and the paper's R when method.epsilon = 0, in [0, 1)."""
-
-    def __post_init__(self) -> None:
-        n, seed, eps = self.n_positions, self.seed, self.epsilon
-        _require(isinstance(n, int) and not isinstance(n, bool) and n >= 1,
-                 f"probes.n_positions must be an integer >= 1, got {n!r}")
-        _require(seed is None or (isinstance(seed, int) and not isinstance(seed, bool)),
-                 f"probes.seed must be an integer, got {seed!r}")
-        _require(isinstance(eps, (int, float)) and not isinstance(eps, bool) and 0.0 <= eps < 1.0,
-                 f"probes.epsilon must lie in [0, 1), got {eps!r}")
-        self.epsilon = float(eps)
-
-
-def split_probes(raw: Any) -> tuple[ProbeSettings, dict[str, dict[str, Any]]]:
-    """``[probes]`` → shared settings and per-probe tables.
-
-    Scalars of ``[probes]`` are the shared settings; tables are probes. Older recipes set
-    n_positions / seed / epsilon in each probe's table: those are lifted to the shared
-    settings when they agree, and a mismatch is an error here, not at run time.
-    """
-    _require(isinstance(raw, dict), "[probes] must be a table of probe name -> options")
-    shared = {str(k): v for k, v in raw.items() if not isinstance(v, dict)}
-    tables = {str(k): dict(v) for k, v in raw.items() if isinstance(v, dict)}
-    bad = set(shared) - set(SHARED_PROBE_KEYS)
-    _require(not bad, f"[probes]: {sorted(bad)} must be tables [probes.NAME] or one of {list(SHARED_PROBE_KEYS)}")
-    for key in SHARED_PROBE_KEYS:
-        seen = {name: t.pop(key) for name, t in tables.items() if key in t}
-        values = {*seen.values(), *([shared[key]] if key in shared else [])}
-        _require(len(values) <= 1, f"[probes]: {key} must be the same for every probe (set it once in "
-                                   f"[probes]), got {dict(seen, **({'probes': shared[key]} if key in shared else {}))}")
-        if values:
-            shared[key] = values.pop()
-    return ProbeSettings(**shared), tables
 
 
 @dataclass

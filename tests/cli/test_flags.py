@@ -28,7 +28,7 @@ from zerolock_theory.pipeline.options import PipelineOptions
 CLASSES = [(LoraSettings, "zerolock_theory.config"), (ModelConfig, "zerolock_theory.config"),
            (MethodConfig, "zerolock_theory.config"), (OptimConfig, "zerolock_theory.config"),
            (RunConfig, "zerolock_theory.config"), (TrainConfig, "zerolock_theory.config"),
-           (ProbeSettings, "zerolock_theory.config"), (DataConfig, "zerolock_theory.data_config"), (PipelineOptions, "zerolock_theory.pipeline.options")]
+           (ProbeSettings, "zerolock_theory.probe_config"), (DataConfig, "zerolock_theory.data_config"), (PipelineOptions, "zerolock_theory.pipeline.options")]
 
 
 @pytest.mark.parametrize(("cls", "module"), CLASSES, ids=[c.__name__ for c, _ in CLASSES])
