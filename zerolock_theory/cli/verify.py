@@ -2,7 +2,7 @@
 
 Examples::
 
-    zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model, about 3 minutes on 2 cores
+    zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model, ~75 s on 2 idle cores
     zerolock verify --out runs/verify                     # the full suite: 1000 steps, 3 seeds per primary group
     zerolock verify --quick --set data.seq_len=64 --set model.lora.rank=4 --out runs/vq64
     zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
