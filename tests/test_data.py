@@ -47,7 +47,7 @@ def _rows(t: torch.Tensor) -> list[tuple[int, ...]]:
 @pytest.mark.parametrize("bad", [
     {"seq_len": 0}, {"batch_size": -1}, {"eval_batches": 0}, {"seq_len": 2.5},
     {"eval_fraction": 0.0}, {"eval_fraction": 1.0}, {"seed": -1}, {"source": ""},
-    {"text_field": ""}, {"batch_size": True},
+    {"text_field": ""}, {"batch_size": True}, {"order_seed": -2}, {"order_seed": 1.5},
 ])
 def test_config_validation(bad: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
@@ -125,6 +125,18 @@ def test_split_and_stream_determinism(byte_tokenizer, tmp_path: Path) -> None:
     s1, s2, s3 = DataStream(a, 4, 7), DataStream(b, 4, 7), DataStream(a, 4, 8)
     x1, x2, x3 = (torch.cat([s.next_batch()["input_ids"] for _ in range(5)]) for s in (s1, s2, s3))
     assert torch.equal(x1, x2) and not torch.equal(x1, x3)
+
+
+def test_order_seed_changes_the_order_not_the_split(byte_tokenizer, tmp_path: Path) -> None:
+    """verify's replicates: ``order_seed`` draws the training order, ``seed`` alone the split."""
+    plain = _data(byte_tokenizer, tmp_path, seed=2)
+    ordered = _data(byte_tokenizer, tmp_path, seed=2, order_seed=9)
+    assert plain.config.stream_seed == 2 and ordered.config.stream_seed == 9
+    assert torch.equal(plain.eval_blocks, ordered.eval_blocks)
+    assert torch.equal(plain.train_blocks, ordered.train_blocks)
+    default, by_order = (DataStream(d, 4, d.config.stream_seed).next_batch()["input_ids"] for d in (plain, ordered))
+    assert not torch.equal(default, by_order)
+    assert torch.equal(by_order, DataStream(plain, 4, 9).next_batch()["input_ids"])
 
 
 def test_epochs_are_counted_and_tails_dropped(byte_tokenizer, tmp_path: Path) -> None:

@@ -30,7 +30,9 @@ class DataConfig:
     eval_batches: int = 4
     """Number of fixed held-out batches used for eval CE."""
     seed: int = 0
-    """Seed of the data order and the train/eval split."""
+    """Seed of the train/eval split, and of the training order unless order_seed is set."""
+    order_seed: int | None = None
+    """Seed of the training order alone (null: data.seed); verify sets it to each run's seed."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source:
@@ -45,3 +47,11 @@ class DataConfig:
             raise ValueError(f"eval_fraction must lie in (0, 1), got {self.eval_fraction!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        order = self.order_seed
+        if order is not None and (isinstance(order, bool) or not isinstance(order, int) or order < 0):
+            raise ValueError(f"order_seed must be a non-negative int or null, got {order!r}")
+
+    @property
+    def stream_seed(self) -> int:
+        """The seed of the training order: ``order_seed``, else ``seed``."""
+        return self.seed if self.order_seed is None else self.order_seed

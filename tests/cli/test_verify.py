@@ -21,13 +21,16 @@ def test_suite_has_every_required_run():
             assert sum(n.startswith(label) and "lr-0.1_" in n for n in names) == len(spec.seeds)
         lrs = {n.split("_")[1] for n in names if n.startswith("zerolock-forward")}
         assert len(lrs) == 1 + len(spec.lr_factors)  # the sweep: η_0 × each factor (none in QUICK)
+        for point in suite_points(spec, 0.1):  # a replicate's seed draws its init AND its data order
+            over = dict(point.overrides)
+            assert over["data.order_seed"] == over["run.seed"] and "data.seed" not in over
     assert len(FULL.lr_factors) >= 2, "FULL's learning-rate sweep needs at least three rates"
     assert len(FULL.seeds) >= 3 and len(QUICK.seeds) >= 3 and FULL.steps >= 1000 and not FULL.smoke
     assert QUICK.smoke and QUICK.steps < 500  # the bound test's minimum horizon
 
 
-def test_pilot_picks_the_largest_lr_whose_held_out_ce_does_not_rise(tmp_path, monkeypatch):
-    """Synthetic pilots: held-out CE rises for eta_0 > 0.1 (backprop at 0.2 only)."""
+def test_pilot_picks_half_the_largest_lr_whose_held_out_ce_does_not_rise(tmp_path, monkeypatch):
+    """Synthetic pilots: held-out CE rises for eta_0 > 0.1 (backprop) or > 0.2 (ZeroLock)."""
     import sys
     from pathlib import Path
 
@@ -46,14 +49,18 @@ def test_pilot_picks_the_largest_lr_whose_held_out_ce_does_not_rise(tmp_path, mo
     spec = dataclasses.replace(FULL, lr_grid=(0.05, 0.4, 0.2, 0.1))
     base = base_config(spec, "embedded", "embedded", "cpu", "float32", None)
     lrs, table = choose_lr(spec, base, tmp_path)
-    assert lrs == {"zerolock-forward": 0.2, "zerolock-reverse": 0.2, "backprop": 0.1}
+    assert lrs == {"zerolock-forward": 0.1, "zerolock-reverse": 0.1, "backprop": 0.05}  # back-off 1/2
     assert [(r["method"], r["lr"], r["ok"]) for r in table] == [
-        ("zerolock-forward", 0.4, False), ("zerolock-forward", 0.2, True),
-        ("zerolock-reverse", 0.4, False), ("zerolock-reverse", 0.2, True),
-        ("backprop", 0.4, False), ("backprop", 0.2, False), ("backprop", 0.1, True),
+        ("zerolock-forward", 0.4, False), ("zerolock-forward", 0.2, True), ("zerolock-forward", 0.1, True),
+        ("zerolock-reverse", 0.4, False), ("zerolock-reverse", 0.2, True), ("zerolock-reverse", 0.1, True),
+        ("backprop", 0.4, False), ("backprop", 0.2, False), ("backprop", 0.1, True), ("backprop", 0.05, True),
     ]
+    assert table[2]["why"] == "chosen: 0.5 x largest stable 0.2"
     names = [p.name for p in suite_points(spec, lrs)]
-    assert "backprop_lr-0.1_seed-2" in names and "zerolock-forward_lr-0.05_seed-0" in names  # sweep 0.2 × 0.25
+    assert "backprop_lr-0.05_seed-2" in names and "zerolock-forward_lr-0.025_seed-0" in names  # sweep 0.1 × 0.25
+    full = dataclasses.replace(spec, pilot_backoff=1.0)  # the plain "largest stable" rule
+    assert choose_lr(full, base, tmp_path / "plain")[0] == {"zerolock-forward": 0.2, "zerolock-reverse": 0.2,
+                                                               "backprop": 0.1}
 
 
 def test_pilot_with_no_qualifying_lr_takes_the_smallest(tmp_path, monkeypatch):

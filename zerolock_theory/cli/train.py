@@ -37,6 +37,7 @@ FLAGS: dict[str, str] = {
     "steps": "run.steps",
     "seed": "run.seed",
     "data_seed": "data.seed",
+    "order_seed": "data.order_seed",
     "lr": "optim.lr",
     "optimizer": "optim.name",
     "schedule": "optim.schedule",

@@ -16,8 +16,8 @@ suite and builds every run's base config; the recipe's [model], [data], [method]
 (--set suite.KEY=VALUE changes the suite itself). --steps, --seeds, --chunks and --lr are
 shorthands for suite.steps, suite.seeds, suite.chunks and suite.lr.
 
-η_0 of the primary group is chosen by a pilot (the largest η_0 of the grid whose short
-pilot's held-out CE does not rise), unless --lr fixes it. Re-running with the same --out
+η_0 of each primary group is chosen by a pilot: half the largest η_0 of the grid whose short
+pilot's held-out CE does not rise (suite.pilot_backoff = 0.5), unless --lr fixes it. Re-running with the same --out
 resumes: finished runs are skipped.
 """
 

@@ -87,7 +87,7 @@ def build_components(config: TrainConfig, device: torch.device) -> tuple[Chunked
     attach_adapters(chunked, config.model.lora)
     chunked.to(device)
     data = LMData(config.data, tokenizer)
-    stream = DataStream(data, config.data.batch_size, config.data.seed)
+    stream = DataStream(data, config.data.batch_size, config.data.stream_seed)
     return chunked, tokenizer, data, stream
 
 

@@ -64,6 +64,8 @@ def _check_sizes(values: dict[str, Any]) -> None:
         raise ValueError(f"suite.lr_grid={list(values['lr_grid'])}: needs at least one eta_0, all > 0")
     if any(f <= 0 for f in values["lr_factors"]):
         raise ValueError(f"suite.lr_factors={list(values['lr_factors'])}: factors must be > 0")
+    if values.get("pilot_backoff") is not None and not 0 < values["pilot_backoff"] <= 1:
+        raise ValueError(f"suite.pilot_backoff={values['pilot_backoff']}: must lie in (0, 1]")
     if values.get("lr") is not None and not values["lr"] > 0:
         raise ValueError(f"suite.lr={values['lr']}: must be > 0")
 
