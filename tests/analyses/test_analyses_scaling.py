@@ -23,7 +23,8 @@ def test_bounded_ratio_at_every_step_is_not_called_first_order():
     assert np.nanmax(rho) <= 2.0  # the synthetic C
     group = _group("bounded")
     assert group.verdict == "bounded" and "no step-size-uniform" not in group.statement
-    assert group.slope.contains(0.0) and group.statement.startswith("consistent")
+    # ρ is constant in c: every seed's slope is 0 up to float rounding (~1e-18, platform-dependent)
+    assert group.slope.low <= 1e-12 and group.slope.high >= -1e-12 and group.statement.startswith("consistent")
 
 
 def test_first_order_phi_is_called_first_order():
