@@ -1,8 +1,9 @@
 """The verdict table: one ``Verdict`` per claim, from the analysis results (docs/ANALYSES.md).
 
 Verdicts are ``supported``, ``refuted``, ``inconclusive``, ``not testable`` (too few seeds or
-too little effect) or ``not measured``; each row states the measured figure behind it and the
-reason. Diverged runs (``analyses.seeds.diverged``) are excluded from every row. The rules:
+too little effect) or ``not measured``; each row carries the evidence behind it as data
+(``analyses.verdict.Evidence``: a reason code, intervals, counts, excluded runs), which
+``reports.wording`` writes as sentences. Diverged runs (``analyses.seeds.diverged``) are excluded from every row. The rules:
 
 * Lemma 2 (analytic) — the exact two-token toy and the closed forms: the implemented loss is
   minimized by m_k; m_k ≠ g_k → refuted.
@@ -24,18 +25,26 @@ reason. Diverged runs (``analyses.seeds.diverged``) are excluded from every row.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from analyses.convergence import BoundTest
 from analyses.drift import DriftCheck
 from analyses.minimizers import ToyCheck
-from analyses.proposition import PropositionSet
-from analyses.results import Result, Verdict
-from analyses.scaling import StepScaling
+from analyses.proposition import PropositionGroup, PropositionSet
+from analyses.results import Result
+from analyses.scaling import GroupScaling, StepScaling
 from analyses.stability import StabilitySummary
 from analyses.theorem1 import BoundSet
-from analyses.tracking import TrackingSet
+from analyses.tracking import DirectionTracking, TrackingSet
+from analyses.verdict import (
+    BoundFigures,
+    DriftFigures,
+    Evidence,
+    GroupFigures,
+    RhoFigures,
+    ToyFigures,
+    Verdict,
+)
 
 __all__ = ["CLAIMS", "verdicts"]
 
@@ -55,23 +64,13 @@ CLAIMS: tuple[str, ...] = (
 )
 
 
-def fmt(value: float) -> str:
-    """Three significant digits; ``inf``/``n/a`` for non-finite values."""
-    if math.isnan(value):
-        return "n/a"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.3g}"
+def _skipped(claim: str, name: str, skipped: Mapping[str, str]) -> Verdict:
+    return Verdict(claim, "not measured", Evidence("skipped", skipped=skipped.get(name, "")))
 
 
-def _toy_figure(toy: ToyCheck) -> str:
-    row = toy.rows[0]
-    return (
-        f"two-token toy (alpha={fmt(toy.alpha)}, eps={fmt(row.epsilon)}): KL(p||p_y) = "
-        f"{fmt(row.kl_p_py)}, CE(p_y, p) = {fmt(row.ce_py_p)}; m_k = "
-        f"({', '.join(map(fmt, row.m))}), g_k = ({', '.join(map(fmt, row.g))}), "
-        f"TV(m_k, g_k) = {fmt(row.tv_m_g)}"
-    )
+def _names(excluded: list[str]) -> tuple[str, ...]:
+    """Run names of ``"name: reason"`` entries."""
+    return tuple(e.split(":")[0] for e in excluded)
 
 
 def _lemma2(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdict:
@@ -79,12 +78,16 @@ def _lemma2(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdic
     minimized by m_k; m_k ≠ g_k in the toy → refuted; m_k = g_k → supported."""
     toy = results.get("toy_check")
     if not isinstance(toy, ToyCheck):
-        return Verdict(LEMMA2, "not measured", "-", skipped.get("toy_check", "not computed"))
+        return _skipped(LEMMA2, "toy_check", skipped)
+    row = toy.rows[0]
+    figures = ToyFigures(toy.alpha, row.epsilon, row.kl_p_py, row.ce_py_p, tuple(row.m), tuple(row.g), row.tv_m_g)
     if toy.minimizers_differ:
-        reason = ("the implemented (forward) loss is minimized by m_k = alpha p_y + (1-alpha) p_(k-1) "
-                  "(closed form), which differs from Lemma 2's g_k in the exact toy")
-        return Verdict(LEMMA2, "refuted", _toy_figure(toy), reason)
-    return Verdict(LEMMA2, "supported", _toy_figure(toy), "m_k = g_k in every toy row")
+        return Verdict(LEMMA2, "refuted", Evidence("toy_differ", toy=figures))
+    return Verdict(LEMMA2, "supported", Evidence("toy_agree", toy=figures))
+
+
+def _tracked(d: DirectionTracking) -> GroupFigures:
+    return GroupFigures(d.group, d.trained, d.toward, len(d.runs), "r(m) - r(g)", d.difference, d.statement)
 
 
 def _lemma2_model(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdict:
@@ -93,17 +96,14 @@ def _lemma2_model(results: Mapping[str, Result], skipped: Mapping[str, str]) -> 
     supported, covers 0 → inconclusive, too few or unmoved seeds → not testable."""
     tracking = results.get("tracking")
     if not isinstance(tracking, TrackingSet):
-        return Verdict(LEMMA2_MODEL, "not measured", "-", skipped.get("tracking", "no data"))
-    figure = "; ".join(f"{d.statement} ({len(d.runs)} run(s))" for d in tracking.directions)
-    forward = tracking.of("forward")
+        return _skipped(LEMMA2_MODEL, "tracking", skipped)
+    forward = tracking.of("forward")  # first in ``tracking.directions`` when present
+    evidence = Evidence("tracking" if forward else "no_forward_runs", preregistered="forward",
+                        excluded=_names(tracking.excluded), groups=tuple(_tracked(d) for d in tracking.directions))
     if forward is None:
-        return Verdict(LEMMA2_MODEL, "not testable", figure, "no forward-trained (implemented-loss) runs")
+        return Verdict(LEMMA2_MODEL, "not testable", evidence)
     verdict = {"m_k": "refuted", "g_k": "supported", "undecided": "inconclusive"}.get(forward.toward, "not testable")
-    reason = ("descriptive: which target the implemented loss's chunks move toward, in one symmetric bounded "
-              "metric (TV) with the same eps for both targets; the interval is over seeds")
-    if tracking.excluded:
-        reason += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in tracking.excluded)}"
-    return Verdict(LEMMA2_MODEL, verdict, figure, reason)
+    return Verdict(LEMMA2_MODEL, verdict, evidence)
 
 
 OWN_DIRECTION = {"paper": "reverse", "implemented": "forward"}  # R is reverse training's surrogate, R̄ forward's
@@ -111,43 +111,34 @@ A5_VERDICTS = {"first order": "refuted", "bounded": "supported", "inconclusive":
                "not testable": "not testable"}
 
 
+def _scaled(g: GroupScaling) -> GroupFigures:
+    return GroupFigures(g.group, g.trained, g.verdict, len(g.seeds), "slope of log rho(c) on log c", g.slope,
+                        g.statement)
+
+
 def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
     """Assumption 5 from step scaling on the primary group (``analyses.scaling``): first order →
-    refuted, bounded → supported; the drift check (``analyses.drift``) is added to the figure."""
+    refuted, bounded → supported; the drift check (``analyses.drift``) and ρ_t along training
+    are part of the evidence."""
     scaling = results.get(f"scaling_{obj}")
     drift = results.get(f"drift_{obj}")
     summary = results.get(f"stability_{obj}")
     total = summary.total() if isinstance(summary, StabilitySummary) else None
-    extra = []
-    if isinstance(drift, DriftCheck):
-        extra.append(drift.describe())
-    if total is not None:
-        extra.append(f"along training: median rho {fmt(total.median)}, max {fmt(total.max)} over {total.n_probe} steps")
+    context = {
+        "preregistered": OWN_DIRECTION[obj],
+        "drift": DriftFigures(len(drift.runs), drift.d_exponent, drift.q_exponent)
+        if isinstance(drift, DriftCheck) else None,
+        "rho": None if total is None else RhoFigures(total.median, total.max, total.n_probe),
+    }
     if not isinstance(scaling, StepScaling):
-        why = skipped.get(f"scaling_{obj}", "no data")
-        return Verdict(claim, "not measured" if total is None else "not testable", "; ".join(extra) or "-",
-                       f"no step-scaling data: {why}")
+        evidence = Evidence("no_scaling_data", skipped=skipped.get(f"scaling_{obj}", ""), **context)
+        return Verdict(claim, "not measured" if total is None else "not testable", evidence)
+    groups = tuple(_scaled(g) for g in scaling.groups)
     primary = scaling.primary
-    own = OWN_DIRECTION[obj]
-    if primary.trained != own:  # the pre-registered group is missing (e.g. every such run diverged)
-        figure = "; ".join([f"descriptive, {g.group}: {g.statement}" for g in scaling.groups] + extra)
-        why = f"no non-diverged {own}-trained runs with scaled steps (the pre-registered group)"
-        if scaling.excluded:
-            why += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in scaling.excluded)}"
-        return Verdict(claim, "not testable", figure, why)
-    figure = f"{primary.statement} ({len(primary.seeds)} seed(s), {primary.group})"
-    if extra:
-        figure += "; " + "; ".join(extra)
-    reason = {
-        "first order": "rho(c) grows like 1/c as the step is scaled down (slope interval < -0.5) on a share of "
-        "steps whose interval is > 0; eta_t -> 0 makes sup_t rho_t infinite",
-        "bounded": "the slope interval of log rho(c) on log c lies above -0.5, or phi' <= 0 at every scaled step",
-        "inconclusive": "the slope or share interval does not decide between bounded and first order",
-        "not testable": "fewer than 3 seeds with scaled steps in the primary group",
-    }[primary.verdict]
-    if scaling.excluded:
-        reason += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in scaling.excluded)}"
-    return Verdict(claim, A5_VERDICTS[primary.verdict], figure, reason)
+    own = primary.trained == OWN_DIRECTION[obj]  # else the pre-registered group is missing (e.g. all diverged)
+    evidence = Evidence("scaling" if own else "no_scaling_group", excluded=_names(scaling.excluded),
+                        groups=groups, **context)
+    return Verdict(claim, A5_VERDICTS[primary.verdict] if own else "not testable", evidence)
 
 
 def _row_verdict(test: BoundTest) -> str:
@@ -156,10 +147,8 @@ def _row_verdict(test: BoundTest) -> str:
     return test.verdict
 
 
-def _bound_detail(test: BoundTest) -> str:
-    beta = f"beta = {test.beta} (descriptive)" if test.beta is not None else "beta not estimable"
-    gone = f"; excluded as diverged: {', '.join(test.excluded)}" if test.excluded else ""
-    return f"{test.label}: {test.reason}; {beta}{gone}"
+def _figures(test: BoundTest) -> BoundFigures:
+    return BoundFigures(test.label, test.verdict, test.reason, test.slope, test.beta, test.seeds, test.horizon)
 
 
 def _primary(results, name: str) -> BoundTest | None:
@@ -169,72 +158,61 @@ def _primary(results, name: str) -> BoundTest | None:
     return found.primary_test() if isinstance(found, BoundSet) else None
 
 
-def _uncalibrated(results) -> list[str]:
+CONTROLS = (("control_logistic", "logistic control"), ("convergence_backprop", "backprop control"))
+
+
+def _uncalibrated(results) -> tuple[str, ...]:
     """Controls whose bound test says "not consistent" (the rule rejects a true bound)."""
     out = []
-    for name, label in (("control_logistic", "logistic control"), ("convergence_backprop", "backprop control")):
+    for name, label in CONTROLS:
         test = _primary(results, name)
         if test is not None and test.verdict == "not consistent":
             out.append(label)
-    return out
+    return tuple(out)
 
 
-def _bound(name: str, claim: str, results, skipped, *, control: bool = False) -> Verdict:
-    """A Theorem 1 bound-test row from the primary group of ``results[name]``."""
+def _bound(name: str, claim: str, results, skipped, *, control: bool = False,
+           beside: BoundTest | None = None) -> Verdict:
+    """A Theorem 1 bound-test row from the primary group of ``results[name]``; ``beside`` is
+    another bound test shown next to it (backprop's, on the global row)."""
     found = results.get(name)
     if not isinstance(found, (BoundSet, BoundTest)):
-        return Verdict(claim, "not measured", "-", skipped.get(name, "no data"))
+        return _skipped(claim, name, skipped)
     test = _primary(results, name)
+    other = None if beside is None else _figures(beside)
     if test is None:
-        return Verdict(claim, "not testable", "-",
-                       "no group trained with the theorem's step size eta_t ~ 1/sqrt(t) (SGD, optim.schedule = inv_sqrt)")
-    bad = [] if control else _uncalibrated(results)
-    if bad:
-        reason = f"{' and '.join(bad)} not consistent: the rule rejects a bound that holds; " + _bound_detail(test)
-        return Verdict(claim, "test not calibrated", test.headline(), reason)
-    return Verdict(claim, _row_verdict(test), test.headline(), _bound_detail(test))
+        return Verdict(claim, "not testable", Evidence("no_theorem_schedule", backprop=other))
+    bad = () if control else _uncalibrated(results)
+    evidence = Evidence("uncalibrated" if bad else "bound", excluded=tuple(test.excluded), bound=_figures(test),
+                        backprop=other, uncalibrated=bad)
+    return Verdict(claim, "test not calibrated" if bad else _row_verdict(test), evidence)
 
 
 def _global(results, skipped) -> Verdict:
     """The abstract's comparison with backprop on ‖∇L‖²: the same test, backprop beside it."""
-    row = _bound("convergence_global", GLOBAL_VS_BACKPROP, results, skipped)
     other = _primary(results, "convergence_global_backprop")
-    if other is None or row.verdict == "not measured":
-        return row
-    return Verdict(row.claim, row.verdict, f"ZeroLock {row.figure}; backprop {other.headline()}",
-                   f"not covered by Theorem 1; {row.reason}; backprop: {other.verdict}")
+    return _bound("convergence_global", GLOBAL_VS_BACKPROP, results, skipped, beside=other)
 
 
 PROPOSITION_VERDICTS = {"consistent": "supported", "consistent but vacuous": "supported", "violated": "refuted",
                         "isolated violations": "inconclusive", "not testable": "not testable"}
 
 
+def _proposed(g: PropositionGroup) -> GroupFigures:
+    return GroupFigures(g.group, g.trained, g.verdict, len(g.runs), "share of violating (step, k) pairs",
+                        g.violation_share, g.statement)
+
+
 def _depth(results, skipped) -> Verdict:
     """Proposition 1 with its slack on the primary group (``analyses.proposition``)."""
     test = results.get("proposition")
     if not isinstance(test, PropositionSet):
-        return Verdict(DEPTH, "not measured", "-", skipped.get("proposition", "no data"))
+        return _skipped(DEPTH, "proposition", skipped)
     primary = test.primary
-    if primary.trained != "reverse":  # the pre-registered group: the paper's (reverse) setting
-        figure = "; ".join(f"descriptive, {g.group}: {g.statement}" for g in test.groups)
-        why = "no non-diverged reverse-trained runs with CE_k and delta_k (the pre-registered group)"
-        if test.excluded:
-            why += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in test.excluded)}"
-        return Verdict(DEPTH, "not testable", figure, why)
-    figure = f"{primary.statement} ({len(primary.runs)} seed(s), {primary.group})"
-    others = [f"{g.group}: {g.verdict}" for g in test.groups[1:]]
-    if others:
-        figure += "; other groups (descriptive): " + "; ".join(others)
-    reason = {
-        "consistent": "CE_k <= CE_(k-1) + delta_k at every probed step and pair, at float tolerance",
-        "consistent but vacuous": "the inequality holds, but delta_k is over 10x the CE differences it should bound",
-        "violated": "the share of violating pairs has a seed interval above 0",
-        "isolated violations": "some pairs violate it, but not consistently across seeds",
-        "not testable": "fewer than 3 seeds in the primary group",
-    }[primary.verdict]
-    if test.excluded:
-        reason += f"; excluded as diverged: {', '.join(e.split(':')[0] for e in test.excluded)}"
-    return Verdict(DEPTH, PROPOSITION_VERDICTS[primary.verdict], figure, reason)
+    own = primary.trained == "reverse"  # the pre-registered group: the paper's (reverse) setting
+    evidence = Evidence("proposition" if own else "no_proposition_group", preregistered="reverse",
+                        excluded=_names(test.excluded), groups=tuple(_proposed(g) for g in test.groups))
+    return Verdict(DEPTH, PROPOSITION_VERDICTS[primary.verdict] if own else "not testable", evidence)
 
 
 def verdicts(results: Mapping[str, Result], skipped: Mapping[str, str]) -> list[Verdict]:

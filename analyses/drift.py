@@ -95,13 +95,6 @@ class DriftCheck(Result):
     q_exponent: Interval | None
     end_ratio: Interval | None
 
-    def describe(self) -> str:
-        """One line: the growth of D_T and of Σ q_t (or why there is no interval)."""
-        if self.d_exponent is None:
-            return f"drift: {len(self.runs)} run(s), 3 seeds needed for intervals"
-        q = "n/a" if self.q_exponent is None else str(self.q_exponent)
-        return f"drift: D_T ~ T^{self.d_exponent}, sum q_t ~ T^{q}"
-
 
 def drift_check(runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", level: float = 0.95) -> DriftCheck:
     """Drift curves of every run that has the stability totals (``NotMeasured`` if none)."""

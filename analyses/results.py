@@ -26,7 +26,7 @@ __all__ = [
     "Interval",
     "NotMeasured",
     "Result",
-    "Verdict",
+    "decode",
     "load_result",
     "register",
     "registered_kinds",
@@ -35,6 +35,7 @@ __all__ = [
 VERDICTS: tuple[str, ...] = ("supported", "refuted", "inconclusive", "not testable", "not measured")
 # Theorem 1's bound test and its controls (analyses.convergence, analyses.claims):
 VERDICTS += ("consistent", "not consistent", "not testable at this horizon", "test not calibrated")
+# (a row of the verdict table, ``Verdict``, is in analyses.verdict)
 
 R = TypeVar("R", bound="Result")
 _REGISTRY: dict[str, type[Result]] = {}
@@ -82,7 +83,8 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _decode(tp: Any, value: Any) -> Any:
+def decode(tp: Any, value: Any) -> Any:
+    """A value of type ``tp`` rebuilt from its plain (JSON or ``dataclasses.asdict``) form."""
     origin = typing.get_origin(tp)
     if tp is Any:
         return value
@@ -91,16 +93,16 @@ def _decode(tp: Any, value: Any) -> Any:
         if value is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
-        return _decode(inner, value)
+        return decode(inner, value)
     if origin in (list, tuple):
         args = typing.get_args(tp)
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            return tuple(_decode(a, v) for a, v in zip(args, value, strict=True))
-        items = [_decode(args[0] if args else Any, v) for v in value]
+            return tuple(decode(a, v) for a, v in zip(args, value, strict=True))
+        items = [decode(args[0] if args else Any, v) for v in value]
         return tuple(items) if origin is tuple else items
     if origin is dict:
         _, vt = typing.get_args(tp)
-        return {k: _decode(vt, v) for k, v in value.items()}
+        return {k: decode(vt, v) for k, v in value.items()}
     if tp is float:
         return from_json_float(value)
     if isinstance(tp, type) and issubclass(tp, Result):
@@ -111,7 +113,7 @@ def _decode(tp: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
         fields = {f.name for f in dataclasses.fields(tp)}
-        return tp(**{k: _decode(hints[k], v) for k, v in value.items() if k in fields})
+        return tp(**{k: decode(hints[k], v) for k, v in value.items() if k in fields})
     return value
 
 
@@ -139,7 +141,7 @@ class Result:
             raise ValueError(f"expected kind {target.kind!r}, got {data.get('kind')!r}")
         hints = typing.get_type_hints(target)
         names = {f.name for f in dataclasses.fields(target)}
-        return target(**{k: _decode(hints[k], v) for k, v in data.items() if k in names})
+        return target(**{k: decode(hints[k], v) for k, v in data.items() if k in names})
 
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
@@ -181,17 +183,3 @@ class Interval:
 
     def __str__(self) -> str:
         return f"{self.estimate:.3g} [{self.low:.3g}, {self.high:.3g}]"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One row of the verdict table: a claim, its verdict, the measured figure, the reason."""
-
-    claim: str
-    verdict: str
-    figure: str
-    reason: str
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from analyses.claims import verdicts
 from analyses.convergence import BoundTest
 from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
@@ -16,13 +17,14 @@ from analyses.io import RunDataError
 from analyses.minimizers import MinimizerTable, ToyCheck
 from analyses.outcome import OutcomeComparison
 from analyses.proposition import PropositionSet
-from analyses.results import Result, Verdict, register
+from analyses.results import Result, register
 from analyses.runinfo import RunInfo
 from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary
 from analyses.systems import SystemsComparison
 from analyses.theorem1 import BoundSet, DivergedRuns
 from analyses.tracking import TrackingSet
+from analyses.verdict import Verdict
 from zerolock_theory import jsonio
 
 __all__ = ["INDEX", "RESULT_FIELDS", "SuiteAnalysis", "load_suite"]
@@ -94,7 +96,10 @@ def _result_class(name: str) -> type[Result]:
 
 
 def load_suite(directory: str | Path) -> SuiteAnalysis:
-    """Inverse of ``SuiteAnalysis.save``; ``RunDataError`` when the index or a file is missing."""
+    """Inverse of ``SuiteAnalysis.save``; ``RunDataError`` when the index or a file is missing.
+
+    An index from before the verdicts carried their evidence gets its verdicts decided again
+    (``analyses.claims.verdicts``, the rule ``analyze_runs`` applies)."""
     root = Path(directory)
     index_path = root / INDEX
     if not index_path.is_file():
@@ -110,5 +115,8 @@ def load_suite(directory: str | Path) -> SuiteAnalysis:
         if not (root / file).is_file():
             raise RunDataError(f"{root}: missing {file} listed in {INDEX}")
         results[name] = _result_class(name).from_json((root / file).read_text(encoding="utf-8"))
-    base = SuiteAnalysis.from_dict(index)
-    return dataclasses.replace(base, **results)
+    legacy = any("evidence" not in claim for claim in index.get("claims", []))
+    if legacy:  # written when rows held figure/reason text: decided again from the results
+        index["claims"] = []
+    suite = dataclasses.replace(SuiteAnalysis.from_dict(index), **results)
+    return dataclasses.replace(suite, claims=verdicts(suite.results, suite.skipped)) if legacy else suite

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyses.claims import fmt
+from reports.wording import fmt
 
 __all__ = ["Block", "pct", "table", "vec"]
 

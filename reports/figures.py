@@ -24,6 +24,7 @@ from analyses.outcome import OutcomeComparison
 from analyses.scaling import StepScaling
 from analyses.suite import SuiteAnalysis
 from reports.theorem1 import convergence_figure
+from reports.wording import drift_line
 
 __all__ = ["FIGURES", "RC", "render_figure", "render_figures", "save_figure"]
 
@@ -133,7 +134,7 @@ def drift_figure(suite: SuiteAnalysis) -> Figure | None:
             ax.plot([], [], color="0.3", ls=ls, label=what)
         ax.set_xlabel("step T")
         ax.set_ylabel("cumulative sum over probed steps")
-        ax.set_title(f"Drift check, {_objective_name(check.objective)}\n{check.describe()}", fontsize=7)
+        ax.set_title(f"Drift check, {_objective_name(check.objective)}\n{drift_line(len(check.runs), check.d_exponent, check.q_exponent)}", fontsize=7)
         _legend_outside(ax)
     return fig
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyses.claims import fmt
 from analyses.outcome import OutcomeComparison
 from analyses.suite import SuiteAnalysis
 from analyses.systems import SystemsComparison
@@ -25,6 +24,7 @@ from reports.figures import render_figures
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
 from reports.theorem1 import convergence_blocks, scope_line
+from reports.wording import figure, fmt, reason
 
 __all__ = [
     "Block",
@@ -54,7 +54,7 @@ CAPTIONS = {
 
 
 def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
-    rows = [[v.claim, v.verdict, v.figure, v.reason] for v in suite.claims]
+    rows = [[v.claim, v.verdict, figure(v), reason(v)] for v in suite.claims]
     css = tuple("verdict-" + v.verdict.replace(" ", "-") for v in suite.claims)
     return [Block("h2", "Verdicts"), Block("p", scope_line(suite)),
             table(["claim", "verdict", "measured", "reason"], rows, css)]

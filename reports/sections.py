@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from analyses.claims import fmt
 from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
 from analyses.minimizers import MinimizerTable, ToyCheck
@@ -13,6 +12,7 @@ from analyses.suite import SuiteAnalysis
 from analyses.tracking import TrackingSet
 from reports.blocks import Block, pct, vec
 from reports.blocks import table as grid
+from reports.wording import drift_line, fmt
 
 __all__ = ["depth_blocks", "lemma2_blocks", "stability_blocks"]
 
@@ -186,7 +186,7 @@ def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
     out = [grid(["group", "trained", "seeds", "share phi'>0", "slope log rho(c) on log c", "finding"], rows)]
     drift = suite.get(f"drift_{obj}")
     if isinstance(drift, DriftCheck):
-        out.append(Block("p", f"{drift.describe()} ({drift.group}); D_T / sum q_t at the end: "
+        out.append(Block("p", f"{drift_line(len(drift.runs), drift.d_exponent, drift.q_exponent)} ({drift.group}); D_T / sum q_t at the end: "
                      f"{drift.end_ratio if drift.end_ratio else 'n/a'}."))
     if scaling.excluded:
         out.append(Block("p", "Excluded as diverged: " + "; ".join(scaling.excluded) + "."))

@@ -12,6 +12,7 @@ from analyses.claims import verdicts
 from analyses.io import load_run
 from analyses.minimizers import minimizer_table, toy_check
 from analyses.results import NotMeasured
+from reports.wording import figure, reason
 
 
 def test_toy_check_matches_the_review():
@@ -58,7 +59,8 @@ def test_the_analytic_row_is_decided_by_the_toy_alone():
     for tracks in ("m", "g"):
         table = minimizer_table(_frames("forward", 2, **(TOWARD_M if tracks == "m" else TOWARD_G)), n_boot=50)
         row = _lemma2(table)
-        assert row.verdict == "refuted" and "TV(m_k, g_k) = 0.25" in row.figure and "closed form" in row.reason
+        assert row.verdict == "refuted" and "TV(m_k, g_k) = 0.25" in figure(row) and "closed form" in reason(row)
+        assert row.evidence.toy.tv_m_g == pytest.approx(0.25)
     row = verdicts({"minimizers": table}, {})[0]
     assert row.verdict == "not measured"
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from analyses.convergence import BoundTest, SeedFit
-from analyses.results import Interval, Result, Verdict, load_result, register, registered_kinds
+from analyses.results import Interval, Result, load_result, register, registered_kinds
+from analyses.verdict import Evidence, Verdict
 
 
 def _fit(**over) -> BoundTest:
@@ -71,9 +72,11 @@ def test_register_requires_a_kind():
 
 
 def test_verdict_values_are_checked():
-    Verdict("c", "supported", "f", "r")
+    Verdict("c", "supported", Evidence("skipped"))
     with pytest.raises(ValueError, match="verdict must be one of"):
-        Verdict("c", "true", "f", "r")
+        Verdict("c", "true", Evidence("skipped"))
+    with pytest.raises(ValueError, match="reason must be one of"):
+        Evidence("because")
 
 
 def test_interval_contains_and_str():

@@ -10,6 +10,7 @@ from synthetic_runs import FACTORS, scaling_frame
 from analyses.drift import drift_check, growth_exponent
 from analyses.results import Interval, NotMeasured
 from analyses.scaling import group_scaling, scaling_verdict, seed_scaling
+from reports.wording import drift_line
 
 
 def _group(order: str, seeds=(0, 1, 2), **kw):
@@ -89,4 +90,4 @@ def test_drift_exponents_of_known_sums():
     assert drift.d_exponent.contains(0.5) or abs(drift.d_exponent.estimate - 0.5) < 0.02
     assert drift.q_exponent.estimate < 0.3
     assert drift.runs[0].s[-1] == pytest.approx(drift.runs[0].d[-1])  # φ > 0: signed sum = D_T
-    assert "D_T ~ T^" in drift.describe()
+    assert "D_T ~ T^" in drift_line(len(drift.runs), drift.d_exponent, drift.q_exponent)

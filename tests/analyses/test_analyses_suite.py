@@ -11,6 +11,7 @@ from analyses.claims import A5_IMPLEMENTED, A5_PAPER, BOUND_IMPLEMENTED, CLAIMS,
 from analyses.io import RunDataError
 from analyses.results import VERDICTS, load_result
 from analyses.suite import analyze_runs, load_suite
+from reports.wording import figure, reason
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,11 @@ def test_verdict_rows_follow_the_synthetic_truth(suite):
             strict=True,
         )
     )
-    assert all(v.figure and v.reason for v in suite.claims)
+    assert all(figure(v) and reason(v) for v in suite.claims)
+    evidence = {v.claim: v.evidence for v in suite.claims}
+    assert evidence[LEMMA2].reason == "toy_differ" and evidence[LEMMA2].toy.tv_m_g > 0
+    bound = evidence[BOUND_IMPLEMENTED]
+    assert bound.reason == "bound" and bound.bound.seeds == 3 and bound.bound.horizon == 100
 
 
 def test_groups_pool_seeds_and_the_primary_group_has_most_seeds(suite):
@@ -100,8 +105,9 @@ def test_missing_probes_are_skipped_with_reasons(tmp_path):
     ):
         assert result.skipped[name]
     rows = {v.claim: v for v in result.claims}
-    assert rows[LEMMA2].verdict == "refuted" and "closed form" in rows[LEMMA2].reason
-    assert rows[A5_PAPER].verdict == "not measured" and "probe/scaling" in rows[A5_PAPER].reason
+    assert rows[LEMMA2].verdict == "refuted" and "closed form" in reason(rows[LEMMA2])
+    assert rows[A5_PAPER].verdict == "not measured" and "probe/scaling" in reason(rows[A5_PAPER])
+    assert rows[A5_PAPER].evidence.reason == "no_scaling_data" and "probe/scaling" in rows[A5_PAPER].evidence.skipped
     assert all(v.verdict in VERDICTS for v in result.claims)
 
 
@@ -112,10 +118,12 @@ def _bound_row(suite, claim=BOUND_IMPLEMENTED):
 def test_bound_rows_constant_schedule_slow_rate_and_controls(tmp_path):
     const = analyze_runs([write_run(tmp_path, f"c{s}", schedule="constant", steps=60, seed=s) for s in range(3)])
     row = _bound_row(const)
-    assert row.verdict == "not testable" and "inv_sqrt" in row.reason
+    assert row.verdict == "not testable" and "inv_sqrt" in reason(row)
+    assert row.evidence.reason == "no_theorem_schedule" and row.evidence.bound is None
     slow = analyze_runs([write_run(tmp_path, f"s{s}", beta=0.1, steps=600, seed=s) for s in range(3)])
     row = _bound_row(slow)
-    assert row.verdict == "not consistent" and row.figure.startswith("b = ")
+    assert row.verdict == "not consistent" and figure(row).startswith("b = ")
+    assert str(row.evidence.bound.slope) in figure(row) and row.evidence.bound.verdict == "not consistent"
     assert _bound_row(slow, "Control: convex logistic regression, SGD").verdict == "consistent"
     fine = analyze_runs([write_run(tmp_path, f"f{s}", beta=0.5, steps=600, seed=s) for s in range(3)])
     assert _bound_row(fine).verdict == "consistent"
@@ -125,6 +133,8 @@ def test_bound_rows_constant_schedule_slow_rate_and_controls(tmp_path):
     broken = analyze_runs([*[tmp_path / f"f{s}" for s in range(3)], *bp])
     assert _bound_row(broken, "Control: backprop under Theorem 1's schedule").verdict == "not consistent"
     assert _bound_row(broken).verdict == "test not calibrated"
+    assert _bound_row(broken).evidence.uncalibrated == ("backprop control",)
+    assert reason(_bound_row(broken)).startswith("backprop control not consistent")
 
 
 def test_diverged_runs_are_flagged_and_excluded(tmp_path):
@@ -140,7 +150,7 @@ def test_diverged_runs_are_flagged_and_excluded(tmp_path):
     assert list(suite.results["diverged"].runs) == ["d3"]
     test = suite.results["convergence_forward"].primary_test()
     assert test.seeds == 3 and test.excluded == ["d3"]
-    assert "d3" in _bound_row(suite).reason
+    assert "d3" in reason(_bound_row(suite)) and _bound_row(suite).evidence.excluded == ("d3",)
 
 
 def test_a_diverged_primary_group_is_not_swapped_for_another(tmp_path):
@@ -158,7 +168,7 @@ def test_a_diverged_primary_group_is_not_swapped_for_another(tmp_path):
     test = suite.results["convergence_forward"].primary_test()
     assert test.label.startswith("zerolock/forward sgd lr=0.1 ") and test.seeds == 0
     row = _bound_row(suite)
-    assert row.verdict == "not testable" and "no usable seed" in row.reason and "diverged" in row.reason
+    assert row.verdict == "not testable" and "no usable seed" in reason(row) and "diverged" in reason(row)
 
 
 def test_reanalysis_with_another_bootstrap_seed_gives_the_same_verdicts(suite_dirs):
@@ -171,7 +181,8 @@ def test_reanalysis_with_another_bootstrap_seed_gives_the_same_verdicts(suite_di
 def test_one_seed_is_not_testable_for_assumption5(tmp_path):
     result = analyze_runs([write_run(tmp_path, "a", steps=60)], n_boot=20)
     row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
-    assert row.verdict == "not testable" and "3 needed" in row.figure and "rho" in row.figure
+    assert row.verdict == "not testable" and "3 needed" in figure(row) and "rho" in figure(row)
+    assert row.evidence.groups[0].seeds == 1 and row.evidence.groups[0].interval is None
 
 
 def test_bounded_scaling_is_supported_and_diverged_runs_are_excluded(tmp_path):
@@ -179,12 +190,14 @@ def test_bounded_scaling_is_supported_and_diverged_runs_are_excluded(tmp_path):
     runs.append(write_run(tmp_path, "bad", seed=9, steps=60, scaling="first", final_ce_drop=-3.0))
     result = analyze_runs(runs, n_boot=20)
     row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
-    assert row.verdict == "supported" and row.figure.startswith("consistent: rho stays bounded")
-    assert "excluded as diverged: bad" in row.reason
+    assert row.verdict == "supported" and figure(row).startswith("consistent: rho stays bounded")
+    assert "excluded as diverged: bad" in reason(row) and row.evidence.excluded == ("bad",)
+    assert row.evidence.reason == "scaling" and row.evidence.groups[0].outcome == "bounded"
     assert [s.run for s in result.results["scaling_implemented"].primary.seeds] == ["b0", "b1", "b2"]
     assert "bad" in result.skipped["diverged runs"]
     paper = next(v for v in result.claims if v.claim == A5_PAPER)  # R belongs to reverse training
-    assert paper.verdict == "not testable" and "pre-registered" in paper.reason and "descriptive" in paper.figure
+    assert paper.verdict == "not testable" and "pre-registered" in reason(paper) and "descriptive" in figure(paper)
+    assert paper.evidence.reason == "no_scaling_group" and paper.evidence.preregistered == "reverse"
 
 
 def test_paper_objective_undefined_without_smoothing(tmp_path):

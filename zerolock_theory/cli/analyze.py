@@ -180,13 +180,14 @@ def _runs(args: argparse.Namespace) -> int:
         raise CLIError("the run form needs --out DIR")
     out = check_out(args.out, args.overwrite)
     from analyses.suite import analyze_runs
+    from reports.wording import figure
 
     suite = analyze_runs(
         args.inputs, systems=args.systems, n_boot=args.n_boot, seed=args.seed, level=args.level
     )
     index = suite.save(out)
     for verdict in suite.claims:
-        print(f"{verdict.verdict:>13}  {verdict.claim}: {verdict.figure}")
+        print(f"{verdict.verdict:>13}  {verdict.claim}: {figure(verdict)}")
     print(f"{len(suite.results)} analyses written, {len(suite.skipped)} skipped; index: {index}")
     return 0
 

@@ -108,6 +108,8 @@ def _default_jobs(device: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
+    from analyses.verdict import Verdict
+    from reports.wording import figure
     from zerolock_theory.workflows.verify import verify
 
     if args.jobs is not None and args.jobs < 1:
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{result.scope}")
     print(f"\n{'claim':<{width}}  {'verdict':<{vwidth}}  measured")
     for v in result.verdicts:
-        print(f"{v['claim']:<{width}}  {v['verdict']:<{vwidth}}  {v['figure']}")
+        print(f"{v['claim']:<{width}}  {v['verdict']:<{vwidth}}  {figure(Verdict.from_dict(v))}")
     print(f"\nreport: {result.report_html}")
     print(f"markdown: {result.report_markdown}")
     print(f"runs: {len(result.run_dirs)} in {result.out / 'runs'}; wall time {result.seconds:.0f}s")

@@ -24,6 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import torch
+
+from zerolock_theory.config import TrainConfig
+from zerolock_theory.data import LMData
+from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.training.steps import TrainStep
+
 __all__ = ["Hook", "HookContext"]
 
 
@@ -31,12 +38,12 @@ __all__ = ["Hook", "HookContext"]
 class HookContext:
     """What a hook may read: the run's objects, never its optimizers."""
 
-    config: Any  # TrainConfig
+    config: TrainConfig
     run_dir: Path
-    chunked: Any  # ChunkedLM
-    step_fn: Any  # the step object (steps.TrainStep): local_gradients / global_gradient
-    data: Any  # LMData: eval and probe batches
-    device: Any
+    chunked: ChunkedLM
+    step_fn: TrainStep  # the step object: autocast, readout, method, params (probes' gradients)
+    data: LMData  # eval and probe batches
+    device: torch.device
     start_step: int = 0
     resume_state: dict[str, Any] = field(default_factory=dict)  # hook name -> its saved state
     cache: dict[str, Any] = field(default_factory=dict)  # shared per-step results (e.g. readouts)

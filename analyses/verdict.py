@@ -1,0 +1,133 @@
+"""A row of the verdict table and the evidence behind it, as data (docs/ANALYSES.md).
+
+``analyses.claims`` decides each ``Verdict`` and records what the rule read in its
+``Evidence``: a reason code (``REASONS``), the suite's skip reason, the runs excluded as
+diverged, and the typed figures of the analysis behind the row (the exact two-token toy,
+groups of seeds with their headline interval, a Theorem 1 bound test, the drift growth, the
+stability ratio ρ_t along training). No sentence is written here: ``reports.wording`` turns
+the evidence into the "measured" and "reason" text of the report and the CLI. Undefined
+numbers are NaN (``null`` in JSON); a missing interval is ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analyses.results import VERDICTS, Interval, decode
+
+__all__ = ["REASONS", "BoundFigures", "DriftFigures", "Evidence", "GroupFigures", "RhoFigures", "ToyFigures",
+           "Verdict"]
+
+REASONS: tuple[str, ...] = (
+    "skipped",  # the analysis behind the row did not run; Evidence.skipped says why
+    "toy_differ",  # Lemma 2 (analytic): m_k != g_k in the exact toy
+    "toy_agree",  # m_k = g_k in every toy row
+    "no_forward_runs",  # Lemma 2 on the model: no forward-trained (implemented-loss) runs
+    "tracking",  # Lemma 2 on the model: the forward group's r(m) - r(g) interval decides
+    "no_scaling_data",  # Assumption 5: step scaling did not run (Evidence.skipped)
+    "no_scaling_group",  # Assumption 5: the pre-registered group (Evidence.preregistered) is missing
+    "scaling",  # Assumption 5: the primary group's step-scaling outcome decides (groups[0].outcome)
+    "no_theorem_schedule",  # Theorem 1: no group trained with eta_t ~ 1/sqrt(t)
+    "bound",  # Theorem 1: the primary group's bound test decides (Evidence.bound)
+    "uncalibrated",  # Theorem 1: a positive control (Evidence.uncalibrated) rejects a true bound
+    "no_proposition_group",  # Proposition 1: the pre-registered (reverse) group is missing
+    "proposition",  # Proposition 1: the primary group's outcome decides (groups[0].outcome)
+)
+
+
+@dataclass(frozen=True)
+class ToyFigures:
+    """The first row of the exact two-token toy (``analyses.minimizers.ToyCheck``)."""
+
+    alpha: float
+    epsilon: float
+    kl_p_py: float
+    ce_py_p: float
+    m: tuple[float, ...]
+    g: tuple[float, ...]
+    tv_m_g: float
+
+
+@dataclass(frozen=True)
+class GroupFigures:
+    """One group of seeds behind a row, as its analysis (tracking, scaling, proposition) left it."""
+
+    group: str
+    trained: str
+    outcome: str  # the analysis' own verdict of the group (tracking's ``toward``, scaling's, proposition's)
+    seeds: int
+    headline: str  # the name of the headline figure, e.g. "r(m) - r(g)"
+    interval: Interval | None  # the headline figure over seeds; None below 3 seeds
+    statement: str  # the analysis' own statement of the group (a field of its result)
+
+
+@dataclass(frozen=True)
+class BoundFigures:
+    """The bound test of one group (``analyses.convergence.BoundTest``)."""
+
+    label: str
+    verdict: str
+    reason: str  # the bound test's own reason
+    slope: Interval | None  # b, the slope of log B_T on log T; None when not estimable
+    beta: Interval | None  # descriptive decay exponent
+    seeds: int
+    horizon: int
+
+
+@dataclass(frozen=True)
+class DriftFigures:
+    """Growth exponents of D_T and Σ q_t over seeds (``analyses.drift.DriftCheck``)."""
+
+    runs: int
+    d_exponent: Interval | None
+    q_exponent: Interval | None
+
+
+@dataclass(frozen=True)
+class RhoFigures:
+    """ρ_t along training, total over chunks (``analyses.stability``)."""
+
+    median: float
+    max: float
+    steps: int
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a verdict rests on. ``groups`` puts the pre-registered group first unless ``reason``
+    says it is missing; ``backprop`` is backprop's bound test beside ZeroLock's (global row)."""
+
+    reason: str
+    skipped: str = ""
+    preregistered: str = ""  # the training direction of the pre-registered group
+    excluded: tuple[str, ...] = ()  # runs excluded as diverged
+    toy: ToyFigures | None = None
+    groups: tuple[GroupFigures, ...] = ()
+    drift: DriftFigures | None = None
+    rho: RhoFigures | None = None
+    bound: BoundFigures | None = None
+    backprop: BoundFigures | None = None
+    uncalibrated: tuple[str, ...] = ()  # controls whose bound test is "not consistent"
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise ValueError(f"reason must be one of {REASONS}, got {self.reason!r}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row of the verdict table: a claim, its verdict and the evidence behind it."""
+
+    claim: str
+    verdict: str
+    evidence: Evidence
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        """Rebuild from ``dataclasses.asdict`` or the JSON of a suite's ``claims``."""
+        return decode(cls, data)
