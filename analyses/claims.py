@@ -30,21 +30,13 @@ from collections.abc import Mapping
 from analyses.convergence import BoundTest
 from analyses.drift import DriftCheck
 from analyses.minimizers import ToyCheck
-from analyses.proposition import PropositionGroup, PropositionSet
+from analyses.proposition import PropositionSet
 from analyses.results import Result
-from analyses.scaling import GroupScaling, StepScaling
+from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary
 from analyses.theorem1 import BoundSet
-from analyses.tracking import DirectionTracking, TrackingSet
-from analyses.verdict import (
-    BoundFigures,
-    DriftFigures,
-    Evidence,
-    GroupFigures,
-    RhoFigures,
-    ToyFigures,
-    Verdict,
-)
+from analyses.tracking import TrackingSet
+from analyses.verdict import DriftFigures, Evidence, RhoFigures, ToyFigures, Verdict
 
 __all__ = ["CLAIMS", "verdicts"]
 
@@ -86,10 +78,6 @@ def _lemma2(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdic
     return Verdict(LEMMA2, "supported", Evidence("toy_agree", toy=figures))
 
 
-def _tracked(d: DirectionTracking) -> GroupFigures:
-    return GroupFigures(d.group, d.trained, d.toward, len(d.runs), "r(m) - r(g)", d.difference, d.statement)
-
-
 def _lemma2_model(results: Mapping[str, Result], skipped: Mapping[str, str]) -> Verdict:
     """(b) Descriptive, on the model (``analyses.tracking``): forward-trained chunks' r(m) − r(g)
     in TV relative to the untrained model; > 0 (track m_k) → refuted, < 0 (track g_k) →
@@ -99,7 +87,7 @@ def _lemma2_model(results: Mapping[str, Result], skipped: Mapping[str, str]) -> 
         return _skipped(LEMMA2_MODEL, "tracking", skipped)
     forward = tracking.of("forward")  # first in ``tracking.directions`` when present
     evidence = Evidence("tracking" if forward else "no_forward_runs", preregistered="forward",
-                        excluded=_names(tracking.excluded), groups=tuple(_tracked(d) for d in tracking.directions))
+                        excluded=_names(tracking.excluded), groups=tuple(d.figures() for d in tracking.directions))
     if forward is None:
         return Verdict(LEMMA2_MODEL, "not testable", evidence)
     verdict = {"m_k": "refuted", "g_k": "supported", "undecided": "inconclusive"}.get(forward.toward, "not testable")
@@ -109,11 +97,6 @@ def _lemma2_model(results: Mapping[str, Result], skipped: Mapping[str, str]) -> 
 OWN_DIRECTION = {"paper": "reverse", "implemented": "forward"}  # R is reverse training's surrogate, R̄ forward's
 A5_VERDICTS = {"first order": "refuted", "bounded": "supported", "inconclusive": "inconclusive",
                "not testable": "not testable"}
-
-
-def _scaled(g: GroupScaling) -> GroupFigures:
-    return GroupFigures(g.group, g.trained, g.verdict, len(g.seeds), "slope of log rho(c) on log c", g.slope,
-                        g.statement)
 
 
 def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
@@ -133,7 +116,7 @@ def _assumption5(obj: str, claim: str, results, skipped) -> Verdict:
     if not isinstance(scaling, StepScaling):
         evidence = Evidence("no_scaling_data", skipped=skipped.get(f"scaling_{obj}", ""), **context)
         return Verdict(claim, "not measured" if total is None else "not testable", evidence)
-    groups = tuple(_scaled(g) for g in scaling.groups)
+    groups = tuple(g.figures() for g in scaling.groups)
     primary = scaling.primary
     own = primary.trained == OWN_DIRECTION[obj]  # else the pre-registered group is missing (e.g. all diverged)
     evidence = Evidence("scaling" if own else "no_scaling_group", excluded=_names(scaling.excluded),
@@ -145,10 +128,6 @@ def _row_verdict(test: BoundTest) -> str:
     if test.verdict == "not testable" and test.seeds and test.horizon < test.min_horizon:
         return "not testable at this horizon"
     return test.verdict
-
-
-def _figures(test: BoundTest) -> BoundFigures:
-    return BoundFigures(test.label, test.verdict, test.reason, test.slope, test.beta, test.seeds, test.horizon)
 
 
 def _primary(results, name: str) -> BoundTest | None:
@@ -179,11 +158,11 @@ def _bound(name: str, claim: str, results, skipped, *, control: bool = False,
     if not isinstance(found, (BoundSet, BoundTest)):
         return _skipped(claim, name, skipped)
     test = _primary(results, name)
-    other = None if beside is None else _figures(beside)
+    other = None if beside is None else beside.figures()
     if test is None:
         return Verdict(claim, "not testable", Evidence("no_theorem_schedule", backprop=other))
     bad = () if control else _uncalibrated(results)
-    evidence = Evidence("uncalibrated" if bad else "bound", excluded=tuple(test.excluded), bound=_figures(test),
+    evidence = Evidence("uncalibrated" if bad else "bound", excluded=tuple(test.excluded), bound=test.figures(),
                         backprop=other, uncalibrated=bad)
     return Verdict(claim, "test not calibrated" if bad else _row_verdict(test), evidence)
 
@@ -198,11 +177,6 @@ PROPOSITION_VERDICTS = {"consistent": "supported", "consistent but vacuous": "su
                         "isolated violations": "inconclusive", "not testable": "not testable"}
 
 
-def _proposed(g: PropositionGroup) -> GroupFigures:
-    return GroupFigures(g.group, g.trained, g.verdict, len(g.runs), "share of violating (step, k) pairs",
-                        g.violation_share, g.statement)
-
-
 def _depth(results, skipped) -> Verdict:
     """Proposition 1 with its slack on the primary group (``analyses.proposition``)."""
     test = results.get("proposition")
@@ -211,7 +185,7 @@ def _depth(results, skipped) -> Verdict:
     primary = test.primary
     own = primary.trained == "reverse"  # the pre-registered group: the paper's (reverse) setting
     evidence = Evidence("proposition" if own else "no_proposition_group", preregistered="reverse",
-                        excluded=_names(test.excluded), groups=tuple(_proposed(g) for g in test.groups))
+                        excluded=_names(test.excluded), groups=tuple(g.figures() for g in test.groups))
     return Verdict(DEPTH, PROPOSITION_VERDICTS[primary.verdict] if own else "not testable", evidence)
 
 

@@ -12,12 +12,13 @@ refute such a bound by a fitted exponent, so the test is on the bound statistic:
   (or fewer than ``MIN_POINTS``) with Ā_T > 0 has no b.
 * Seed level: the t-interval of the mean b over seeds (``analyses.seeds.seed_interval``).
 
-Verdicts (exactly one of ``BOUND_VERDICTS``):
+Verdicts (exactly one of ``BOUND_VERDICTS``), each with its reason code (``BOUND_REASONS``):
 
-* ``not testable`` — horizon (the shortest seed's last T) below ``MIN_HORIZON``, fewer than
-  ``MIN_SEEDS`` seeds, or fewer than ``MIN_SEEDS`` seeds with a b (too few positive points);
-* ``not consistent`` — b's seed-level interval lies above 0 (B_T still growing at the end);
-* ``consistent`` — otherwise.
+* ``not testable`` — no seed (``no_seed``), horizon (the shortest seed's last T) below
+  ``MIN_HORIZON`` (``short_horizon``), fewer than ``MIN_SEEDS`` seeds (``few_seeds``), or
+  fewer than ``MIN_SEEDS`` seeds with a b (``few_fitted``: too few positive points);
+* ``not consistent`` — b's seed-level interval lies above 0 (``growing``: B_T still grows);
+* ``consistent`` — otherwise (``not_growing``).
 
 Orientation: a true rate 1/√T gives b ≈ −1/log T, the bound exactly b ≈ 0, a noise floor
 (the biased squared minibatch norm) b ≈ +½.
@@ -39,11 +40,13 @@ import pandas as pd
 
 from analyses.bootstrap import ols_slope
 from analyses.io import RunDataError, numeric_column
-from analyses.results import Interval, Result, register
+from analyses.results import Interval, Result, decode, register
 from analyses.seeds import MIN_SEEDS, seed_interval
+from analyses.verdict import BOUND_REASONS, BoundFigures
 
 __all__ = [
     "BIASED_COLUMN",
+    "BOUND_REASONS",
     "BOUND_VERDICTS",
     "GHAT_COLUMN",
     "GLOBAL_COLUMN",
@@ -167,7 +170,7 @@ class BoundTest(Result):
     label: str
     column: str
     verdict: str
-    reason: str
+    reason: str  # why the verdict, one of BOUND_REASONS (``reports.findings.bound_reason`` states it)
     horizon: int
     min_horizon: int
     seeds: int
@@ -181,20 +184,31 @@ class BoundTest(Result):
     def __post_init__(self) -> None:
         if self.verdict not in BOUND_VERDICTS:
             raise ValueError(f"bound verdict must be one of {BOUND_VERDICTS}, got {self.verdict!r}")
+        if self.reason not in BOUND_REASONS:
+            raise ValueError(f"bound reason must be one of {BOUND_REASONS}, got {self.reason!r}")
 
-    def headline(self) -> str:
-        """``b = est [low, high] (n seeds, T = horizon)`` or the reason it is missing."""
-        if self.slope is None:
-            return f"b not estimable ({self.seeds} seed(s), T = {self.horizon})"
-        return f"b = {self.slope} ({self.seeds} seeds, T = {self.horizon})"
+    @classmethod
+    def from_dict(cls, data: dict) -> BoundTest:
+        """Inverse of ``to_dict``. A test saved when ``reason`` was a sentence gets its code from
+        the same rule (``_verdict``) on its saved seeds; the verdict is the saved one."""
+        if data.get("kind") == cls.kind and data.get("reason", BOUND_REASONS[0]) not in BOUND_REASONS:
+            fits = decode(list[SeedFit], data["per_seed"])
+            slope = decode(Interval | None, data["slope"])
+            data = {**data, "reason": _verdict(fits, slope, data["horizon"], data["min_horizon"])[1]}
+        return super().from_dict(data)
 
-    def summary(self) -> str:
-        """One line: verdict, slope b with its interval, descriptive β."""
-        beta = f"; beta = {self.beta} (descriptive)" if self.beta is not None else ""
-        return f"{self.label}: {self.verdict} — {self.headline()}{beta}; {self.reason}"
+    @property
+    def fitted(self) -> int:
+        """Seeds with a slope b (enough points where Ā_T > 0 in the last half)."""
+        return sum(math.isfinite(f.b) for f in self.per_seed)
+
+    def figures(self) -> BoundFigures:
+        """The figures a verdict row and the report state (``analyses.verdict.BoundFigures``)."""
+        return BoundFigures(self.label, self.verdict, self.reason, self.slope, self.beta, self.seeds, self.horizon,
+                            self.min_horizon, self.fitted, len(self.excluded))
 
     def to_cli(self) -> dict:
-        """The ``zerolock analyze rate --json`` object: beta, bound {verdict, slope, horizon, seeds}."""
+        """The data of ``zerolock analyze rate --json``: beta, bound {verdict, slope, horizon, seeds}."""
         def iv(x: Interval | None) -> dict | None:
             return None if x is None else {"estimate": x.estimate, "low": x.low, "high": x.high, "level": x.level}
         return {
@@ -202,8 +216,7 @@ class BoundTest(Result):
             "column": self.column,
             "beta": iv(self.beta),
             "bound": {"verdict": self.verdict, "slope": iv(self.slope), "horizon": self.horizon,
-                      "seeds": self.seeds, "min_horizon": self.min_horizon, "fit_on": self.fit_on,
-                      "reason": self.reason},
+                      "seeds": self.seeds, "min_horizon": self.min_horizon, "fit_on": self.fit_on},
             "per_seed": [{"name": s.name, "b": _finite(s.b), "beta": _finite(s.beta), "horizon": s.horizon}
                          for s in self.per_seed],
             "excluded": self.excluded,
@@ -215,18 +228,18 @@ def _finite(x: float) -> float | None:
 
 
 def _verdict(fits: list[SeedFit], slope: Interval | None, horizon: int, min_horizon: int) -> tuple[str, str]:
+    """The verdict and its reason code (``BOUND_REASONS``)."""
     if not fits:
-        return "not testable", "no usable seed"
+        return "not testable", "no_seed"
     if horizon < min_horizon:
-        return "not testable", f"horizon T = {horizon} < {min_horizon} steps (too short to test a bound)"
+        return "not testable", "short_horizon"
     if len(fits) < MIN_SEEDS:
-        return "not testable", f"{len(fits)} usable seed(s) < {MIN_SEEDS}"
+        return "not testable", "few_seeds"
     if slope is None:
-        n = sum(math.isfinite(f.b) for f in fits)
-        return "not testable", f"only {n} seed(s) with enough points where A_T > 0 in the last half"
+        return "not testable", "few_fitted"
     if slope.low > 0:
-        return "not consistent", f"b interval above 0: B_T still grows at T = {horizon}"
-    return "consistent", "b interval reaches 0 or below: B_T does not grow at the end"
+        return "not consistent", "growing"
+    return "consistent", "not_growing"
 
 
 def bound_test(
@@ -250,8 +263,6 @@ def bound_test(
     slope = seed_interval([f.b for f in fits], level)
     beta = seed_interval([f.beta for f in fits], level)
     verdict, reason = _verdict(fits, slope, horizon, min_horizon)
-    if excluded:
-        reason += f" ({len(excluded)} diverged run(s) excluded)"
     return BoundTest(label=label, column=column, verdict=verdict, reason=reason, horizon=horizon,
                      min_horizon=min_horizon, seeds=len(fits), slope=slope, beta=beta, fit_on=FIT_ON,
                      per_seed=fits, excluded=list(excluded), level=level)

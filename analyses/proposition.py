@@ -32,6 +32,7 @@ import pandas as pd
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.seeds import seed_interval, share_interval
+from analyses.verdict import GroupFigures
 from zerolock_theory.metric_keys import minimizer_key, present_chunks
 
 __all__ = ["PropositionGroup", "PropositionRun", "PropositionSet", "proposition_group", "proposition_run",
@@ -103,7 +104,7 @@ def proposition_verdict(violations: Interval | None, n_violations: int, slack: I
 
 @dataclass(frozen=True)
 class PropositionGroup:
-    """CE_k ≤ CE_{k−1} + δ_k over the seeds of one group, with its verdict and statement."""
+    """CE_k ≤ CE_{k−1} + δ_k over the seeds of one group, with its verdict."""
 
     group: str
     trained: str
@@ -112,7 +113,13 @@ class PropositionGroup:
     min_margin: Interval | None
     slack_ratio: Interval | None
     verdict: str
-    statement: str
+
+    def figures(self) -> GroupFigures:
+        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``reports.findings``."""
+        return GroupFigures(self.group, self.trained, "proposition", self.verdict, len(self.runs),
+                            "share of violating (step, k) pairs", self.violation_share,
+                            pairs=sum(r.n_pairs for r in self.runs), violations=sum(r.n_violations for r in self.runs),
+                            margin=self.min_margin, slack=self.slack_ratio)
 
 
 @register
@@ -128,20 +135,6 @@ class PropositionSet(Result):
     def primary(self) -> PropositionGroup:
         """The pre-registered group."""
         return self.groups[0]
-
-
-def _statement(verdict: str, runs: list[PropositionRun], share, margin, slack) -> str:
-    n_viol, n_pairs = sum(r.n_violations for r in runs), sum(r.n_pairs for r in runs)
-    counts = f"{n_pairs - n_viol}/{n_pairs} (step, k) pairs hold at float tolerance"
-    slack_text = "n/a" if slack is None else str(slack)
-    margin_text = "n/a" if margin is None else str(margin)
-    return {
-        "not testable": f"not testable: {len(runs)} seed(s), 3 needed; {counts}",
-        "violated": f"violated: share of violating pairs {share}; smallest margin {margin_text}",
-        "isolated violations": f"isolated violations: {counts}; smallest margin {margin_text}",
-        "consistent but vacuous": f"consistent but vacuous: {counts}; delta_k/|CE_k - CE_k-1| = {slack_text}",
-        "consistent": f"consistent: {counts}; delta_k/|CE_k - CE_k-1| = {slack_text}",
-    }[verdict]
 
 
 def proposition_group(
@@ -160,5 +153,4 @@ def proposition_group(
     margin = seed_interval([r.min_margin for r in built], level)
     slack = seed_interval([math.nan if r.median_slack_ratio is None else r.median_slack_ratio for r in built], level)
     verdict = proposition_verdict(share, sum(r.n_violations for r in built), slack)
-    return PropositionGroup(group, trained, built, share, margin, slack, verdict,
-                            _statement(verdict, built, share, margin, slack))
+    return PropositionGroup(group, trained, built, share, margin, slack, verdict)

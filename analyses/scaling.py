@@ -34,18 +34,13 @@ import pandas as pd
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.seeds import seed_interval, share_interval
+from analyses.verdict import GroupFigures
 from zerolock_theory.metric_keys import OBJECTIVES, scaling_factors, scaling_key
 
 __all__ = ["GroupScaling", "SeedScaling", "StepScaling", "group_scaling", "scaling_verdict", "seed_scaling"]
 
 MIN_FACTORS = 3
 SLOPE_SPLIT = -0.5  # halfway between bounded (0) and first order (−1)
-STATEMENTS = {
-    "first order": "no step-size-uniform C_fo: phi_t is first order (slope {slope}); phi' > 0 at {share} of scaled steps",
-    "bounded": "consistent: rho stays bounded under step scaling (slope {slope}; phi' > 0 at {share} of scaled steps)",
-    "inconclusive": "inconclusive: slope {slope}, phi' > 0 at {share} of scaled steps",
-    "not testable": "not testable: {why}",
-}
 
 
 @dataclass(frozen=True)
@@ -113,7 +108,7 @@ def scaling_verdict(share: Interval | None, slope: Interval | None) -> str:
 
 @dataclass(frozen=True)
 class GroupScaling:
-    """Step scaling over the seeds of one group, its verdict and the sentence that states it."""
+    """Step scaling over the seeds of one group and its verdict."""
 
     group: str
     trained: str
@@ -121,7 +116,11 @@ class GroupScaling:
     share_positive: Interval | None
     slope: Interval | None
     verdict: str
-    statement: str
+
+    def figures(self) -> GroupFigures:
+        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``reports.findings``."""
+        return GroupFigures(self.group, self.trained, "scaling", self.verdict, len(self.seeds),
+                            "slope of log rho(c) on log c", self.slope, share=self.share_positive)
 
 
 @register
@@ -140,14 +139,6 @@ class StepScaling(Result):
         return self.groups[0]
 
 
-def _statement(verdict: str, share: Interval | None, slope: Interval | None, n_seeds: int) -> str:
-    if verdict == "not testable":
-        return STATEMENTS[verdict].format(why=f"{n_seeds} seed(s) with scaled steps, 3 needed")
-    share_text = "all" if share is None else f"{share.estimate:.0%} [{share.low:.0%}, {share.high:.0%}]"
-    slope_text = "n/a (rho(c) = 0)" if slope is None else str(slope)
-    return STATEMENTS[verdict].format(slope=slope_text, share=share_text)
-
-
 def group_scaling(
     runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", trained: str = "", level: float = 0.95
 ) -> GroupScaling:
@@ -164,5 +155,4 @@ def group_scaling(
         raise NotMeasured("; ".join(reasons) or f"no run for probe/scaling/{obj}")
     share = share_interval([s.share_positive for s in seeds], level)
     slope = seed_interval([s.slope for s in seeds], level)
-    verdict = scaling_verdict(share, slope)
-    return GroupScaling(group, trained, seeds, share, slope, verdict, _statement(verdict, share, slope, len(seeds)))
+    return GroupScaling(group, trained, seeds, share, slope, scaling_verdict(share, slope))

@@ -24,7 +24,7 @@ from analyses.stability import StabilitySummary
 from analyses.systems import SystemsComparison
 from analyses.theorem1 import BoundSet, DivergedRuns
 from analyses.tracking import TrackingSet
-from analyses.verdict import Verdict
+from analyses.verdict import BOUND_REASONS, Verdict
 from zerolock_theory import jsonio
 
 __all__ = ["INDEX", "RESULT_FIELDS", "SuiteAnalysis", "load_suite"]
@@ -95,11 +95,22 @@ def _result_class(name: str) -> type[Result]:
     return cls
 
 
+def _written_as_text(claim: dict[str, Any]) -> bool:
+    """A verdict row saved before its evidence was data only: without evidence (a figure and a
+    reason sentence), or with a group's ``statement`` or a bound test's reason sentence in it."""
+    evidence = claim.get("evidence")
+    if not isinstance(evidence, dict):
+        return True
+    bounds = [b for b in (evidence.get("bound"), evidence.get("backprop")) if isinstance(b, dict)]
+    return (any("statement" in g for g in evidence.get("groups") or ())
+            or any(b.get("reason") not in BOUND_REASONS for b in bounds))
+
+
 def load_suite(directory: str | Path) -> SuiteAnalysis:
     """Inverse of ``SuiteAnalysis.save``; ``RunDataError`` when the index or a file is missing.
 
-    An index from before the verdicts carried their evidence gets its verdicts decided again
-    (``analyses.claims.verdicts``, the rule ``analyze_runs`` applies)."""
+    An index written when the verdicts' evidence held sentences (``_written_as_text``) gets its
+    verdicts decided again (``analyses.claims.verdicts``, the rule ``analyze_runs`` applies)."""
     root = Path(directory)
     index_path = root / INDEX
     if not index_path.is_file():
@@ -115,8 +126,8 @@ def load_suite(directory: str | Path) -> SuiteAnalysis:
         if not (root / file).is_file():
             raise RunDataError(f"{root}: missing {file} listed in {INDEX}")
         results[name] = _result_class(name).from_json((root / file).read_text(encoding="utf-8"))
-    legacy = any("evidence" not in claim for claim in index.get("claims", []))
-    if legacy:  # written when rows held figure/reason text: decided again from the results
+    legacy = any(_written_as_text(claim) for claim in index.get("claims", []))
+    if legacy:  # written when rows held sentences: decided again from the results
         index["claims"] = []
     suite = dataclasses.replace(SuiteAnalysis.from_dict(index), **results)
     return dataclasses.replace(suite, claims=verdicts(suite.results, suite.skipped)) if legacy else suite

@@ -13,7 +13,7 @@ reduction r(target) = (d_0 − d_T)/d_0 (> 0: moved toward the target, relative 
 untrained model) and the statistic r(m) − r(g) (> 0: tracks m_k more than g_k).
 
 A top-k store (``readouts`` mode ``topk``, the default for large vocabularies) gives an
-approximate TV (the tail mass spread evenly); ``exact`` says which, and the statement notes it.
+approximate TV (the tail mass spread evenly); ``exact`` says which, and ``reports.findings`` notes it.
 
 Effect-size floor: the run's movement TV(p_k^T, p_k^0) (mean over positions and chunks) must
 reach ``MOVE_FLOOR``; a run whose readouts barely moved is "not measurable" and left out.
@@ -34,6 +34,7 @@ import numpy as np
 from analyses.io import RunDataError
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.seeds import seed_interval
+from analyses.verdict import GroupFigures
 from probes.store import ReadoutStore
 
 __all__ = ["DirectionTracking", "RunTracking", "TrackingSet", "direction_tracking", "run_tracking"]
@@ -115,27 +116,25 @@ class DirectionTracking:
     runs: list[RunTracking]
     difference: Interval | None
     toward: str
-    statement: str
+
+    def figures(self) -> GroupFigures:
+        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``reports.findings``."""
+        measurable = [r for r in self.runs if r.measurable]
+        return GroupFigures(self.group, self.trained, "tracking", self.toward, len(self.runs), "r(m) - r(g)",
+                            self.difference, measurable=len(measurable), exact=all(r.exact for r in measurable))
 
 
 def direction_tracking(runs: Sequence[RunTracking], trained: str, group: str = "", level: float = 0.95) -> DirectionTracking:
-    """Interval over measurable seeds and what it says (module docstring)."""
+    """Interval over measurable seeds and where it points (module docstring)."""
     measurable = [r for r in runs if r.measurable]
     diff = seed_interval([r.difference for r in measurable], level)
     if not measurable:
         toward = "not measurable"
-        text = f"not measurable: readouts moved less than TV {MOVE_FLOOR:g} in every {trained}-trained run"
     elif diff is None:
         toward = "not testable"
-        text = f"not testable: {len(measurable)} measurable {trained}-trained seed(s), 3 needed"
     else:
         toward = "m_k" if diff.low > 0 else "g_k" if diff.high < 0 else "undecided"
-        where = {"m_k": "toward m_k more than g_k", "g_k": "toward g_k more than m_k",
-                 "undecided": "without a detectable preference"}[toward]
-        text = f"{trained}-trained chunks move {where}: r(m) - r(g) = {diff} (TV, relative to the untrained model)"
-        if not all(r.exact for r in measurable):
-            text += "; from top-k readouts (approximate TV)"
-    return DirectionTracking(trained, group, list(runs), diff, toward, text)
+    return DirectionTracking(trained, group, list(runs), diff, toward)
 
 
 @register

@@ -5,7 +5,9 @@
 diverged, and the typed figures of the analysis behind the row (the exact two-token toy,
 groups of seeds with their headline interval, a Theorem 1 bound test, the drift growth, the
 stability ratio ρ_t along training). No sentence is written here: ``reports.wording`` turns
-the evidence into the "measured" and "reason" text of the report and the CLI. Undefined
+the evidence into the "measured" and "reason" text of the report and the CLI, and
+``reports.findings`` states each group (``GroupFigures``) and bound test (``BoundFigures``,
+its reason a code of ``BOUND_REASONS``). Undefined
 numbers are NaN (``null`` in JSON); a missing interval is ``None``.
 """
 
@@ -16,8 +18,8 @@ from typing import Any
 
 from analyses.results import VERDICTS, Interval, decode
 
-__all__ = ["REASONS", "BoundFigures", "DriftFigures", "Evidence", "GroupFigures", "RhoFigures", "ToyFigures",
-           "Verdict"]
+__all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "REASONS", "BoundFigures", "DriftFigures", "Evidence", "GroupFigures",
+           "RhoFigures", "ToyFigures", "Verdict"]
 
 REASONS: tuple[str, ...] = (
     "skipped",  # the analysis behind the row did not run; Evidence.skipped says why
@@ -33,6 +35,15 @@ REASONS: tuple[str, ...] = (
     "uncalibrated",  # Theorem 1: a positive control (Evidence.uncalibrated) rejects a true bound
     "no_proposition_group",  # Proposition 1: the pre-registered (reverse) group is missing
     "proposition",  # Proposition 1: the primary group's outcome decides (groups[0].outcome)
+)
+GROUP_ANALYSES: tuple[str, ...] = ("tracking", "scaling", "proposition")
+BOUND_REASONS: tuple[str, ...] = (
+    "no_seed",  # no usable seed
+    "short_horizon",  # the horizon is below min_horizon: too short to test a bound
+    "few_seeds",  # fewer than MIN_SEEDS usable seeds
+    "few_fitted",  # fewer than MIN_SEEDS seeds with enough points where A_T > 0 in the last half
+    "growing",  # b's interval lies above 0: B_T still grows at the horizon
+    "not_growing",  # b's interval reaches 0 or below: B_T does not grow at the end
 )
 
 
@@ -51,15 +62,28 @@ class ToyFigures:
 
 @dataclass(frozen=True)
 class GroupFigures:
-    """One group of seeds behind a row, as its analysis (tracking, scaling, proposition) left it."""
+    """One group of seeds behind a row, as its analysis (``analysis``, one of ``GROUP_ANALYSES``)
+    left it: its own outcome, the headline interval over seeds, and the other figures that
+    ``reports.findings.group_statement`` states; a figure the analysis lacks keeps its default."""
 
     group: str
     trained: str
+    analysis: str
     outcome: str  # the analysis' own verdict of the group (tracking's ``toward``, scaling's, proposition's)
     seeds: int
     headline: str  # the name of the headline figure, e.g. "r(m) - r(g)"
     interval: Interval | None  # the headline figure over seeds; None below 3 seeds
-    statement: str  # the analysis' own statement of the group (a field of its result)
+    measurable: int = 0  # tracking: seeds whose readouts moved at least analyses.tracking.MOVE_FLOOR
+    exact: bool = True  # tracking: False when a measurable seed has top-k readouts (TV approximate)
+    share: Interval | None = None  # scaling: share of scaled steps with phi' > 0
+    pairs: int = 0  # proposition: (step, k) pairs over seeds
+    violations: int = 0  # proposition: pairs with CE_k > CE_(k-1) + delta_k at float tolerance
+    margin: Interval | None = None  # proposition: smallest margin CE_(k-1) + delta_k - CE_k
+    slack: Interval | None = None  # proposition: delta_k / |CE_k - CE_(k-1)|
+
+    def __post_init__(self) -> None:
+        if self.analysis not in GROUP_ANALYSES:
+            raise ValueError(f"analysis must be one of {GROUP_ANALYSES}, got {self.analysis!r}")
 
 
 @dataclass(frozen=True)
@@ -68,11 +92,18 @@ class BoundFigures:
 
     label: str
     verdict: str
-    reason: str  # the bound test's own reason
+    reason: str  # why the test gave its verdict: one of BOUND_REASONS
     slope: Interval | None  # b, the slope of log B_T on log T; None when not estimable
     beta: Interval | None  # descriptive decay exponent
     seeds: int
     horizon: int
+    min_horizon: int  # the shortest horizon the test accepts
+    fitted: int  # seeds with a slope b
+    diverged: int  # diverged runs excluded from the test
+
+    def __post_init__(self) -> None:
+        if self.reason not in BOUND_REASONS:
+            raise ValueError(f"bound reason must be one of {BOUND_REASONS}, got {self.reason!r}")
 
 
 @dataclass(frozen=True)

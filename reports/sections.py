@@ -12,6 +12,7 @@ from analyses.suite import SuiteAnalysis
 from analyses.tracking import TrackingSet
 from reports.blocks import Block, pct, vec
 from reports.blocks import table as grid
+from reports.findings import group_statement
 from reports.wording import drift_line, fmt
 
 __all__ = ["depth_blocks", "lemma2_blocks", "stability_blocks"]
@@ -180,7 +181,8 @@ def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
         return [Block("p", f"Step scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}.")]
     rows = [
         [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)),
-         str(g.share_positive) if g.share_positive else "n/a", str(g.slope) if g.slope else "n/a", g.statement]
+         str(g.share_positive) if g.share_positive else "n/a", str(g.slope) if g.slope else "n/a",
+         group_statement(g.figures())]
         for i, g in enumerate(scaling.groups)
     ]
     out = [grid(["group", "trained", "seeds", "share phi'>0", "slope log rho(c) on log c", "finding"], rows)]
@@ -233,7 +235,7 @@ def _tracking_blocks(suite: SuiteAnalysis) -> list[Block]:
     ]
     headers = ["trained", "run", "eps", "movement TV(p_T, p_0)", "TV to m_k", "TV to g_k", "r(m) - r(g)", "measurable"]
     out.append(grid(headers, rows))
-    out.extend(Block("p", d.statement + ".") for d in tracking.directions)
+    out.extend(Block("p", group_statement(d.figures()) + ".") for d in tracking.directions)
     return out
 
 
@@ -249,7 +251,7 @@ def _proposition_blocks(suite: SuiteAnalysis) -> list[Block]:
             for r in g.runs
         ]
         out.append(grid(["group", "run", "pairs holding", "smallest margin", "median delta_k/|dCE|"], rows))
-        out.extend(Block("p", f"{g.group}: {g.statement}.") for g in test.groups)
+        out.extend(Block("p", f"{g.group}: {group_statement(g.figures())}.") for g in test.groups)
     else:
         out.append(Block("p", f"Proposition 1 not measured: {suite.skipped.get('proposition', 'no data')}."))
     return out

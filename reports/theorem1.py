@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from analyses.convergence import BoundTest
 from analyses.theorem1 import BoundSet, DivergedRuns
+from reports.findings import bound_reason
 from reports.wording import fmt
 
 __all__ = ["CAPTION", "QUANTITIES", "convergence_blocks", "convergence_figure", "scope_line"]
@@ -89,7 +90,7 @@ def convergence_blocks(suite, block) -> list:
     rows = []
     for _, quantity, test, primary in _tests(suite):
         rows.append([quantity, test.label + (" (primary)" if primary else ""), test.verdict, _iv(test.slope),
-                     _iv(test.beta), test.seeds, test.horizon, test.reason])
+                     _iv(test.beta), test.seeds, test.horizon, bound_reason(test.figures())])
     if rows:
         out.append(block("table", headers=("quantity", "group", "bound test", "b", "beta (descriptive)",
                                            "seeds", "horizon", "reason"),

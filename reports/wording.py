@@ -3,7 +3,8 @@
 ``figure(verdict)`` is the "measured" cell (the headline figure with its interval, seeds and
 horizon) and ``reason(verdict)`` the "reason" cell (why the rule gave that verdict, the runs
 excluded as diverged). The report page and the CLI print these; ``analyses.claims`` decides
-the verdicts and writes no sentence. ``fmt`` is the number format of every report section.
+the verdicts and writes no sentence; ``reports.findings`` states the groups and bound tests
+in it. ``fmt`` is the number format of every report section.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Callable
 
 from analyses.results import Interval
 from analyses.verdict import BoundFigures, Evidence, Verdict
+from reports.findings import bound_headline, bound_reason, group_statement
 
-__all__ = ["bound_headline", "drift_line", "figure", "fmt", "reason"]
+__all__ = ["drift_line", "figure", "fmt", "reason"]
 
 
 def fmt(value: float) -> str:
@@ -34,13 +36,6 @@ def drift_line(runs: int, d_exponent: Interval | None, q_exponent: Interval | No
     return f"drift: D_T ~ T^{d_exponent}, sum q_t ~ T^{q}"
 
 
-def bound_headline(bound: BoundFigures) -> str:
-    """``b = est [low, high] (n seeds, T = horizon)`` or why b is missing."""
-    if bound.slope is None:
-        return f"b not estimable ({bound.seeds} seed(s), T = {bound.horizon})"
-    return f"b = {bound.slope} ({bound.seeds} seeds, T = {bound.horizon})"
-
-
 def _bound(ev: Evidence) -> BoundFigures:
     assert ev.bound is not None, f"a {ev.reason!r} row carries its bound test"
     return ev.bound
@@ -48,7 +43,7 @@ def _bound(ev: Evidence) -> BoundFigures:
 
 def _bound_detail(bound: BoundFigures) -> str:
     beta = f"beta = {bound.beta} (descriptive)" if bound.beta is not None else "beta not estimable"
-    return f"{bound.label}: {bound.reason}; {beta}"
+    return f"{bound.label}: {bound_reason(bound)}; {beta}"
 
 
 def _toy(ev: Evidence) -> str:
@@ -74,16 +69,16 @@ def _context(ev: Evidence) -> list[str]:
 
 
 def _descriptive(ev: Evidence) -> str:
-    return "; ".join([f"descriptive, {g.group}: {g.statement}" for g in ev.groups] + _context(ev))
+    return "; ".join([f"descriptive, {g.group}: {group_statement(g)}" for g in ev.groups] + _context(ev))
 
 
 def _primary(ev: Evidence) -> str:
     first = ev.groups[0]
-    return f"{first.statement} ({first.seeds} seed(s), {first.group})"
+    return f"{group_statement(first)} ({first.seeds} seed(s), {first.group})"
 
 
 def _tracked(ev: Evidence) -> str:
-    return "; ".join(f"{g.statement} ({g.seeds} run(s))" for g in ev.groups)
+    return "; ".join(f"{group_statement(g)} ({g.seeds} run(s))" for g in ev.groups)
 
 
 def _proposition_figure(ev: Evidence) -> str:

@@ -82,14 +82,16 @@ def test_each_verdict_on_constructed_inputs():
     grows = bound_test(_seeds(1000, [0.2, 0.22, 0.18]))
     assert grows.verdict == "not consistent" and grows.slope.low > 0
     short = bound_test(_seeds(MIN_HORIZON - 1, [0.2, 0.22, 0.18]))
-    assert short.verdict == "not testable" and "horizon" in short.reason
+    assert short.verdict == "not testable" and short.reason == "short_horizon"
     two = bound_test(_seeds(1000, [0.2, 0.22]))
-    assert two.verdict == "not testable" and "seed" in two.reason
+    assert two.verdict == "not testable" and two.reason == "few_seeds"
     t, g = _power(1000, 0.5)
     negative = [(t, -g)] * 3  # Ā_T < 0 everywhere: too few positive points
     flat = bound_test(negative)
-    assert flat.verdict == "not testable" and "A_T > 0" in flat.reason
+    assert flat.verdict == "not testable" and flat.reason == "few_fitted" and flat.fitted == 0
     assert {r.verdict for r in (grows, short, flat)} | {"consistent"} == set(BOUND_VERDICTS)
+    assert grows.reason == "growing" and bound_test(_seeds(1000, [0.5, 0.52, 0.48])).reason == "not_growing"
+    assert bound_test([]).reason == "no_seed"
 
 
 def test_logistic_control_is_consistent_and_the_biased_norm_is_not():

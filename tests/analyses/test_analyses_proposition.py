@@ -8,6 +8,7 @@ import pytest
 
 from analyses.proposition import proposition_group, proposition_run, proposition_verdict
 from analyses.results import Interval, NotMeasured
+from reports.findings import group_statement
 
 
 def _frame(
@@ -44,7 +45,8 @@ def test_large_slack_is_consistent_but_vacuous_with_its_ratio():
     group = _group(d_ce=0.1, gap=3.0)  # CE rises by 0.1 per chunk, δ = 3 nats
     assert group.verdict == "consistent but vacuous"
     assert group.slack_ratio.estimate == pytest.approx(30.0, rel=0.01)
-    assert "consistent but vacuous" in group.statement and "delta_k/|CE_k - CE_k-1| = 30" in group.statement
+    assert "consistent but vacuous" in group_statement(group.figures())
+    assert "delta_k/|CE_k - CE_k-1| = 30" in group_statement(group.figures())
 
 
 def test_violations_in_every_seed_and_isolated_ones():

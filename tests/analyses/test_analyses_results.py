@@ -18,7 +18,7 @@ def _fit(**over) -> BoundTest:
         label="g",
         column="c",
         verdict="consistent",
-        reason="r",
+        reason="not_growing",
         horizon=1000,
         min_horizon=500,
         seeds=3,

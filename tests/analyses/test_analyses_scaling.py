@@ -10,6 +10,7 @@ from synthetic_runs import FACTORS, scaling_frame
 from analyses.drift import drift_check, growth_exponent
 from analyses.results import Interval, NotMeasured
 from analyses.scaling import group_scaling, scaling_verdict, seed_scaling
+from reports.findings import group_statement
 from reports.wording import drift_line
 
 
@@ -23,9 +24,10 @@ def test_bounded_ratio_at_every_step_is_not_called_first_order():
     rho = frame[[c for c in frame.columns if c.endswith("/ratio")]].to_numpy()
     assert np.nanmax(rho) <= 2.0  # the synthetic C
     group = _group("bounded")
-    assert group.verdict == "bounded" and "no step-size-uniform" not in group.statement
+    assert group.verdict == "bounded" and "no step-size-uniform" not in group_statement(group.figures())
     # ρ is constant in c: every seed's slope is 0 up to float rounding (~1e-18, platform-dependent)
-    assert group.slope.low <= 1e-12 and group.slope.high >= -1e-12 and group.statement.startswith("consistent")
+    assert group.slope.low <= 1e-12 and group.slope.high >= -1e-12
+    assert group_statement(group.figures()).startswith("consistent")
 
 
 def test_first_order_phi_is_called_first_order():
@@ -33,7 +35,7 @@ def test_first_order_phi_is_called_first_order():
     assert group.verdict == "first order"
     assert group.slope.high < -0.5 and group.slope.contains(-1.0)
     assert group.share_positive.low > 0
-    assert group.statement.startswith("no step-size-uniform C_fo: phi_t is first order (slope -1")
+    assert group_statement(group.figures()).startswith("no step-size-uniform C_fo: phi_t is first order (slope -1")
 
 
 def test_nonpositive_phi_prime_everywhere_is_bounded():
@@ -45,7 +47,7 @@ def test_nonpositive_phi_prime_everywhere_is_bounded():
 def test_two_seeds_are_not_testable():
     group = _group("first", seeds=(0, 1))
     assert group.verdict == "not testable" and group.share_positive is None
-    assert "3 needed" in group.statement
+    assert "3 needed" in group_statement(group.figures())
 
 
 def _interval(v):

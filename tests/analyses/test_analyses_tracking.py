@@ -11,6 +11,7 @@ import pytest
 from analyses.results import NotMeasured
 from analyses.tracking import MOVE_FLOOR, direction_tracking, run_tracking
 from probes.store import ReadoutWriter
+from reports.findings import group_statement
 
 ALPHA, EPS, V, N, K = 0.5, 0.1, 5, 8, 2
 
@@ -54,7 +55,7 @@ def test_known_target_is_found_with_the_same_epsilon(tmp_path, toward, expected)
         reached, other = (r.r_m, r.r_g) if toward == "m" else (r.r_g, r.r_m)
         assert reached == pytest.approx(1.0, abs=1e-6) and other < 1.0
     result = direction_tracking(runs, "forward")
-    assert result.toward == expected and f"toward {expected} more than" in result.statement
+    assert result.toward == expected and f"toward {expected} more than" in group_statement(result.figures())
 
 
 def test_unmoved_readouts_are_not_measurable(tmp_path):
@@ -75,4 +76,4 @@ def test_mixed_seeds_are_undecided(tmp_path):
     base = run_tracking(_write(tmp_path / "s", 0, "m"), ALPHA, 0.1)
     runs = [replace(base, run=f"s{i}", difference=d) for i, d in enumerate((-0.1, 0.12, 0.01))]
     result = direction_tracking(runs, "forward")
-    assert result.toward == "undecided" and "without a detectable preference" in result.statement
+    assert result.toward == "undecided" and "without a detectable preference" in group_statement(result.figures())

@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
-from analyses.claims import A5_IMPLEMENTED, BOUND_IMPLEMENTED, CLAIMS, GLOBAL_VS_BACKPROP
+from analyses.claims import A5_IMPLEMENTED, BOUND_IMPLEMENTED, CLAIMS, GLOBAL_VS_BACKPROP, PROPOSITION_VERDICTS
 from analyses.results import Interval
 from analyses.suite import analyze_runs, load_suite
 from analyses.suite_result import SuiteAnalysis
 from analyses.verdict import (
+    BOUND_REASONS,
+    GROUP_ANALYSES,
     REASONS,
     BoundFigures,
     DriftFigures,
@@ -24,13 +26,14 @@ from analyses.verdict import (
     ToyFigures,
     Verdict,
 )
+from reports.findings import BOUND_REASON_TEXT, GROUP_TEXT, bound_reason, bound_summary, group_statement
 from reports.wording import FIGURE_TEXT, REASON_TEXT, figure, reason
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
 from synthetic_runs import write_run  # noqa: E402
 
-BOUND = BoundFigures("zerolock/forward sgd lr=0.1", "consistent", "b's interval lies below 0",
-                     Interval(-0.25, -0.4, -0.1), Interval(0.5, 0.45, 0.55), 3, 800)
+BOUND = BoundFigures("zerolock/forward sgd lr=0.1", "consistent", "not_growing",
+                     Interval(-0.25, -0.4, -0.1), Interval(0.5, 0.45, 0.55), 3, 800, 500, 3, 0)
 
 
 def test_every_reason_code_has_a_figure_and_a_reason():
@@ -38,11 +41,13 @@ def test_every_reason_code_has_a_figure_and_a_reason():
 
 
 def test_a_bound_row_renders_its_interval_seeds_horizon_and_exclusions():
-    row = Verdict(BOUND_IMPLEMENTED, "consistent", Evidence("bound", excluded=("d3",), bound=BOUND))
+    evidence = Evidence("bound", excluded=("d3",), bound=replace(BOUND, diverged=1))
+    row = Verdict(BOUND_IMPLEMENTED, "consistent", evidence)
     assert figure(row) == "b = -0.25 [-0.4, -0.1] (3 seeds, T = 800)"
-    assert reason(row) == ("zerolock/forward sgd lr=0.1: b's interval lies below 0; beta = 0.5 [0.45, 0.55] "
-                           "(descriptive); excluded as diverged: d3")
-    missing = BoundFigures("g", "not testable", "too short", None, None, 2, 50)
+    assert reason(row) == ("zerolock/forward sgd lr=0.1: b interval reaches 0 or below: B_T does not grow at the end "
+                           "(1 diverged run(s) excluded); beta = 0.5 [0.45, 0.55] (descriptive); "
+                           "excluded as diverged: d3")
+    missing = BoundFigures("g", "not testable", "short_horizon", None, None, 2, 50, 500, 0, 0)
     row = Verdict(BOUND_IMPLEMENTED, "not testable", Evidence("bound", bound=missing))
     assert figure(row) == "b not estimable (2 seed(s), T = 50)" and reason(row).endswith("beta not estimable")
 
@@ -57,12 +62,13 @@ def test_uncalibrated_and_backprop_beside():
 
 
 def test_an_assumption5_row_renders_the_primary_group_drift_and_rho():
-    group = GroupFigures("zerolock/forward", "forward", "bounded", 3, "slope", Interval(0.1, -0.2, 0.4),
-                         "consistent: rho stays bounded")
+    group = GroupFigures("zerolock/forward", "forward", "scaling", "bounded", 3, "slope",
+                         Interval(0.1, -0.2, 0.4), share=Interval(0.5, 0.2, 0.8))
     evidence = Evidence("scaling", preregistered="forward", groups=(group,),
                         drift=DriftFigures(3, Interval(0.5, 0.4, 0.6), None), rho=RhoFigures(1.5, math.inf, 40))
     row = Verdict(A5_IMPLEMENTED, "supported", evidence)
-    assert figure(row) == ("consistent: rho stays bounded (3 seed(s), zerolock/forward); drift: D_T ~ T^0.5 "
+    assert figure(row) == ("consistent: rho stays bounded under step scaling (slope 0.1 [-0.2, 0.4]; phi' > 0 at "
+                           "50% [20%, 80%] of scaled steps) (3 seed(s), zerolock/forward); drift: D_T ~ T^0.5 "
                            "[0.4, 0.6], sum q_t ~ T^n/a; along training: median rho 1.5, max inf over 40 steps")
     assert reason(row).startswith("the slope interval of log rho(c) on log c lies above -0.5")
     alone = Verdict(A5_IMPLEMENTED, "not measured", Evidence("no_scaling_data", skipped="no probe/scaling"))
@@ -114,3 +120,130 @@ def test_an_index_written_before_evidence_gets_its_verdicts_decided_again(suite,
     loaded = load_suite(tmp_path)
     assert [(v.claim, v.verdict, figure(v)) for v in loaded.claims] == [
         (v.claim, v.verdict, figure(v)) for v in suite.claims]
+
+
+IV = Interval(0.2, 0.1, 0.3)
+
+
+def _group(analysis: str, outcome: str, **figures) -> GroupFigures:
+    return GroupFigures("zerolock/forward", "forward", analysis, outcome, 3, "headline", IV, **figures)
+
+
+@pytest.mark.parametrize(("outcome", "figures", "text"), [
+    ("m_k", {"measurable": 3}, "forward-trained chunks move toward m_k more than g_k: r(m) - r(g) = 0.2 [0.1, 0.3] "
+     "(TV, relative to the untrained model)"),
+    ("g_k", {"measurable": 3, "exact": False}, "forward-trained chunks move toward g_k more than m_k: r(m) - r(g) = "
+     "0.2 [0.1, 0.3] (TV, relative to the untrained model); from top-k readouts (approximate TV)"),
+    ("undecided", {"measurable": 3}, "forward-trained chunks move without a detectable preference: r(m) - r(g) = "
+     "0.2 [0.1, 0.3] (TV, relative to the untrained model)"),
+    ("not testable", {"measurable": 2}, "not testable: 2 measurable forward-trained seed(s), 3 needed"),
+    ("not measurable", {}, "not measurable: readouts moved less than TV 0.01 in every forward-trained run"),
+])
+def test_a_tracking_group_is_stated_from_its_figures(outcome, figures, text):
+    assert group_statement(_group("tracking", outcome, **figures)) == text
+
+
+@pytest.mark.parametrize(("outcome", "figures", "text"), [
+    ("first order", {"share": Interval(0.62, 0.31, 0.94)}, "no step-size-uniform C_fo: phi_t is first order (slope "
+     "0.2 [0.1, 0.3]); phi' > 0 at 62% [31%, 94%] of scaled steps"),
+    ("bounded", {"share": Interval(0.5, 0.25, 0.75)}, "consistent: rho stays bounded under step scaling (slope 0.2 "
+     "[0.1, 0.3]; phi' > 0 at 50% [25%, 75%] of scaled steps)"),
+    ("inconclusive", {"share": Interval(0.5, 0.25, 0.75)}, "inconclusive: slope 0.2 [0.1, 0.3], phi' > 0 at 50% "
+     "[25%, 75%] of scaled steps"),
+    ("not testable", {}, "not testable: 3 seed(s) with scaled steps, 3 needed"),
+])
+def test_a_scaling_group_is_stated_from_its_figures(outcome, figures, text):
+    assert group_statement(_group("scaling", outcome, **figures)) == text
+
+
+def test_a_scaling_group_without_a_slope_says_rho_is_zero():
+    group = replace(_group("scaling", "bounded", share=Interval(0.0, 0.0, 0.0)), interval=None)
+    assert group_statement(group) == ("consistent: rho stays bounded under step scaling (slope n/a (rho(c) = 0); "
+                                      "phi' > 0 at 0% [0%, 0%] of scaled steps)")
+
+
+@pytest.mark.parametrize(("outcome", "text"), [
+    ("consistent", "consistent: 57/60 (step, k) pairs hold at float tolerance; delta_k/|CE_k - CE_k-1| = 30 [20, 40]"),
+    ("consistent but vacuous", "consistent but vacuous: 57/60 (step, k) pairs hold at float tolerance; "
+     "delta_k/|CE_k - CE_k-1| = 30 [20, 40]"),
+    ("violated", "violated: share of violating pairs 0.2 [0.1, 0.3]; smallest margin -0.5 [-1, -0.1]"),
+    ("isolated violations", "isolated violations: 57/60 (step, k) pairs hold at float tolerance; smallest margin "
+     "-0.5 [-1, -0.1]"),
+    ("not testable", "not testable: 3 seed(s), 3 needed; 57/60 (step, k) pairs hold at float tolerance"),
+])
+def test_a_proposition_group_is_stated_from_its_figures(outcome, text):
+    group = _group("proposition", outcome, pairs=60, violations=3, margin=Interval(-0.5, -1.0, -0.1),
+                   slack=Interval(30.0, 20.0, 40.0))
+    assert group_statement(group) == text
+    assert group_statement(replace(group, slack=None, margin=None)).count("n/a") == (outcome != "not testable")
+
+
+def test_every_outcome_of_each_analysis_has_a_statement():
+    outcomes = {"tracking": ("m_k", "g_k", "undecided", "not testable", "not measurable"),
+                "scaling": ("first order", "bounded", "inconclusive", "not testable"),
+                "proposition": tuple(PROPOSITION_VERDICTS)}
+    assert set(outcomes) == set(GROUP_ANALYSES) == set(GROUP_TEXT)
+    for analysis, names in outcomes.items():
+        assert all(group_statement(_group(analysis, o, share=IV)) for o in names)
+    with pytest.raises(ValueError, match="analysis must be one of"):
+        _group("drift", "bounded")
+
+
+@pytest.mark.parametrize(("code", "text"), [
+    ("no_seed", "no usable seed"),
+    ("short_horizon", "horizon T = 40 < 500 steps (too short to test a bound)"),
+    ("few_seeds", "2 usable seed(s) < 3"),
+    ("few_fitted", "only 1 seed(s) with enough points where A_T > 0 in the last half"),
+    ("growing", "b interval above 0: B_T still grows at T = 40"),
+    ("not_growing", "b interval reaches 0 or below: B_T does not grow at the end"),
+])
+def test_each_bound_reason_is_stated_with_its_numbers(code, text):
+    bound = BoundFigures("g", "not testable", code, None, None, 2, 40, 500, 1, 0)
+    assert bound_reason(bound) == text
+    assert bound_reason(replace(bound, diverged=2)) == text + " (2 diverged run(s) excluded)"
+
+
+def test_every_bound_reason_has_a_text_and_an_unknown_code_is_refused():
+    assert set(BOUND_REASON_TEXT) == set(BOUND_REASONS)
+    with pytest.raises(ValueError, match="bound reason must be one of"):
+        BoundFigures("g", "consistent", "b's interval lies below 0", None, None, 3, 800, 500, 3, 0)
+
+
+def test_the_bound_summary_is_one_line():
+    assert bound_summary(BOUND) == ("zerolock/forward sgd lr=0.1: consistent — b = -0.25 [-0.4, -0.1] (3 seeds, "
+                                    "T = 800); beta = 0.5 [0.45, 0.55] (descriptive); b interval reaches 0 or below: "
+                                    "B_T does not grow at the end")
+    assert bound_summary(replace(BOUND, beta=None, slope=None)) == (
+        "zerolock/forward sgd lr=0.1: consistent — b not estimable (3 seed(s), T = 800); b interval reaches 0 or "
+        "below: B_T does not grow at the end")
+
+
+def _as_written_before(evidence: dict) -> None:
+    """Rewrite a saved row's evidence as 1b087f5 wrote it: a group's statement, a bound's reason sentence."""
+    for group in evidence["groups"]:
+        for name in ("analysis", "measurable", "exact", "share", "pairs", "violations", "margin", "slack"):
+            group.pop(name)
+        group["statement"] = "a sentence"
+    for key in ("bound", "backprop"):
+        if evidence[key] is not None:
+            for name in ("min_horizon", "fitted", "diverged"):
+                evidence[key].pop(name)
+            evidence[key]["reason"] = "a sentence"
+
+
+def test_an_index_with_sentences_in_its_evidence_gets_its_verdicts_decided_again(suite, tmp_path):
+    path = suite.save(tmp_path)
+    index = json.loads(path.read_text())
+    for row in index["claims"]:
+        _as_written_before(row["evidence"])
+    path.write_text(json.dumps(index))
+    for name in ("convergence_forward", "control_logistic"):  # a bound test saved with its reason as a sentence
+        saved = json.loads((tmp_path / f"{name}.json").read_text())
+        for test in saved.get("tests", [saved]):
+            test["reason"] = "b interval reaches 0 or below"
+        (tmp_path / f"{name}.json").write_text(json.dumps(saved))
+    loaded = load_suite(tmp_path)
+    assert [(v.claim, v.verdict, figure(v), reason(v)) for v in loaded.claims] == [
+        (v.claim, v.verdict, figure(v), reason(v)) for v in suite.claims]
+    assert loaded.convergence_forward == suite.convergence_forward
+    assert loaded.control_logistic == suite.control_logistic

@@ -145,6 +145,7 @@ def check_inputs(args: argparse.Namespace) -> None:
 def _rate(args: argparse.Namespace) -> int:
     from analyses.convergence import MIN_HORIZON, bound_from_table
     from analyses.io import read_table
+    from reports.findings import bound_reason, bound_summary
 
     if len(args.inputs) > 1:
         raise CLIError(
@@ -166,7 +167,12 @@ def _rate(args: argparse.Namespace) -> int:
         level=args.level,
         min_horizon=args.min_horizon,
     )
-    print(json.dumps(test.to_cli(), indent=2, allow_nan=False) if args.json else test.summary())
+    if args.json:
+        out = test.to_cli()
+        out["bound"]["reason"] = bound_reason(test.figures())
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        print(bound_summary(test.figures()))
     return 0
 
 

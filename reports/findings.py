@@ -1,0 +1,109 @@
+"""What an analysis states about one group of seeds, and why a bound test gave its verdict.
+
+Written from the figures the analyses leave (``analyses.verdict``): ``group_statement`` states
+a ``GroupFigures`` of tracking (Lemma 2 on the model), step scaling (Assumption 5) or
+Proposition 1; ``bound_reason`` states the reason code of a ``BoundFigures`` (Theorem 1's
+bound test), ``bound_headline`` its slope b and ``bound_summary`` the whole test in one line.
+The verdict table (``reports.wording``), the report's sections and ``zerolock analyze rate``
+print these; the analyses write no sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from analyses.results import Interval
+from analyses.seeds import MIN_SEEDS
+from analyses.tracking import MOVE_FLOOR
+from analyses.verdict import BoundFigures, GroupFigures
+
+__all__ = ["BOUND_REASON_TEXT", "GROUP_TEXT", "bound_headline", "bound_reason", "bound_summary", "group_statement"]
+
+
+def _or_na(x: Interval | None) -> str:
+    return "n/a" if x is None else str(x)
+
+
+TOWARD = {"m_k": "toward m_k more than g_k", "g_k": "toward g_k more than m_k",
+          "undecided": "without a detectable preference"}
+
+
+def _tracking(g: GroupFigures) -> str:
+    """Where the group's chunks move (``analyses.tracking``: ``outcome`` is its ``toward``)."""
+    if g.outcome == "not measurable":
+        return f"not measurable: readouts moved less than TV {MOVE_FLOOR:g} in every {g.trained}-trained run"
+    if g.outcome == "not testable":
+        return f"not testable: {g.measurable} measurable {g.trained}-trained seed(s), {MIN_SEEDS} needed"
+    text = (f"{g.trained}-trained chunks move {TOWARD[g.outcome]}: r(m) - r(g) = {g.interval} "
+            "(TV, relative to the untrained model)")
+    return text if g.exact else text + "; from top-k readouts (approximate TV)"
+
+
+SCALING = {
+    "first order": "no step-size-uniform C_fo: phi_t is first order (slope {slope}); phi' > 0 at {share} of "
+    "scaled steps",
+    "bounded": "consistent: rho stays bounded under step scaling (slope {slope}; phi' > 0 at {share} of scaled steps)",
+    "inconclusive": "inconclusive: slope {slope}, phi' > 0 at {share} of scaled steps",
+    "not testable": "not testable: {seeds} seed(s) with scaled steps, {needed} needed",
+}
+
+
+def _scaling(g: GroupFigures) -> str:
+    """The step-scaling verdict with its slope and share intervals (``analyses.scaling``)."""
+    share = "all" if g.share is None else f"{g.share.estimate:.0%} [{g.share.low:.0%}, {g.share.high:.0%}]"
+    slope = "n/a (rho(c) = 0)" if g.interval is None else str(g.interval)
+    return SCALING[g.outcome].format(slope=slope, share=share, seeds=g.seeds, needed=MIN_SEEDS)
+
+
+def _proposition(g: GroupFigures) -> str:
+    """CE_k <= CE_(k-1) + delta_k: the verdict with its counts, margin or slack (``analyses.proposition``)."""
+    counts = f"{g.pairs - g.violations}/{g.pairs} (step, k) pairs hold at float tolerance"
+    margin, slack = _or_na(g.margin), _or_na(g.slack)
+    return {
+        "not testable": f"not testable: {g.seeds} seed(s), {MIN_SEEDS} needed; {counts}",
+        "violated": f"violated: share of violating pairs {g.interval}; smallest margin {margin}",
+        "isolated violations": f"isolated violations: {counts}; smallest margin {margin}",
+        "consistent but vacuous": f"consistent but vacuous: {counts}; delta_k/|CE_k - CE_k-1| = {slack}",
+        "consistent": f"consistent: {counts}; delta_k/|CE_k - CE_k-1| = {slack}",
+    }[g.outcome]
+
+
+GROUP_TEXT: dict[str, Callable[[GroupFigures], str]] = {
+    "tracking": _tracking,
+    "scaling": _scaling,
+    "proposition": _proposition,
+}
+
+
+def group_statement(group: GroupFigures) -> str:
+    """The analysis' statement of one group: its outcome with the figures behind it."""
+    return GROUP_TEXT[group.analysis](group)
+
+
+BOUND_REASON_TEXT: dict[str, Callable[[BoundFigures], str]] = {
+    "no_seed": lambda b: "no usable seed",
+    "short_horizon": lambda b: f"horizon T = {b.horizon} < {b.min_horizon} steps (too short to test a bound)",
+    "few_seeds": lambda b: f"{b.seeds} usable seed(s) < {MIN_SEEDS}",
+    "few_fitted": lambda b: f"only {b.fitted} seed(s) with enough points where A_T > 0 in the last half",
+    "growing": lambda b: f"b interval above 0: B_T still grows at T = {b.horizon}",
+    "not_growing": lambda b: "b interval reaches 0 or below: B_T does not grow at the end",
+}
+
+
+def bound_reason(bound: BoundFigures) -> str:
+    """Why the bound test gave its verdict, then the diverged runs it excluded (a count)."""
+    text = BOUND_REASON_TEXT[bound.reason](bound)
+    return text + (f" ({bound.diverged} diverged run(s) excluded)" if bound.diverged else "")
+
+
+def bound_headline(bound: BoundFigures) -> str:
+    """``b = est [low, high] (n seeds, T = horizon)`` or why b is missing."""
+    if bound.slope is None:
+        return f"b not estimable ({bound.seeds} seed(s), T = {bound.horizon})"
+    return f"b = {bound.slope} ({bound.seeds} seeds, T = {bound.horizon})"
+
+
+def bound_summary(bound: BoundFigures) -> str:
+    """One line: label, verdict, b with its interval, descriptive β, reason."""
+    beta = f"; beta = {bound.beta} (descriptive)" if bound.beta is not None else ""
+    return f"{bound.label}: {bound.verdict} — {bound_headline(bound)}{beta}; {bound_reason(bound)}"
