@@ -43,14 +43,25 @@ def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarra
         if meta["dtype"] == "float32":
             return {"log_probs": log_probs.float().cpu().numpy()}
         return {"probs": log_probs.exp().to(torch.float16).cpu().numpy()}
-    top, idx = torch.topk(log_probs, meta["topk"], dim=-1)
-    rest = log_probs.scatter(-1, idx, float("-inf"))
-    tail = torch.logsumexp(rest, dim=-1).exp()
+    k = meta["topk"]
+    top, idx = torch.topk(log_probs, k + 1, dim=-1)
     return {
-        "indices": idx.to(torch.int32).cpu().numpy(),
-        "tail": tail.float().cpu().numpy(),
-        "probs": top.exp().to(torch.float16).cpu().numpy(),
+        "indices": idx[..., :k].to(torch.int32).cpu().numpy(),
+        "tail": _tail(log_probs, idx[..., :k], top[..., k:]).float().cpu().numpy(),
+        "probs": top[..., :k].exp().to(torch.float16).cpu().numpy(),
     }
+
+
+def _tail(log_probs: torch.Tensor, idx: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """The mass outside ``idx``: exp(logsumexp(log p̃ off ``idx``)); ``m`` [..., 1] is the largest value off ``idx``.
+
+    The same operations as ``torch.logsumexp`` on the log-probabilities with ``idx`` set to
+    −inf (bit for bit: max m, Σ exp(L − m) with exact zeros at ``idx``, log, + m), without
+    the masked copy or a second pass for the max.
+    """
+    m = m.masked_fill(m.abs() == float("inf"), 0.0)
+    terms = log_probs.sub(m).exp_().scatter_(-1, idx, 0.0)
+    return terms.sum(-1).log_().add_(m.squeeze(-1)).exp_()
 
 
 def store_meta(mode: str, topk: int, full_max_vocab: int, dtype: str, rows: int, n: int, vocab: int) -> dict[str, Any]:

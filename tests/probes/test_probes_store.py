@@ -53,6 +53,20 @@ def test_topk_probabilities_plus_tail_sum_to_one(tmp_path):
         assert (np.argmax(dense, -1) == rec["indices"][..., 0]).all()
 
 
+def test_topk_encoding_is_bitwise_the_plain_definition():
+    """The fused tail equals logsumexp over a −inf-masked copy, bit for bit (also for an all −inf tail)."""
+    meta = _meta("topk")
+    value = _log_probs(7)
+    value[0, 0, K_TOP:] = float("-inf")  # all mass in the top k: tail 0
+    value[0, 0, :K_TOP] = torch.log_softmax(value[0, 0, :K_TOP], -1)
+    top, idx = torch.topk(value, K_TOP, dim=-1)
+    tail = torch.logsumexp(value.scatter(-1, idx, float("-inf")), dim=-1).exp()
+    got = encode(value, meta)
+    assert np.array_equal(got["tail"], tail.numpy()) and got["tail"][0, 0] == 0.0
+    assert np.array_equal(got["probs"], top.exp().to(torch.float16).numpy())
+    np.testing.assert_array_equal(np.take_along_axis(value.numpy(), got["indices"].astype(np.int64), -1), top.numpy())
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_full_mode_round_trip(tmp_path, dtype):
     values = _write(tmp_path / "r", _meta("full", dtype), [0, 3])
