@@ -33,7 +33,7 @@ __all__ = ["BLOCK_ELEMS", "KernelSums", "step_sums", "supported"]
 
 BLOCK_ELEMS = 1 << 20  # float32 coordinates per block, all rows (4 MiB per array)
 KEEP_BYTES = 512 << 20  # keep at most this much of one step's features for the next
-_KEPT_UP = ("U", "Z", "d_po", "r_paper", "r_impl")  # upstream-row features reused as next step's "before"
+_KEPT_UP = ("U", "Z", "d_po", "o_minus_g", "r_paper", "r_impl")  # upstream-row features reused as next step's "before"
 F64 = torch.float64
 _RUN = 64  # float32 partial sums over runs of this many coordinates
 
@@ -82,7 +82,7 @@ def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     v = a.shape[-1]
     head = v - v % _RUN
     shape = (*a.shape[:-1], -1, _RUN)
-    out = torch.linalg.vecdot(a[..., :head].reshape(shape), b[..., :head].reshape(shape)).sum(-1, dtype=F64)
+    out = torch.mul(a[..., :head], b[..., :head]).reshape(shape).sum(-1).sum(-1, dtype=F64)
     if head < v:
         out = out + (a[..., head:] * b[..., head:]).sum(-1, dtype=F64)
     return out
@@ -227,9 +227,8 @@ def _stability(p: _Rows, o: _Rows, n: _Rows, out: dict[str, torch.Tensor]) -> No
     d = p.P * e  # Δp = p^{t+1} − p^t, exact for small changes
     d_po = p._get("d_po", lambda: p.L - o.L)  # kept from the previous step's minimizers
     out["paper_r"] = p._get("r_paper", lambda: _paper(p, o, d_po))
-    g_minus_o = torch.addcmul(o.P, p.U, (-1.0 / p.Z).float().unsqueeze(-1)).neg_()
-    out["paper_phi"] = a * _dot(g_minus_o, e)
-    out["paper_actual"] = -a * _dot(o.P, delta) + o.s * torch.log1p(_dot(p.U, torch.expm1(delta * a)) / p.Z)
+    out["paper_phi"] = a * -_dot(_o_minus_g(p, o), e)  # ⟨g − o, e⟩ = −⟨o − g, e⟩ exactly (kept from the minimizers)
+    out["paper_actual"] = -a * _dot(o.P, delta) + o.s * torch.log1p(_dot(p.U, torch.mul(delta, a).expm1_()) / p.Z)
     out["dp_sq"] = _dot(d, d)
     out["impl_r"] = p._get("r_impl", lambda: _implemented(p, o, d_po))
     sum_d = _sum(d)
@@ -255,13 +254,18 @@ def _stability(p: _Rows, o: _Rows, n: _Rows, out: dict[str, torch.Tensor]) -> No
     out["impl_actual"] = off - off_y + true_y
 
 
+def _o_minus_g(p: _Rows, o: _Rows) -> torch.Tensor:
+    """o − g(p) per coordinate, float32 (TV(o, g) at one step, φ of the paper's R at the next)."""
+    return p._get("o_minus_g", lambda: torch.addcmul(o.P, p.U, (-1.0 / p.Z).float().unsqueeze(-1)))
+
+
 def _minimizers(p: _Rows, o: _Rows, out: dict[str, torch.Tensor]) -> None:
     """Per-chunk minimizer sums of one block at one step: upstream p, outputs o."""
     c = p.c
     d_po = p._get("d_po", lambda: p.L - o.L)
     out["kl_p_g"] = p._get("r_paper", lambda: _paper(p, o, d_po)).clamp_min(0.0)
     out["kl_m_p"] = p._get("r_impl", lambda: _implemented(p, o, d_po)).clamp_min(0.0)
-    out["tv_g"] = 0.5 * _sum(torch.addcmul(o.P, p.U, (-1.0 / p.Z).float().unsqueeze(-1)).abs_())
+    out["tv_g"] = 0.5 * _sum(_o_minus_g(p, o).abs())
     if c.off_m:
         out["tv_m"] = 0.5 * _sum((o.P - p.M).abs_())
     else:
@@ -333,7 +337,7 @@ def step_sums(
             acc[name] = acc.get(name, 0.0) + value.sum(-1)
     if keep is not None:
         keep.clear()
-        if 3 * after.numel() * 4 <= KEEP_BYTES:  # p, U and L_{k-1} − L_k
+        if 4 * after.numel() * 4 <= KEEP_BYTES:  # p, U, L_{k-1} − L_k and o − g
             keep.update(of=after, consts=c, features=kept)
     return KernelSums({name: value / n for name, value in acc.items()})
 
