@@ -33,7 +33,8 @@ __all__ = ["BLOCK_ELEMS", "KernelSums", "step_sums", "supported"]
 
 BLOCK_ELEMS = 1 << 20  # float32 coordinates per block, all rows (4 MiB per array)
 KEEP_BYTES = 512 << 20  # keep at most this much of one step's features for the next
-_KEPT_UP = ("U", "Z", "d_po", "o_minus_g", "r_paper", "r_impl")  # upstream-row features reused as next step's "before"
+_KEPT_UP = ("U", "Z", "d_po", "r_paper", "r_impl")  # upstream-row features reused as next step's "before"
+_KEPT_EXTRA = ("o_minus_g",)  # also kept when four [K+1, N, V] float32 arrays fit in KEEP_BYTES
 F64 = torch.float64
 _RUN = 64  # float32 partial sums over runs of this many coordinates
 
@@ -314,6 +315,9 @@ def step_sums(
     same = keep is not None and before is not None and keep.get("of") is before and keep.get("consts") == c
     reuse = keep["features"] if same else None  # type: ignore[index]
     kept: list[tuple[dict, dict]] = []
+    size = after.numel() * 4  # p and U (all rows), L_{k-1} − L_k, and o − g when it fits
+    kept_up = (*_KEPT_UP, *_KEPT_EXTRA) if 4 * size <= KEEP_BYTES else _KEPT_UP if 3 * size <= KEEP_BYTES else None
+    keep_now = keep is not None and kept_up is not None
     up, down = slice(0, rows - 1), slice(1, rows)
     for i, sl in enumerate(_blocks(n, vocab, rows, block_elems)):
         idx = labels[sl].unsqueeze(-1)
@@ -331,13 +335,13 @@ def step_sums(
             old_up = old.part(up)
             old_up._cache.update(upper)
             _stability(old_up, old.part(down), new_up, out)
-        if keep is not None:
-            kept.append((new._cache, {k: v for k, v in new_up._cache.items() if k in _KEPT_UP}))
+        if keep_now:
+            kept.append((new._cache, {k: v for k, v in new_up._cache.items() if k in (kept_up or ())}))
         for name, value in out.items():
             acc[name] = acc.get(name, 0.0) + value.sum(-1)
     if keep is not None:
         keep.clear()
-        if 4 * after.numel() * 4 <= KEEP_BYTES:  # p, U, L_{k-1} − L_k and o − g
+        if keep_now:
             keep.update(of=after, consts=c, features=kept)
     return KernelSums({name: value / n for name, value in acc.items()})
 

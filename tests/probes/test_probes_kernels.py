@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from probes import kernels
 from probes.batch import label_targets
 from probes.kernels import cached_sums, step_sums
 from probes.minimizers import kernel_minimizer_metrics, minimizer_metrics
@@ -117,13 +118,18 @@ def test_kernels_refuse_what_only_the_reference_defines(step_readouts):
         step_sums(before, after, labels, 0.5, 0.0, 0.0)
 
 
-def test_features_kept_from_the_previous_step_give_the_same_sums(step_readouts):
+@pytest.mark.parametrize("arrays", [None, 4, 3.5, 2])  # KEEP_BYTES in [K+1, N, V] float32 arrays (None: default)
+def test_features_kept_from_the_previous_step_give_the_same_sums(step_readouts, monkeypatch, arrays):
     before, after, labels = step_readouts
+    if arrays is not None:
+        monkeypatch.setattr(kernels, "KEEP_BYTES", int(arrays * after.numel() * 4))
     keep: dict = {}
     step_sums(None, before, labels, 0.5, 0.1, 0.0, keep=keep)
-    assert keep["of"] is before
+    assert (keep.get("of") is before) == (arrays != 2)  # p, U and L_{k-1} − L_k need 3 arrays
+    if arrays is not None and arrays < 4 and keep:
+        assert all("o_minus_g" not in upper and "U" in upper for _, upper in keep["features"])
     reused = step_sums(before, after, labels, 0.5, 0.1, 0.0, keep=keep)
     fresh = step_sums(before, after, labels, 0.5, 0.1, 0.0)
-    assert keep["of"] is after
+    assert (keep.get("of") is after) == (arrays != 2)
     for name, value in fresh.values.items():
         assert torch.equal(reused[name], value), name
