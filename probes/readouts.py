@@ -31,7 +31,7 @@ from probes.registry import register
 from probes.store import ReadoutStore, ReadoutWriter, payload_bytes
 from zerolock_theory.training.hooks import HookContext
 
-__all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta"]
+__all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta", "topk"]
 
 STORE_DIR = "readouts"
 MODES = ("auto", "topk", "full")
@@ -44,12 +44,32 @@ def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarra
             return {"log_probs": log_probs.float().cpu().numpy()}
         return {"probs": log_probs.exp().to(torch.float16).cpu().numpy()}
     k = meta["topk"]
-    top, idx = torch.topk(log_probs, k + 1, dim=-1)
+    top, idx = topk(log_probs, k + 1)
     return {
         "indices": idx[..., :k].to(torch.int32).cpu().numpy(),
         "tail": _tail(log_probs, idx[..., :k], top[..., k:]).float().cpu().numpy(),
         "probs": top[..., :k].exp().to(torch.float16).cpu().numpy(),
     }
+
+
+def topk(x: torch.Tensor, k: int, groups: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k largest values along the last axis, descending, and their indices: ``torch.topk``'s values.
+
+    Two passes over small arrays instead of one over V: the maxima of ``groups`` strided
+    groups of V/``groups`` coordinates, the k groups with the largest maxima, then the top k
+    of their k·``groups`` coordinates. Exact: a value outside those groups has k group maxima
+    (k distinct coordinates) at least as large. Which of several exactly equal values is
+    listed first (or last, at the k-th place) is unspecified, as in ``torch.topk``.
+    """
+    vocab = x.shape[-1]
+    width = vocab // groups
+    if vocab % groups or width < 4 * k:  # too small to gain
+        return torch.topk(x, k, dim=-1)
+    gmax = x.reshape(*x.shape[:-1], groups, width).amax(-2)  # group j = {j, j + width, ...}
+    _, best = torch.topk(gmax, k, dim=-1, sorted=False)
+    cand = (best.unsqueeze(-1) + width * torch.arange(groups, device=x.device)).flatten(-2)
+    top, j = torch.topk(x.gather(-1, cand), k, dim=-1)
+    return top, cand.gather(-1, j)
 
 
 def _tail(log_probs: torch.Tensor, idx: torch.Tensor, m: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from probes.readouts import encode
+from probes.readouts import encode, topk
 from probes.store import ReadoutStore, ReadoutWriter, payload_bytes, shard_name
 
 ROWS, N, V, K_TOP = 3, 5, 40, 4
@@ -51,6 +51,21 @@ def test_topk_probabilities_plus_tail_sum_to_one(tmp_path):
         assert dense.shape == (ROWS, N, V)
         np.testing.assert_allclose(dense.sum(-1), 1.0, atol=2e-3)
         assert (np.argmax(dense, -1) == rec["indices"][..., 0]).all()
+
+
+@pytest.mark.parametrize("vocab", [4096, 4100, 300])  # grouped, and plain torch.topk (V % 8, V/8 < 4k)
+def test_grouped_topk_returns_torch_topk_values(vocab):
+    g = torch.Generator().manual_seed(vocab)
+    x = torch.log_softmax(3.0 * torch.randn(3, 50, vocab, generator=g), dim=-1)
+    x[1] = torch.round(x[1] * 2) / 2  # many exact ties, also across the k-th place
+    x[2, 0, :] = float("-inf")
+    x[2, 0, 5:40] = 0.0
+    for k in (1, 33):
+        want, _ = torch.topk(x, k, dim=-1)
+        top, idx = topk(x, k)
+        assert torch.equal(top, want)
+        assert torch.equal(x.gather(-1, idx), top)
+        assert (torch.sort(idx, dim=-1).values.diff(dim=-1) > 0).all()  # distinct coordinates
 
 
 def test_topk_encoding_is_bitwise_the_plain_definition():
