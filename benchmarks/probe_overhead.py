@@ -10,8 +10,10 @@ hooks exactly as the loop calls them (inside ``quiet_mode``), split into:
 * ``readouts (forward)``: the shared p̃ on the probe batch (``probes.batch.readouts``);
 * each probe's ``after_step`` on top of that (store encoding, stability terms, …).
 
-Prints the ratios median(step + probes) / median(plain step) and the same for the means
-(which count probes that run only every few steps), the cost of each part, the probe
+Prints the ratios median(step + probes) / median(plain step), the same for the means
+(which count probes that run only every few steps) and 1 + mean(probes) / median(plain
+step) (the training work is the same on both sides, so this one does not carry the
+training steps' own spread on a loaded machine), the cost of each part, the probe
 forward alone as a share of the plain step (the floor: no probe can cost less than the
 readouts it reads), and a vocabulary-scaling table: on random Llama models of the embedded
 width (d = 128, 8 layers, K = 4) with V in ``--vocab``, per probed step, the probe forward
@@ -147,6 +149,9 @@ def main() -> None:
     print(f"overhead ratio (median instrumented / median plain): {probed_med / plain_med:.3f}")
     mean_ratio = statistics.fmean(times["probed"]) / statistics.fmean(times["plain"])
     print(f"overhead ratio (mean instrumented / mean plain):     {mean_ratio:.3f}")
+    probes_mean = statistics.fmean(h for h in _hook_totals(parts, skip))
+    print(f"overhead ratio (1 + mean probe cost / median plain): {1 + probes_mean / plain_med:.3f} "
+          "(the same training work on both sides: the least noisy of the three)")
     print("per-step cost of the probes (mean over timed steps, share of the plain step):")
     for name, values in sorted(parts.items(), key=lambda kv: -sum(kv[1][skip:])):
         mean = statistics.fmean(values[skip:])
@@ -158,6 +163,11 @@ def main() -> None:
 
 
 N_DEFAULT = DEFAULT_N_POSITIONS
+
+
+def _hook_totals(parts: dict[str, list[float]], skip: int) -> list[float]:
+    """Per timed step, the summed cost of every probe part."""
+    return [sum(step) for step in zip(*(values[skip:] for values in parts.values()), strict=True)]
 
 
 def _rss_mib(field: str) -> float:
