@@ -133,3 +133,19 @@ def test_features_kept_from_the_previous_step_give_the_same_sums(step_readouts, 
     assert (keep.get("of") is after) == (arrays != 2)
     for name, value in fresh.values.items():
         assert torch.equal(reused[name], value), name
+
+
+@pytest.mark.parametrize("still", [1, 2, K])
+def test_unchanged_leading_rows_give_zeros_without_being_computed(step_readouts, still):
+    """p_0 is frozen (Δp_0 = 0 exactly): skipping its rows changes no value; nor for more such rows."""
+    before, after, labels = step_readouts
+    assert torch.equal(before[0], after[0])
+    after = after.clone()
+    after[:still] = before[:still]
+    fast = step_sums(before, after, labels, 0.5, 0.1, 0.0)
+    full = step_sums(before, after, labels, 0.5, 0.1, 0.0, skip_unchanged=False)
+    assert fast.values.keys() == full.values.keys()
+    for name, value in full.values.items():
+        assert torch.equal(fast[name], value), name
+    for name in ("paper_phi", "paper_actual", "impl_phi", "impl_actual", "dp_sq"):
+        assert (fast[name][:still] == 0).all() and (fast[name][still:] != 0).all(), name
