@@ -35,6 +35,7 @@ __all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta",
 
 STORE_DIR = "readouts"
 MODES = ("auto", "topk", "full")
+FIRST_ROW_BYTES = 64 << 20  # the readout logger keeps p_0 up to this size to reuse its encoding
 
 
 def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -120,6 +121,7 @@ class ReadoutLogger:
             raise ValueError(f"readouts.dtype must be 'float16' or 'float32', got {self.dtype!r}")
         self.writer: ReadoutWriter | None = None
         self.total_steps = 0
+        self.first: tuple[torch.Tensor, dict, dict[str, np.ndarray]] | None = None  # row 0, meta, its encoding
 
     def _meta(self, rows: int, n: int, vocab: int) -> dict[str, Any]:
         return store_meta(self.mode, self.topk, self.full_max_vocab, self.dtype, rows, n, vocab)
@@ -129,8 +131,21 @@ class ReadoutLogger:
 
     def _write(self, ctx: HookContext, t: int) -> None:
         assert self.writer is not None
-        log_p = readouts(ctx, t, self.n_positions, self.seed)
-        self.writer.append(t, encode(log_p, self.writer.meta))
+        self.writer.append(t, self.encode_record(readouts(ctx, t, self.n_positions, self.seed), self.writer.meta))
+
+    def encode_record(self, log_p: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+        """``encode``, reusing the previous record's row 0 when it is the same bit for bit.
+
+        p_0 (the frozen embedding readout, or uniform) does not change during a run, and rows
+        are encoded independently. Row 0 is kept when it takes at most ``FIRST_ROW_BYTES``.
+        """
+        if self.first is not None and self.first[1] == meta and torch.equal(self.first[0], log_p[0]):
+            rest = encode(log_p[1:], meta)
+            return {name: np.concatenate([self.first[2][name], value]) for name, value in rest.items()}
+        arrays = encode(log_p, meta)
+        if log_p[0].numel() * log_p.element_size() <= FIRST_ROW_BYTES:
+            self.first = (log_p[0].clone(), dict(meta), {name: value[:1].copy() for name, value in arrays.items()})
+        return arrays
 
     def on_start(self, ctx: HookContext) -> None:
         """Open (and on resume truncate) the store; write p̃ at the start step."""
@@ -166,5 +181,6 @@ class ReadoutLogger:
 
     def on_end(self, ctx: HookContext) -> None:
         """Close the store."""
+        self.first = None
         if self.writer is not None:
             self.writer.close()

@@ -161,3 +161,27 @@ def test_resume_truncates_records_after_the_checkpoint(tmp_path):
     assert ReadoutStore(tmp_path / "r").steps == [0, 1, 2]
     with pytest.raises(ValueError, match="written with"):
         ReadoutWriter(tmp_path / "r", _meta("full"), keep_through=2)
+
+
+@pytest.mark.parametrize("mode", ["topk", "full"])
+def test_the_logger_reuses_an_unchanged_row_0_with_the_same_encoding(mode, monkeypatch):
+    """p_0 is frozen: the readout logger encodes it once; every record equals ``encode`` bit for bit."""
+    import probes.readouts
+    from probes.readouts import ReadoutLogger
+
+    encoded_rows: list[int] = []
+    monkeypatch.setattr(probes.readouts, "encode", lambda x, m: encoded_rows.append(x.shape[0]) or encode(x, m))
+    meta = _meta(mode)
+    logger = ReadoutLogger()
+    first = _log_probs(0)
+    for step in range(4):
+        value = _log_probs(step + 1)
+        if step < 3:
+            value[0] = first[0]  # the frozen row
+        got = logger.encode_record(value, meta)
+        want = encode(value, meta)
+        assert got.keys() == want.keys()
+        for name in want:
+            assert got[name].dtype == want[name].dtype and np.array_equal(got[name], want[name]), (step, name)
+    assert logger.first is not None and torch.equal(logger.first[0], value[0])  # a new row 0 is kept
+    assert encoded_rows == [ROWS, ROWS - 1, ROWS - 1, ROWS]
