@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -149,3 +151,22 @@ def test_unchanged_leading_rows_give_zeros_without_being_computed(step_readouts,
         assert torch.equal(fast[name], value), name
     for name in ("paper_phi", "paper_actual", "impl_phi", "impl_actual", "dp_sq"):
         assert (fast[name][:still] == 0).all() and (fast[name][still:] != 0).all(), name
+
+
+@pytest.mark.parametrize("uniform_p0", [False, True])
+def test_log_readouts_are_the_stacked_log_softmax_of_each_readout(uniform_p0):
+    """The probe forward writes rows in place: the same bits as stacking each row's log-softmax."""
+    from probes.batch import log_readouts
+    from tests.conftest import make_tiny_lm
+
+    torch.manual_seed(1)
+    chunked = ChunkedLM(make_tiny_lm("llama", layers=K, vocab=V).float(), K)
+    ids = torch.randint(0, V, (2, T))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, T // 2 :] = False
+    got = log_readouts(chunked, ids, None, mask, uniform_p0=uniform_p0)
+    with torch.no_grad():
+        rows = [torch.log_softmax(chunked.readout(h[mask]).float(), -1) for h in chunked.hiddens(ids)]
+    if uniform_p0:
+        rows[0] = torch.full_like(rows[0], -math.log(V))
+    assert got.dtype == torch.float32 and torch.equal(got, torch.stack(rows))
