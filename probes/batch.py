@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from zerolock_theory.theory.targets import label_smooth, one_hot
 from zerolock_theory.training.hooks import HookContext
@@ -127,15 +126,18 @@ def log_readouts(
     ctx = autocast if autocast is not None else contextlib.nullcontext
     with ctx():
         hiddens = chunked.hiddens(input_ids, attention_mask)
-    rows = []
+    out: torch.Tensor | None = None
     for k, hidden in enumerate(hiddens):
         with ctx():
             logits = chunked.readout(hidden[mask])
+        if out is None:  # each row is written in place: no stacked copy
+            out = torch.empty(len(hiddens), *logits.shape, dtype=torch.float32, device=logits.device)
         if k == 0 and uniform_p0:
-            rows.append(torch.full(logits.shape, -math.log(logits.shape[-1]), device=logits.device))
+            out[0].fill_(-math.log(logits.shape[-1]))
         else:
-            rows.append(F.log_softmax(logits.float(), dim=-1))
-    return torch.stack(rows)
+            torch.log_softmax(logits.float(), dim=-1, out=out[k])
+    assert out is not None
+    return out
 
 
 def _compute_readouts(ctx: HookContext, batch: ProbeBatch) -> torch.Tensor:

@@ -8,7 +8,7 @@ per-step quantity of Theorem 1 is Ĝ_t, logged by the training step itself):
 * ``probe/gradient/{k}/cos`` = cos(∇_{ω_k} ℓ_k, ∇_{ω_k} L), ℓ_k the chunk's local loss on
   detached inputs (``training.gradients.local_gradients``); null when either gradient is zero;
   ``probe/gradient/{k}/local_sq`` and ``probe/gradient/local_sq`` = Σ_k ‖∇_{ω_k} ℓ_k‖²
-  (also for backprop).
+  (also for backprop). Both come from one forward pass (``global_and_local_gradients``).
 
 Record t carries the values at ω^t, like ``train/grad_norm_sq`` (G_t): they are measured in
 ``after_step(t-1)`` (``on_start`` for the first step) and logged with step t. Gradients come
@@ -24,7 +24,7 @@ import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch
 from probes.registry import register
-from zerolock_theory.training.gradients import global_gradient, local_gradients
+from zerolock_theory.training.gradients import global_and_local_gradients
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["GradientProbe", "gradient_metrics"]
@@ -83,8 +83,7 @@ class GradientProbe:
         batch = probe_batch(ctx, self.n_positions, self.seed).as_dict()
         with torch.enable_grad():
             step = ctx.step_fn
-            glob = global_gradient(step.readout, step.method, step.params, batch)
-            loc = local_gradients(step.readout, step.method, step.params, batch)
+            glob, loc = global_and_local_gradients(step.readout, step.method, step.params, batch)
         return gradient_metrics(glob, loc)
 
     def on_start(self, ctx: HookContext) -> None:

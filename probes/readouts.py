@@ -31,10 +31,11 @@ from probes.registry import register
 from probes.store import ReadoutStore, ReadoutWriter, payload_bytes
 from zerolock_theory.training.hooks import HookContext
 
-__all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta"]
+__all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta", "topk"]
 
 STORE_DIR = "readouts"
 MODES = ("auto", "topk", "full")
+FIRST_ROW_BYTES = 64 << 20  # the readout logger keeps p_0 up to this size to reuse its encoding
 
 
 def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -43,14 +44,45 @@ def encode(log_probs: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarra
         if meta["dtype"] == "float32":
             return {"log_probs": log_probs.float().cpu().numpy()}
         return {"probs": log_probs.exp().to(torch.float16).cpu().numpy()}
-    top, idx = torch.topk(log_probs, meta["topk"], dim=-1)
-    rest = log_probs.scatter(-1, idx, float("-inf"))
-    tail = torch.logsumexp(rest, dim=-1).exp()
+    k = meta["topk"]
+    top, idx = topk(log_probs, k + 1)
     return {
-        "indices": idx.to(torch.int32).cpu().numpy(),
-        "tail": tail.float().cpu().numpy(),
-        "probs": top.exp().to(torch.float16).cpu().numpy(),
+        "indices": idx[..., :k].to(torch.int32).cpu().numpy(),
+        "tail": _tail(log_probs, idx[..., :k], top[..., k:]).float().cpu().numpy(),
+        "probs": top[..., :k].exp().to(torch.float16).cpu().numpy(),
     }
+
+
+def topk(x: torch.Tensor, k: int, groups: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k largest values along the last axis, descending, and their indices: ``torch.topk``'s values.
+
+    Two passes over small arrays instead of one over V: the maxima of ``groups`` strided
+    groups of V/``groups`` coordinates, the k groups with the largest maxima, then the top k
+    of their k·``groups`` coordinates. Exact: a value outside those groups has k group maxima
+    (k distinct coordinates) at least as large. Which of several exactly equal values is
+    listed first (or last, at the k-th place) is unspecified, as in ``torch.topk``.
+    """
+    vocab = x.shape[-1]
+    width = vocab // groups
+    if vocab % groups or width < 4 * k:  # too small to gain
+        return torch.topk(x, k, dim=-1)
+    gmax = x.reshape(*x.shape[:-1], groups, width).amax(-2)  # group j = {j, j + width, ...}
+    _, best = torch.topk(gmax, k, dim=-1, sorted=False)
+    cand = (best.unsqueeze(-1) + width * torch.arange(groups, device=x.device)).flatten(-2)
+    top, j = torch.topk(x.gather(-1, cand), k, dim=-1)
+    return top, cand.gather(-1, j)
+
+
+def _tail(log_probs: torch.Tensor, idx: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """The mass outside ``idx``: exp(logsumexp(log p̃ off ``idx``)); ``m`` [..., 1] is the largest value off ``idx``.
+
+    The same operations as ``torch.logsumexp`` on the log-probabilities with ``idx`` set to
+    −inf (bit for bit: max m, Σ exp(L − m) with exact zeros at ``idx``, log, + m), without
+    the masked copy or a second pass for the max.
+    """
+    m = m.masked_fill(m.abs() == float("inf"), 0.0)
+    terms = log_probs.sub(m).exp_().scatter_(-1, idx, 0.0)
+    return terms.sum(-1).log_().add_(m.squeeze(-1)).exp_()
 
 
 def store_meta(mode: str, topk: int, full_max_vocab: int, dtype: str, rows: int, n: int, vocab: int) -> dict[str, Any]:
@@ -89,6 +121,7 @@ class ReadoutLogger:
             raise ValueError(f"readouts.dtype must be 'float16' or 'float32', got {self.dtype!r}")
         self.writer: ReadoutWriter | None = None
         self.total_steps = 0
+        self.first: tuple[torch.Tensor, dict, dict[str, np.ndarray]] | None = None  # row 0, meta, its encoding
 
     def _meta(self, rows: int, n: int, vocab: int) -> dict[str, Any]:
         return store_meta(self.mode, self.topk, self.full_max_vocab, self.dtype, rows, n, vocab)
@@ -98,8 +131,21 @@ class ReadoutLogger:
 
     def _write(self, ctx: HookContext, t: int) -> None:
         assert self.writer is not None
-        log_p = readouts(ctx, t, self.n_positions, self.seed)
-        self.writer.append(t, encode(log_p, self.writer.meta))
+        self.writer.append(t, self.encode_record(readouts(ctx, t, self.n_positions, self.seed), self.writer.meta))
+
+    def encode_record(self, log_p: torch.Tensor, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+        """``encode``, reusing the previous record's row 0 when it is the same bit for bit.
+
+        p_0 (the frozen embedding readout, or uniform) does not change during a run, and rows
+        are encoded independently. Row 0 is kept when it takes at most ``FIRST_ROW_BYTES``.
+        """
+        if self.first is not None and self.first[1] == meta and torch.equal(self.first[0], log_p[0]):
+            rest = encode(log_p[1:], meta)
+            return {name: np.concatenate([self.first[2][name], value]) for name, value in rest.items()}
+        arrays = encode(log_p, meta)
+        if log_p[0].numel() * log_p.element_size() <= FIRST_ROW_BYTES:
+            self.first = (log_p[0].clone(), dict(meta), {name: value[:1].copy() for name, value in arrays.items()})
+        return arrays
 
     def on_start(self, ctx: HookContext) -> None:
         """Open (and on resume truncate) the store; write p̃ at the start step."""
@@ -135,5 +181,6 @@ class ReadoutLogger:
 
     def on_end(self, ctx: HookContext) -> None:
         """Close the store."""
+        self.first = None
         if self.writer is not None:
             self.writer.close()

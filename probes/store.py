@@ -12,8 +12,9 @@ Layout of ``run_dir/readouts/``:
 Each shard holds (K+1)·N rows, one per readout row r (0 = p_0, k = p_k) and probe position
 n, in that order, with columns ``step`` (int64), ``row`` (int16), ``position`` (int32) and
 
-* ``topk``: ``indices`` (k int32: the k most likely tokens, descending), ``probs`` (their
-  probabilities, k float16) and ``tail`` (float32: the exact mass of the other V − k);
+* ``topk``: ``indices`` (k int32: the k most likely tokens, descending; exactly equal
+  probabilities in no particular order), ``probs`` (their probabilities, k float16) and
+  ``tail`` (float32: the exact mass of the other V − k);
 * ``full``: ``probs`` (V float16) when ``dtype = "float16"``, or ``log_probs`` (V float32:
   the probe's log p̃ exactly, so offline recomputation sees the online inputs) when
   ``dtype = "float32"``.

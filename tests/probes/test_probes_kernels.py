@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
+from probes import kernels
 from probes.batch import label_targets
 from probes.kernels import cached_sums, step_sums
 from probes.minimizers import kernel_minimizer_metrics, minimizer_metrics
@@ -117,13 +120,53 @@ def test_kernels_refuse_what_only_the_reference_defines(step_readouts):
         step_sums(before, after, labels, 0.5, 0.0, 0.0)
 
 
-def test_features_kept_from_the_previous_step_give_the_same_sums(step_readouts):
+@pytest.mark.parametrize("arrays", [None, 4, 3.5, 2])  # KEEP_BYTES in [K+1, N, V] float32 arrays (None: default)
+def test_features_kept_from_the_previous_step_give_the_same_sums(step_readouts, monkeypatch, arrays):
     before, after, labels = step_readouts
+    if arrays is not None:
+        monkeypatch.setattr(kernels, "KEEP_BYTES", int(arrays * after.numel() * 4))
     keep: dict = {}
     step_sums(None, before, labels, 0.5, 0.1, 0.0, keep=keep)
-    assert keep["of"] is before
+    assert (keep.get("of") is before) == (arrays != 2)  # p, U and L_{k-1} − L_k need 3 arrays
+    if arrays is not None and arrays < 4 and keep:
+        assert all("o_minus_g" not in upper and "U" in upper for _, upper in keep["features"])
     reused = step_sums(before, after, labels, 0.5, 0.1, 0.0, keep=keep)
     fresh = step_sums(before, after, labels, 0.5, 0.1, 0.0)
-    assert keep["of"] is after
+    assert (keep.get("of") is after) == (arrays != 2)
     for name, value in fresh.values.items():
         assert torch.equal(reused[name], value), name
+
+
+@pytest.mark.parametrize("still", [1, 2, K])
+def test_unchanged_leading_rows_give_zeros_without_being_computed(step_readouts, still):
+    """p_0 is frozen (Δp_0 = 0 exactly): skipping its rows changes no value; nor for more such rows."""
+    before, after, labels = step_readouts
+    assert torch.equal(before[0], after[0])
+    after = after.clone()
+    after[:still] = before[:still]
+    fast = step_sums(before, after, labels, 0.5, 0.1, 0.0)
+    full = step_sums(before, after, labels, 0.5, 0.1, 0.0, skip_unchanged=False)
+    assert fast.values.keys() == full.values.keys()
+    for name, value in full.values.items():
+        assert torch.equal(fast[name], value), name
+    for name in ("paper_phi", "paper_actual", "impl_phi", "impl_actual", "dp_sq"):
+        assert (fast[name][:still] == 0).all() and (fast[name][still:] != 0).all(), name
+
+
+@pytest.mark.parametrize("uniform_p0", [False, True])
+def test_log_readouts_are_the_stacked_log_softmax_of_each_readout(uniform_p0):
+    """The probe forward writes rows in place: the same bits as stacking each row's log-softmax."""
+    from probes.batch import log_readouts
+    from tests.conftest import make_tiny_lm
+
+    torch.manual_seed(1)
+    chunked = ChunkedLM(make_tiny_lm("llama", layers=K, vocab=V).float(), K)
+    ids = torch.randint(0, V, (2, T))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, T // 2 :] = False
+    got = log_readouts(chunked, ids, None, mask, uniform_p0=uniform_p0)
+    with torch.no_grad():
+        rows = [torch.log_softmax(chunked.readout(h[mask]).float(), -1) for h in chunked.hiddens(ids)]
+    if uniform_p0:
+        rows[0] = torch.full_like(rows[0], -math.log(V))
+    assert got.dtype == torch.float32 and torch.equal(got, torch.stack(rows))

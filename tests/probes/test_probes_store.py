@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from probes.readouts import encode
+from probes.readouts import encode, topk
 from probes.store import ReadoutStore, ReadoutWriter, payload_bytes, shard_name
 
 ROWS, N, V, K_TOP = 3, 5, 40, 4
@@ -51,6 +51,35 @@ def test_topk_probabilities_plus_tail_sum_to_one(tmp_path):
         assert dense.shape == (ROWS, N, V)
         np.testing.assert_allclose(dense.sum(-1), 1.0, atol=2e-3)
         assert (np.argmax(dense, -1) == rec["indices"][..., 0]).all()
+
+
+@pytest.mark.parametrize("vocab", [4096, 4100, 300])  # grouped, and plain torch.topk (V % 8, V/8 < 4k)
+def test_grouped_topk_returns_torch_topk_values(vocab):
+    g = torch.Generator().manual_seed(vocab)
+    x = torch.log_softmax(3.0 * torch.randn(3, 50, vocab, generator=g), dim=-1)
+    x[1] = torch.round(x[1] * 2) / 2  # many exact ties, also across the k-th place
+    x[2, 0, :] = float("-inf")
+    x[2, 0, 5:40] = 0.0
+    for k in (1, 33):
+        want, _ = torch.topk(x, k, dim=-1)
+        top, idx = topk(x, k)
+        assert torch.equal(top, want)
+        assert torch.equal(x.gather(-1, idx), top)
+        assert (torch.sort(idx, dim=-1).values.diff(dim=-1) > 0).all()  # distinct coordinates
+
+
+def test_topk_encoding_is_bitwise_the_plain_definition():
+    """The fused tail equals logsumexp over a −inf-masked copy, bit for bit (also for an all −inf tail)."""
+    meta = _meta("topk")
+    value = _log_probs(7)
+    value[0, 0, K_TOP:] = float("-inf")  # all mass in the top k: tail 0
+    value[0, 0, :K_TOP] = torch.log_softmax(value[0, 0, :K_TOP], -1)
+    top, idx = torch.topk(value, K_TOP, dim=-1)
+    tail = torch.logsumexp(value.scatter(-1, idx, float("-inf")), dim=-1).exp()
+    got = encode(value, meta)
+    assert np.array_equal(got["tail"], tail.numpy()) and got["tail"][0, 0] == 0.0
+    assert np.array_equal(got["probs"], top.exp().to(torch.float16).numpy())
+    np.testing.assert_array_equal(np.take_along_axis(value.numpy(), got["indices"].astype(np.int64), -1), top.numpy())
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -132,3 +161,27 @@ def test_resume_truncates_records_after_the_checkpoint(tmp_path):
     assert ReadoutStore(tmp_path / "r").steps == [0, 1, 2]
     with pytest.raises(ValueError, match="written with"):
         ReadoutWriter(tmp_path / "r", _meta("full"), keep_through=2)
+
+
+@pytest.mark.parametrize("mode", ["topk", "full"])
+def test_the_logger_reuses_an_unchanged_row_0_with_the_same_encoding(mode, monkeypatch):
+    """p_0 is frozen: the readout logger encodes it once; every record equals ``encode`` bit for bit."""
+    import probes.readouts
+    from probes.readouts import ReadoutLogger
+
+    encoded_rows: list[int] = []
+    monkeypatch.setattr(probes.readouts, "encode", lambda x, m: encoded_rows.append(x.shape[0]) or encode(x, m))
+    meta = _meta(mode)
+    logger = ReadoutLogger()
+    first = _log_probs(0)
+    for step in range(4):
+        value = _log_probs(step + 1)
+        if step < 3:
+            value[0] = first[0]  # the frozen row
+        got = logger.encode_record(value, meta)
+        want = encode(value, meta)
+        assert got.keys() == want.keys()
+        for name in want:
+            assert got[name].dtype == want[name].dtype and np.array_equal(got[name], want[name]), (step, name)
+    assert logger.first is not None and torch.equal(logger.first[0], value[0])  # a new row 0 is kept
+    assert encoded_rows == [ROWS, ROWS - 1, ROWS - 1, ROWS]

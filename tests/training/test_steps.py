@@ -155,3 +155,21 @@ def test_local_gradients_match_training_step(tiny_lm):
     for a, b in zip(local, step.last_gradients, strict=True):
         for x, y in zip(a, b, strict=True):
             torch.testing.assert_close(x, y, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", [MethodConfig(alpha=0.6), MethodConfig(alpha=0.5, direction="reverse", epsilon=0.1, p0="uniform"),
+                                    MethodConfig(name="backprop")])
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_global_and_local_gradients_from_one_forward_equal_the_separate_ones(tiny_lm, method, arch):
+    """The gradients probe's shared forward gives the same blocks, bit for bit."""
+    from zerolock_theory.training.gradients import global_and_local_gradients, global_gradient, local_gradients
+
+    _, step = _setup(tiny_lm, method, arch, chunks=3)
+    batch = _batch()
+    with torch.enable_grad():
+        glob, local = global_and_local_gradients(step.readout, step.method, step.params, batch)
+        want = (global_gradient(step.readout, step.method, step.params, batch),
+                local_gradients(step.readout, step.method, step.params, batch))
+    for got, ref in zip((glob, local), want, strict=True):
+        for a, b in zip(got, ref, strict=True):
+            assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))

@@ -4,7 +4,7 @@
 * ``grad_sq``: ‖∇_{ω_k}‖² of the accumulated ``.grad`` of one chunk;
 * ``half_inner``: Ĝ_t's ⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk (docs/MATH.md, "Theorem 1");
 * ``global_gradient`` / ``local_gradients``: ∇_{ω_k} L and ∇_{ω_k} ℓ_k by autograd, without
-  touching ``.grad`` or any optimizer.
+  touching ``.grad`` or any optimizer; ``global_and_local_gradients``: both from one forward.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.losses import LossSpec, Readout, chunk_loss
 
 __all__ = [
-    "Blocks", "count_labelled", "global_gradient", "grad_of", "grad_sq", "half_inner", "labelled_tokens",
-    "local_gradients", "snapshot",
+    "Blocks", "count_labelled", "global_and_local_gradients", "global_gradient", "grad_of", "grad_sq",
+    "half_inner", "labelled_tokens", "local_gradients", "snapshot",
 ]
 
 Blocks = list[list[torch.Tensor]]
@@ -68,18 +68,43 @@ def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) 
     return out
 
 
-def global_gradient(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor]) -> Blocks:
-    """Blocks ∇_{ω_k} L of L = CE(p_y^ε, p_K) by full backprop, per chunk."""
-    chunked = readout.chunked
-    hiddens = chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
+def _global_from(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor],
+                  hiddens: list[torch.Tensor], retain_graph: bool) -> Blocks:
     loss = chunk_loss(readout, LossSpec.global_(method), hiddens[-1], None, batch["labels"],
-                      chunked.num_chunks, labelled_tokens(batch)).loss
-    grads = torch.autograd.grad(loss, [p for ps in params for p in ps])
+                      readout.chunked.num_chunks, labelled_tokens(batch)).loss
+    grads = torch.autograd.grad(loss, [p for ps in params for p in ps], retain_graph=retain_graph)
     out, i = [], 0
     for ps in params:
         out.append(list(grads[i : i + len(ps)]))
         i += len(ps)
     return out
+
+
+def global_gradient(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor]) -> Blocks:
+    """Blocks ∇_{ω_k} L of L = CE(p_y^ε, p_K) by full backprop, per chunk."""
+    hiddens = readout.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
+    return _global_from(readout, method, params, batch, hiddens, retain_graph=False)
+
+
+def global_and_local_gradients(
+    readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor]
+) -> tuple[Blocks, Blocks]:
+    """``global_gradient`` and ``local_gradients`` from one forward pass: the same values.
+
+    ℓ_k reads h_k of the connected forward with the detached h_{k-1} as its target; ω_k
+    enters h_k only through chunk k, so ∇_{ω_k} ℓ_k is the detached chain's. log p_{k-1} of
+    the target is chunk k−1's own log p_k (without autocast, where both are the same
+    computation; with it, the target is read out again as ``local_gradients`` does).
+    """
+    chunked, spec, n = readout.chunked, LossSpec.local(method), labelled_tokens(batch)
+    hiddens = chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
+    glob = _global_from(readout, method, params, batch, hiddens, retain_graph=True)
+    local, log_prev = [], None
+    for k in range(1, chunked.num_chunks + 1):
+        part = chunk_loss(readout, spec, hiddens[k], hiddens[k - 1].detach(), batch["labels"], k, n, log_prev)
+        local.append(list(torch.autograd.grad(part.loss, params[k - 1], retain_graph=k < chunked.num_chunks)))
+        log_prev = part.log_p if readout.autocast_dtype is None else None
+    return glob, local
 
 
 def local_gradients(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor]) -> Blocks:
