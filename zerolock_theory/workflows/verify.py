@@ -38,8 +38,8 @@ run, ~1–2 s each) adds ~10–18 s per primary run, ~150 CPU-s in all. Extrapol
 shared machine, so the lead's full run is the reference. ``--quick`` measured 214 s (verify's
 own timer; 204 CPU-s) on the same shared machine at load ~1–4, with 2 seeds and a 4-run sweep;
 it now has 3 seeds and no sweep (9 runs of 40 steps instead of 10, not re-measured).
-Measured with the back-off pilot (η_0: forward 0.1, reverse 0.003125, backprop 0.2): 2315 s wall,
-2151 CPU-s, with other jobs on the 2 cores at load 3–8; 11 pilots took ~5 min of it.
+Measured with the back-off pilot (η_0: forward 0.1, reverse 0.003125, backprop 0.2): 1424 s wall
+on 2 otherwise idle cores (2315 s with other jobs beside it); the 11 pilots took ~2.5 min of it.
 Ĝ_t's two half-batch passes are included in the train-step costs. ``QUICK`` is a smoke test
 (≤ 3 min): its horizon is below the bound test's minimum, so Theorem 1 rows read "not
 testable at this horizon".
