@@ -47,6 +47,12 @@ BOUND_REASONS: tuple[str, ...] = (
 )
 
 
+
+def _check_member(value: str, allowed: tuple[str, ...], name: str) -> None:
+    """One-line ``ValueError`` unless ``value`` is one of ``allowed`` (the records' fixed codes)."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
 @dataclass(frozen=True)
 class ToyFigures:
     """The first row of the exact two-token toy (``analyses.minimizers.ToyCheck``)."""
@@ -82,8 +88,7 @@ class GroupFigures:
     slack: Interval | None = None  # proposition: delta_k / |CE_k - CE_(k-1)|
 
     def __post_init__(self) -> None:
-        if self.analysis not in GROUP_ANALYSES:
-            raise ValueError(f"analysis must be one of {GROUP_ANALYSES}, got {self.analysis!r}")
+        _check_member(self.analysis, GROUP_ANALYSES, "analysis")
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,7 @@ class BoundFigures:
     diverged: int  # diverged runs excluded from the test
 
     def __post_init__(self) -> None:
-        if self.reason not in BOUND_REASONS:
-            raise ValueError(f"bound reason must be one of {BOUND_REASONS}, got {self.reason!r}")
+        _check_member(self.reason, BOUND_REASONS, "bound reason")
 
 
 @dataclass(frozen=True)
@@ -142,8 +146,7 @@ class Evidence:
     uncalibrated: tuple[str, ...] = ()  # controls whose bound test is "not consistent"
 
     def __post_init__(self) -> None:
-        if self.reason not in REASONS:
-            raise ValueError(f"reason must be one of {REASONS}, got {self.reason!r}")
+        _check_member(self.reason, REASONS, "reason")
 
 
 @dataclass(frozen=True)
@@ -155,8 +158,7 @@ class Verdict:
     evidence: Evidence
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        _check_member(self.verdict, VERDICTS, "verdict")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
