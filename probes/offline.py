@@ -21,12 +21,13 @@ from typing import Any
 import torch
 
 from probes.batch import BATCH_FILE, smoothing_for_g
-from probes.kernels import cached_sums, supported
+from probes.kernels import cached_sums, supported, use_compiled
 from probes.minimizers import kernel_minimizer_metrics
 from probes.readouts import STORE_DIR
 from probes.stability import kernel_terms, stability_metrics
 from probes.store import ReadoutStore
 from zerolock_theory.config import TrainConfig
+from zerolock_theory.models.loading import resolve_device
 
 __all__ = ["compare", "recompute"]
 
@@ -35,6 +36,11 @@ def _labels(run_dir: Path) -> torch.Tensor:
     batch = json.loads((run_dir / BATCH_FILE).read_text(encoding="utf-8"))
     labels = torch.tensor(batch["labels"]).reshape(-1)
     return labels[labels != -100]
+
+
+def _device_type(device: str) -> str:
+    """The device type a run with ``model.device = device`` ran on ("auto": cuda when present)."""
+    return resolve_device(device).type if device == "auto" else torch.device(device).type
 
 
 def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -51,6 +57,8 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
     store = ReadoutStore(run_dir / STORE_DIR)
     labels = _labels(run_dir)
     cache: dict[str, Any] = {}
+    # the online run's kernels (their float32 rounding differs): same mode, device type and length
+    compiled = use_compiled(config.probe_settings.compile, _device_type(config.model.device), config.run.steps)
     out = []
     steps = set(store.steps)
     for t in store.steps:
@@ -58,7 +66,7 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
             continue
         before = torch.from_numpy(store.log_dense(t).copy())
         after = torch.from_numpy(store.log_dense(t + 1).copy())
-        sums = cached_sums(cache, t, before, after, labels, method.alpha, eps_g, method.epsilon)
+        sums = cached_sums(cache, t, before, after, labels, method.alpha, eps_g, method.epsilon, compiled=compiled)
         record: dict[str, Any] = {"step": t}
         for objective in ("paper", "implemented"):
             record.update(stability_metrics(kernel_terms(sums, method.alpha, objective), objective))

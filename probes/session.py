@@ -25,7 +25,9 @@ the target of each position (already shifted: ``labels[b, t]`` is the token afte
 ``input_ids[b, t]``), −100 where a position is not probed (``ProbeSession.shift_labels``
 turns Hugging Face style labels into these). The computation is the one the package's own
 probes run (``probes.batch.log_readouts``, ``probes.kernels``, ``probes.stability.kernel_terms``,
-``probes.minimizers.kernel_minimizer_metrics``); ``store`` appends p̃ to a readout store.
+``probes.minimizers.kernel_minimizer_metrics``); ``store`` appends p̃ to a readout store;
+``compile`` ("auto": on a CPU) runs the kernels through ``torch.compile``
+(``probes.kernels.use_compiled``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 import torch
 
 from probes.batch import log_readouts
-from probes.kernels import cached_sums, supported
+from probes.kernels import cached_sums, supported, use_compiled
 from probes.minimizers import kernel_minimizer_metrics
 from probes.stability import kernel_terms, stability_metrics
 from zerolock_theory.models.chunking import ChunkedLM
@@ -60,6 +62,7 @@ class ProbeSession:
         probe_epsilon: float = 0.1,
         uniform_p0: bool = False,
         store: str | Path | None = None,
+        compile: str = "auto",  # noqa: A002 (the [probes] setting's name)
     ) -> None:
         if not 0.0 <= alpha < 1.0:
             raise ValueError(f"alpha must lie in [0, 1) for the probes, got {alpha}")
@@ -69,6 +72,7 @@ class ProbeSession:
             raise ValueError(f"need 0 <= epsilon < 1 and 0 < probe_epsilon < 1, got {epsilon}, {probe_epsilon}")
         self.chunked = ChunkedLM(model, chunks, boundaries)
         device = next(model.parameters()).device
+        self.compiled = use_compiled(compile, device)
         self.input_ids = batch["input_ids"].to(device)
         mask = batch.get("attention_mask")
         self.attention_mask = None if mask is None else mask.to(device)
@@ -114,7 +118,9 @@ class ProbeSession:
         """Metrics at the current parameters (ω^{step}) and of the change since the last call."""
         current = self.readouts()
         before = self.previous[1] if self.previous is not None else None
-        sums = cached_sums(self.cache, step, before, current, self.labels, self.alpha, self.eps_g, self.eps_m)
+        sums = cached_sums(
+            self.cache, step, before, current, self.labels, self.alpha, self.eps_g, self.eps_m, compiled=self.compiled
+        )
         out: dict[str, Any] = {"step": step}
         if before is not None:
             for objective in ("paper", "implemented"):

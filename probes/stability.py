@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
-from probes.kernels import KernelSums, cached_sums, supported
+from probes.kernels import KernelSums, cached_sums, supported, use_compiled
 from probes.registry import register
 from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
 from zerolock_theory.theory import stability as reference
@@ -128,7 +128,10 @@ class StabilityProbe:
                 out.update(stability_metrics(terms, objective))
             return out
         labels = probe_batch(ctx, self.n_positions, self.seed).targets
-        sums = cached_sums(ctx.cache, step, before, after, labels, method.alpha, eps["paper"], eps["implemented"])
+        compiled = use_compiled(ctx.config.probe_settings.compile, ctx.device, ctx.config.run.steps)
+        sums = cached_sums(
+            ctx.cache, step, before, after, labels, method.alpha, eps["paper"], eps["implemented"], compiled=compiled
+        )
         for objective in ("paper", "implemented"):
             out.update(stability_metrics(kernel_terms(sums, method.alpha, objective), objective))
         return out

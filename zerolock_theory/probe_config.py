@@ -17,7 +17,8 @@ def _require(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
-SHARED_PROBE_KEYS = ("n_positions", "seed", "epsilon")
+SHARED_PROBE_KEYS = ("n_positions", "seed", "epsilon", "compile")
+COMPILE_MODES = ("auto", "on", "off")
 
 
 @dataclass
@@ -25,7 +26,8 @@ class ProbeSettings:
     """The scalars of ``[probes]``, shared by every probe: the probe batch B and ε of g_k.
 
     ``n_positions`` labelled positions chosen by ``seed`` (None: the run seed); ``epsilon``
-    smooths p_y in g_k and the paper's R when ``method.epsilon`` = 0. Each probe's own table
+    smooths p_y in g_k and the paper's R when ``method.epsilon`` = 0; ``compile`` chooses the
+    stability and minimizer kernels (``probes.kernels.use_compiled``). Each probe's own table
     (``[probes.NAME]``) holds ``every`` and its other options.
     """
 
@@ -35,6 +37,8 @@ class ProbeSettings:
     """Seed that chooses B; null = the run seed."""
     epsilon: float = 0.1
     """ε of p_y in g_k and the paper's R when method.epsilon = 0, in [0, 1)."""
+    compile: str = "auto"
+    """Stability/minimizer kernels through torch.compile: auto (CPU runs of >= 200 steps), on, off."""
 
     def __post_init__(self) -> None:
         n, seed, eps = self.n_positions, self.seed, self.epsilon
@@ -45,6 +49,10 @@ class ProbeSettings:
         _require(isinstance(eps, (int, float)) and not isinstance(eps, bool) and 0.0 <= eps < 1.0,
                  f"probes.epsilon must lie in [0, 1), got {eps!r}")
         self.epsilon = float(eps)
+        if isinstance(self.compile, bool):
+            self.compile = "on" if self.compile else "off"
+        _require(self.compile in COMPILE_MODES,
+                 f"probes.compile must be one of {list(COMPILE_MODES)}, got {self.compile!r}")
 
 
 def split_probes(raw: Any) -> tuple[ProbeSettings, dict[str, dict[str, Any]]]:

@@ -54,11 +54,16 @@ def _close(fast: torch.Tensor, ref: torch.Tensor, atol: float = 1e-13) -> None:
     assert torch.allclose(fast, ref.to(fast.dtype), rtol=RTOL, atol=atol), (fast, ref)
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize(("alpha", "eps_m"), [(0.5, 0.0), (0.3, 0.0), (0.7, 0.05)])
-def test_stability_kernels_match_the_float64_reference(step_readouts, alpha, eps_m):
+def test_stability_kernels_match_the_float64_reference(step_readouts, alpha, eps_m, compiled):
     before, after, labels = step_readouts
     eps_g = 0.1
-    sums = step_sums(before, after, labels, alpha, eps_g, eps_m, block_elems=3 * V)  # several blocks
+    sums = step_sums(before, after, labels, alpha, eps_g, eps_m, block_elems=3 * V, compiled=compiled)  # several blocks
+    assert "failed" not in kernels._COMPILED  # noqa: SLF001 (the compiled path really ran)
+    got = kernel_minimizer_metrics(sums, "forward")
+    for key, value in minimizer_metrics(after, labels, eps_g, eps_m, alpha, "forward").items():
+        assert got[key] == pytest.approx(value, rel=RTOL, abs=1e-8), key
     for objective, eps in (("paper", eps_g), ("implemented", eps_m)):
         p_y = label_targets(labels, V, eps).log()
         ref = stability_terms(before[:-1], after[:-1], before[1:], p_y, alpha, objective, log_input=True)
@@ -98,6 +103,42 @@ def test_minimizer_kernels_match_the_float64_reference(step_readouts, alpha, eps
     assert set(got) == set(ref) and "probe/minimizer/0/ce" in got
     for key, value in ref.items():  # KL(p_k ‖ g_k) is ~0.006 nats here: float32 p resolves it to ~1e-8 nats
         assert got[key] == pytest.approx(value, rel=RTOL, abs=1e-8), key
+
+
+def test_compiled_expm1_keeps_its_digits_near_zero():
+    """Inductor computes expm1 as exp − 1 (relative error 1 at 1e-8); ``_expm1`` compiled stays within a few ulps."""
+    x = torch.cat([torch.randn(4096) * s for s in (1e-12, 1e-8, 1e-4, 1e-2, 0.4, 0.6, 3.0, 20.0)]).clamp(-88, 88)
+    x = torch.cat([x, torch.tensor([0.0, -0.0, 0.5, -0.5, -200.0, 80.0])])
+    got = torch.compile(kernels._expm1, dynamic=False)(x)  # noqa: SLF001
+    ref = torch.expm1(x.double())
+    assert torch.equal(got == 0, x == 0)
+    assert float(((got.double() - ref).abs() / ref.abs().clamp_min(1e-300)).max()) < 1e-6
+
+
+def test_compiled_blocks_compile_once_and_run_only_with_stability_and_minimizers(step_readouts, monkeypatch):
+    before, after, labels = step_readouts
+    assert [s.stop - s.start for s in kernels._blocks(96, V, 5, 3 * V * 5 * 7, equal=True)] == [16] * 6  # noqa: SLF001
+    assert [s.stop - s.start for s in kernels._blocks(97, V, 5, 3 * V * 5 * 7)][-1] == 97 % 21  # noqa: SLF001
+    calls = []
+    monkeypatch.setattr(kernels, "_run_compiled", lambda *a: calls.append(a[0].shape) or None)  # None: eager fallback
+    eager = step_sums(before, after, labels, 0.5, 0.1, 0.0)
+    fallback = step_sums(before, after, labels, 0.5, 0.1, 0.0, compiled=True)
+    assert calls and all(shape == calls[0] for shape in calls)
+    for name, value in eager.values.items():  # a failed compile falls back to the eager blocks, bit for bit
+        assert torch.equal(fallback[name], value), name
+    calls.clear()
+    step_sums(None, after, labels, 0.5, 0.1, 0.0, compiled=True)  # no stability: eager
+    step_sums(before, after, labels, 0.5, 0.1, 0.0, compiled=True, minimizers=False)
+    assert calls == []
+
+
+def test_compile_modes():
+    assert kernels.use_compiled("auto", "cpu") and kernels.use_compiled("auto", "cpu", kernels.AUTO_MIN_STEPS)
+    assert not kernels.use_compiled("auto", "cpu", kernels.AUTO_MIN_STEPS - 1)
+    assert not kernels.use_compiled("auto", "cuda") and kernels.use_compiled("on", "cuda")
+    assert not kernels.use_compiled("off", "cpu")
+    with pytest.raises(ValueError, match="probes.compile"):
+        kernels.use_compiled("yes", "cpu")
 
 
 def test_cached_sums_compute_once_per_step_and_reuse(step_readouts):
