@@ -109,7 +109,8 @@ class ProbeSession:
         model.eval()
         try:
             return log_readouts(
-                self.chunked, self.input_ids, self.attention_mask, self.mask, uniform_p0=self.uniform_p0
+                self.chunked, self.input_ids, self.attention_mask, self.mask, uniform_p0=self.uniform_p0,
+                cache=self.cache,
             )
         finally:
             model.train(was_training)

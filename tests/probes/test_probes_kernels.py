@@ -211,3 +211,30 @@ def test_log_readouts_are_the_stacked_log_softmax_of_each_readout(uniform_p0):
     if uniform_p0:
         rows[0] = torch.full_like(rows[0], -math.log(V))
     assert got.dtype == torch.float32 and torch.equal(got, torch.stack(rows))
+
+
+def test_log_readouts_reuse_p0_only_while_what_it_reads_is_unchanged():
+    """p_0 comes from the cache bit for bit while embedding, norm, head and inputs are unchanged."""
+    from probes.batch import log_readouts
+    from tests.conftest import make_tiny_lm
+
+    torch.manual_seed(2)
+    chunked = ChunkedLM(make_tiny_lm("llama", layers=K, vocab=V).float().eval(), K)
+    ids = torch.randint(0, V, (2, T))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    cache: dict = {}
+    first = log_readouts(chunked, ids, None, mask, cache=cache)
+    calls = []
+    hook = chunked.norm.register_forward_hook(lambda *a: calls.append(1))
+    again = log_readouts(chunked, ids, None, mask, cache=cache)
+    assert len(calls) == K and torch.equal(again, first)  # row 0 not read out again
+    with torch.no_grad():
+        chunked.model.get_input_embeddings().weight.mul_(1.5)  # an in-place update bumps the version
+    moved = log_readouts(chunked, ids, None, mask, cache=cache)
+    assert len(calls) == 2 * K + 1 and not torch.equal(moved[0], first[0])
+    assert torch.equal(moved, log_readouts(chunked, ids, None, mask))  # the same bits as without a cache
+    other = ids.clone()
+    other[0, 0] = (other[0, 0] + 1) % V
+    log_readouts(chunked, other, None, mask, cache=cache)
+    assert len(calls) == 3 * K + 2 + K + 1  # new inputs: row 0 read out again
+    hook.remove()
