@@ -42,7 +42,7 @@ import torch
 
 import probes.batch
 from probes.batch import DEFAULT_N_POSITIONS, log_readouts
-from probes.kernels import cached_sums
+from probes.kernels import cached_sums, use_compiled
 from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup
@@ -132,7 +132,10 @@ def main() -> None:
         return
     probes.batch._compute_readouts = _timed_forward(probes.batch._compute_readouts)  # noqa: SLF001
     raw = apply_overrides(read_recipe(args.recipe), [*args.overrides, "run.progress=false"])
-    raw["run"] = {**raw.get("run", {}), "steps": args.warmup + args.steps}
+    # the configured run length (default 200), which "auto" choices such as probes.compile read;
+    # only warmup + steps of it are stepped
+    length = TrainConfig.from_dict(raw).run.steps
+    raw["run"] = {**raw.get("run", {}), "steps": max(length, args.warmup + args.steps)}
     probed_cfg = TrainConfig.from_dict(raw)
     plain_cfg = TrainConfig.from_dict({**raw, "probes": {}})
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,6 +167,11 @@ def main() -> None:
         f"batch {cfg.data.batch_size}x{cfg.data.seq_len}, {args.steps} timed steps after {skip} warm-up, "
         f"{args.clock} clock"
     )
+    compiled = use_compiled(cfg.probe_settings.compile, probed.device, cfg.run.steps)
+    warm = sum(sum(values[:skip]) for values in parts.values())
+    print(f"kernels: {'compiled' if compiled else 'eager'} (probes.compile = {cfg.probe_settings.compile!r}, "
+          f"run of {cfg.run.steps} steps); probe cost of the {skip} warm-up steps {warm:.1f} s "
+          "(includes compiling the kernels, once per process and shape)")
     print(f"plain step:            median {plain_med * 1e3:8.1f} ms")
     print(f"instrumented step:     median {statistics.median(times['probed step']) * 1e3:8.1f} ms (training only)")
     print(f"instrumented + probes: median {probed_med * 1e3:8.1f} ms")
