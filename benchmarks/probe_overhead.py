@@ -31,8 +31,10 @@ time by default (``--clock cpu``: other load on a shared machine inflates wall t
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -63,8 +65,25 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--vocab", type=int, nargs="*", default=[4096, 32768, 131072], help="V of the scaling table")
     p.add_argument("--vocab-steps", type=int, default=2, help="timed probe steps per V")
     p.add_argument("--vocab-one", type=int, default=0, help=argparse.SUPPRESS)  # one table row, in a child
+    p.add_argument("--malloc", choices=("pinned", "as-is"), default="pinned",
+                   help="pinned: rerun with glibc's mmap and trim thresholds raised (see MALLOC_NOTE)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     return p.parse_args()
+
+
+MALLOC_NOTE = """On a CPU the step time depends on the allocator's state: glibc hands large
+freed blocks back to the OS and raises its mmap threshold only after such frees, so the
+training step's big temporaries page-fault or not depending on what else the process
+allocated (measured: the plain step took 388-424 ms beside the eager kernels and 507-547 ms
+beside the compiled ones, 410 ms either way with the thresholds pinned). Pinning the
+thresholds makes the plain and the probed run's timings comparable."""
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
+
+
+def _pin_malloc(args: argparse.Namespace) -> None:
+    """Re-execute this benchmark with ``GLIBC_TUNABLES`` set (``MALLOC_NOTE``), unless set already."""
+    if args.malloc == "pinned" and "GLIBC_TUNABLES" not in os.environ and sys.platform == "linux":
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "GLIBC_TUNABLES": MALLOC_TUNABLES})
 
 
 def _train_step(run: Run, step: int) -> float:
@@ -123,6 +142,7 @@ def _probe_hooks(run: Run, step: int, parts: dict[str, list[float]]) -> float:
 def main() -> None:
     """Step both runs alternately and print the overhead ratio and its parts."""
     args = parse_args()
+    _pin_malloc(args)
     if args.clock == "cpu":
         CLOCK[0] = time.process_time
     if args.threads:
@@ -165,7 +185,7 @@ def main() -> None:
     print(
         f"device {plain.device}, threads {torch.get_num_threads()}, K={cfg.model.chunks}, "
         f"batch {cfg.data.batch_size}x{cfg.data.seq_len}, {args.steps} timed steps after {skip} warm-up, "
-        f"{args.clock} clock"
+        f"{args.clock} clock, malloc {os.environ.get('GLIBC_TUNABLES', 'as is')}"
     )
     compiled = use_compiled(cfg.probe_settings.compile, probed.device, cfg.run.steps)
     warm = sum(sum(values[:skip]) for values in parts.values())
@@ -207,7 +227,6 @@ def _rss_mib(field: str) -> float:
 def vocab_table(vocabs: list[int], steps: int, alpha: float, n: int) -> None:
     """One fresh process per V (so the memory high-water mark is that V's alone)."""
     import subprocess
-    import sys
 
     print(f"vocabulary scaling (random Llama, d=128, 8 layers, K=4, N={n} positions, {steps} timed steps):")
     print(f"{'V':>8} {'forward ms':>11} {'kernels ms':>11} {'probes ms':>10} {'peak MiB':>9}")

@@ -141,6 +141,18 @@ def test_compile_modes():
         kernels.use_compiled("yes", "cpu")
 
 
+def test_compile_is_a_shared_probe_setting_that_round_trips():
+    from zerolock_theory.config import TrainConfig
+    from zerolock_theory.probe_config import ProbeSettings
+
+    assert ProbeSettings().compile == "auto" and ProbeSettings(compile=False).compile == "off"
+    with pytest.raises(ValueError, match="probes.compile must be one of"):
+        ProbeSettings(compile="fast")
+    cfg = TrainConfig.from_dict({"probes": {"compile": "on", "stability": {}}})
+    assert cfg.probe_settings.compile == "on"
+    assert TrainConfig.from_dict(cfg.to_dict()).probe_settings.compile == "on"
+
+
 def test_cached_sums_compute_once_per_step_and_reuse(step_readouts):
     before, after, labels = step_readouts
     cache: dict = {}
