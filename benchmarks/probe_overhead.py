@@ -10,7 +10,8 @@ hooks exactly as the loop calls them (inside ``quiet_mode``), split into:
 * ``readouts (forward)``: the shared p̃ on the probe batch, timed inside whichever probe
   asks for it first (``probes.batch``'s forward, wrapped), so a step where no probe is due
   costs no forward, as in the loop;
-* each probe's ``after_step`` without that forward (store encoding, stability terms, …).
+* each probe's ``after_step`` without that forward (store encoding, stability terms, …);
+* ``eval-mode switch``: entering and leaving ``quiet_mode`` (eval mode and back, forked RNG).
 
 Prints the ratios median(step + probes) / median(plain step), the same for the means
 (which count probes that run only every few steps) and 1 + mean(probes) / median(plain
@@ -126,7 +127,8 @@ def _timed_forward(fn):
 def _probe_hooks(run: Run, step: int, parts: dict[str, list[float]]) -> float:
     """The loop's after_step calls; the shared readout forward, wherever it runs, timed on its own."""
     ctx = run.hook_ctx
-    total, forward = 0.0, 0.0
+    hooks, forward = 0.0, 0.0
+    tic = CLOCK[0]()
     with quiet_mode(run.chunked):
         for probe in run.hooks:
             before = FORWARD[0]
@@ -134,8 +136,10 @@ def _probe_hooks(run: Run, step: int, parts: dict[str, list[float]]) -> float:
             inside = FORWARD[0] - before
             parts[probe.name].append(t - inside)
             forward += inside
-            total += t
+            hooks += t
+    total = CLOCK[0]() - tic
     parts["readouts (forward)"].append(forward)
+    parts["eval-mode switch"].append(total - hooks)  # quiet_mode: eval() and back, the forked RNG
     return total
 
 
@@ -207,6 +211,10 @@ def main() -> None:
         print(f"  {name:20s} {mean * 1e3:8.2f} ms  {mean / plain_med:6.1%}")
     floor = statistics.fmean(parts["readouts (forward)"][skip:])
     print(f"floor (probe forward alone): {floor * 1e3:.2f} ms = ratio {1 + floor / plain_med:.3f}")
+    if "gradients" in parts:  # a forward and backward on the probe batch every `every` steps: no kernel work
+        grads = floor + statistics.fmean(parts["gradients"][skip:])
+        print(f"floor with the gradients probe (forward + gradients, the work faster kernels or a "
+              f"leaner store cannot remove): {grads * 1e3:.2f} ms = ratio {1 + grads / plain_med:.3f}")
     if args.vocab:
         vocab_table(args.vocab, args.vocab_steps, cfg.method.alpha, N_DEFAULT)
 

@@ -56,3 +56,20 @@ def test_unsupported_architecture_names_supported_ones():
 
     with pytest.raises(UnsupportedArchitectureError, match="Llama-style.*GPT-2"):
         ChunkedLM(Other(), 2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_train_and_eval_switch_every_module_once(tiny_lm, arch):
+    chunked = ChunkedLM(tiny_lm(arch), 2)
+    calls: list[int] = []
+    originals = {}
+    for module in chunked.model.modules():  # count how often each module's train() runs
+        originals[id(module)] = module.train
+        module.train = (lambda m, f: lambda mode=True: (calls.append(id(m)), f(mode))[1])(module, module.train)
+    assert chunked.eval() is chunked
+    assert not chunked.training and not any(m.training for m in chunked.modules())
+    assert sorted(calls) == sorted(set(calls)) and set(calls) == set(originals)
+    chunked.train()
+    assert chunked.training and all(m.training for m in chunked.modules())
+    with pytest.raises(ValueError, match="boolean"):
+        chunked.train("yes")  # type: ignore[arg-type]
