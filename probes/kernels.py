@@ -15,8 +15,11 @@ comparable to the probe forward:
 * differences that cancel are taken analytically, never by subtracting two large sums:
   actual = R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) uses log(Z^{t+1}/Z^t) = log1p(Σ g^t·expm1((1-α)δ))
   (paper) and m log m differences through log(m^{t+1}/m^t) (implemented);
-* ``compiled=True`` runs the same formulas per block through ``torch.compile`` (the
-  ``[probes] compile`` setting, ``use_compiled``), with expm1 in a form inductor keeps exact.
+* ``compiled=True`` (the ``[probes] compile`` setting, ``use_compiled``) runs each block
+  through ``torch.compile`` of ``_one_pass``: the same quantities arranged so that every sum
+  over V is of elementwise functions of the inputs (label terms as float64 corrections, no
+  scatter, nothing kept between steps), with expm1 in a form inductor keeps exact. The
+  eager path (``_block``) instead keeps features from one step for the next.
 
 ``step_sums`` returns per-chunk float64 means over positions; ``probes.stability`` and
 ``probes.minimizers`` turn them into metrics. q_t = ‖Δp̃_t‖² is the per-position mean
@@ -60,6 +63,15 @@ def _expm1(x: torch.Tensor) -> torch.Tensor:
     u = torch.exp(x)
     small = torch.where(u == 1.0, x, (u - 1.0) * x / torch.log(u))
     return torch.where(x.abs() < 0.5, small, u - 1.0)
+
+
+def _expm1_pair(delta: torch.Tensor, a: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(e^{a·δ} − 1, e^{δ} − 1); for a = ½ from one expm1, as h·(h + 2) with h = e^{δ/2} − 1
+    (no cancellation)."""
+    if a == 0.5:
+        half = _expm1(delta * 0.5)
+        return half, half * (half + 2.0)
+    return _expm1(delta * a), _expm1(delta)
 
 
 def supported(alpha: float, eps_g: float) -> bool:
@@ -249,11 +261,7 @@ def _stability(p: _Rows, o: _Rows, n: _Rows, out: dict[str, torch.Tensor]) -> No
     c = p.c
     a = c.a
     delta = n.L - p.L
-    if a == 0.5:  # one expm1: e^{δ} − 1 = h·(h + 2) with h = e^{δ/2} − 1 (no cancellation)
-        e_a = _expm1(delta * 0.5)
-        e = e_a * (e_a + 2.0)
-    else:
-        e_a, e = _expm1(delta * a), _expm1(delta)
+    e_a, e = _expm1_pair(delta, a)
     d = p.P * e  # Δp = p^{t+1} − p^t, exact for small changes
     d_po = p._get("d_po", lambda: p.L - o.L)  # kept from the previous step's minimizers
     out["paper_r"] = p._get("r_paper", lambda: _paper(p, o, d_po))
@@ -412,11 +420,7 @@ class _Chunk:
         c = self.c
         a, ew = c.a, math.expm1(c.label_weight)
         delta = new.Lp - self.Lp
-        if a == 0.5:  # one expm1: e^{δ} − 1 = h·(h + 2) with h = e^{δ/2} − 1 (no cancellation)
-            e_a = _expm1(delta * 0.5)
-            e = e_a * (e_a + 2.0)
-        else:
-            e_a, e = _expm1(delta * a), _expm1(delta)
+        e_a, e = _expm1_pair(delta, a)
         d = self.Pp * e  # Δp, exact for small changes
         delta_y = new.lpy - self.lpy
         e_y, ea_y = torch.expm1(delta_y), torch.expm1(delta_y * a)
@@ -449,7 +453,7 @@ def _one_pass(before: torch.Tensor, after: torch.Tensor, idx: torch.Tensor, c: _
     The same quantities in a form whose every sum over V is of elementwise functions of the
     inputs and per-row scalars (``_Chunk``): exp of each readout row once per call, no
     scatter, no array kept. Inductor then runs it in a few fused loops (measured on the
-    embedded model: 40 → 27 ms per step in isolation against compiling ``_block``).
+    embedded model: 28 ms per step in isolation, against 40 for compiling ``_block`` itself).
     """
     rows = after.shape[0]
     p_after = [after[r].exp() for r in range(rows)]
@@ -488,8 +492,8 @@ def use_compiled(mode: str, device: torch.device | str, steps: int | None = None
     """Whether ``mode`` ("auto" | "on" | "off") runs the compiled kernels on ``device``.
 
     "auto": on a CPU, for runs of at least ``AUTO_MIN_STEPS`` steps (``steps`` None: unknown,
-    taken as long), where compiling (seconds) pays for itself (68 → 46 ms per step); the
-    eager kernels elsewhere. "on": always (falls back to eager, with a warning, if compiling
+    taken as long), where compiling (seconds) pays for itself (measured in the probed loop
+    of the embedded model: 79 → 32 ms per step); the eager kernels elsewhere. "on": always (falls back to eager, with a warning, if compiling
     fails). The two agree with the float64 reference within the same 1e-6 (tested).
     """
     if mode not in COMPILE_MODES:
@@ -540,12 +544,12 @@ def step_sums(
     exact zeros and are not computed (``skip_unchanged=False`` computes them anyway).
 
     ``compiled``: a step with ``before`` and minimizers runs each block through
-    ``torch.compile`` of the same formulas (inductor fuses the ~100 elementwise passes of a
-    block into a few vectorised loops; nothing is kept between steps), in blocks of one size
-    so that it compiles once per shape. Measured on the embedded model (N = 256, V = 4096,
-    1 thread): 94 → 40 ms per step in isolation, 68 → 46 ms inside the probed loop. Its sums
-    differ from the eager ones by float32 rounding and agree with the float64 reference
-    within the same 1e-6 (tested).
+    ``torch.compile`` of ``_one_pass`` (inductor fuses its elementwise work into a few loops;
+    nothing is kept between steps), in blocks of one size so that it compiles once per shape.
+    Measured on the embedded model (N = 256, V = 4096, 1 thread): 98 → 28 ms per step in
+    isolation, 79 → 32 ms inside the probed loop (compiling ``_block`` itself took 40 and
+    46 ms). Its sums differ from the eager ones by float32 rounding and agree with the
+    float64 reference within the same 1e-6 (tested).
     """
     if not supported(alpha, eps_g):
         raise ValueError(f"the fast kernels need 0 <= alpha < 1 and eps_g > 0, got {alpha}, {eps_g}")
