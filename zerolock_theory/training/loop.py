@@ -225,12 +225,14 @@ def execute(run: Run) -> RunSummary:
             record["train/tokens_per_s"] = tokens / max(elapsed, 1e-9)
             if step == 0 and initial is not None:
                 record["eval/ce_initial"] = initial
-            with quiet_mode(run.chunked):
-                if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-                    record.update(evaluate(run))
-                    final = record["eval/ce"]
-                for hook in run.hooks:
-                    record.update(hook.after_step(run.hook_ctx, step, record))
+            due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
+            if due or run.hooks:  # eval mode and back cost ~3 ms on the embedded model: only when used
+                with quiet_mode(run.chunked):
+                    if due:
+                        record.update(evaluate(run))
+                        final = record["eval/ce"]
+                    for hook in run.hooks:
+                        record.update(hook.after_step(run.hook_ctx, step, record))
             logger.log(record)
             bar.update(1)
             bar.set_postfix(loss=f"{record['train/final_ce']:.3f}", tok_s=f"{record['train/tokens_per_s']:.0f}")
