@@ -71,5 +71,8 @@ def test_train_and_eval_switch_every_module_once(tiny_lm, arch):
     assert sorted(calls) == sorted(set(calls)) and set(calls) == set(originals)
     chunked.train()
     assert chunked.training and all(m.training for m in chunked.modules())
+    chunked.extra = torch.nn.Dropout(0.5)  # a child outside the model is switched too
+    chunked.eval()
+    assert not chunked.extra.training
     with pytest.raises(ValueError, match="boolean"):
         chunked.train("yes")  # type: ignore[arg-type]

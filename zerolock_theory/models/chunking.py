@@ -98,12 +98,17 @@ class ChunkedLM(nn.Module):
         ``backbone``, ``layers``, ``norm`` and ``head`` are registered here and inside
         ``model``, so the inherited recursion set every layer's flag three times (2008 visits
         for the embedded model's 672 modules, 3.4 ms per switch; probes switch twice a step).
-        Every submodule lies inside ``model``, whose own ``train`` (and its overrides) runs once.
+        ``model``'s own ``train`` (and its overrides) runs once; any other child (none by
+        default) is switched as ``nn.Module`` would.
         """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
         self.model.train(mode)
+        aliases = {id(m) for m in (self.model, self.backbone, self.layers, self.norm, self.head)}
+        for child in self.children():
+            if id(child) not in aliases:
+                child.train(mode)
         return self
 
     @property
