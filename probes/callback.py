@@ -4,8 +4,9 @@ At the start of training it wraps the trained model in a ``ProbeSession`` and pr
 initial parameters (step 0); after every ``every``-th optimizer step it calls
 ``session.step(state.global_step)``. Each record (a dict of ``probe/...`` metrics and
 ``step``) is appended to ``history`` and, when ``jsonl`` is set (default
-``{args.output_dir}/probes.jsonl``), written as one JSON line. Stability terms compare
-consecutive probed steps. Options are ``ProbeSession``'s.
+``{args.output_dir}/probes.jsonl``), written as one JSON line; a file that already holds
+records is never appended to (``FileExistsError``: pass a new ``jsonl`` when resuming).
+Stability terms compare consecutive probed steps. Options are ``ProbeSession``'s.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ class ProbeCallback(TrainerCallback):
         """Wrap the model and probe the initial parameters."""
         if self.jsonl is None:
             self.jsonl = Path(args.output_dir) / "probes.jsonl"
+        if self.jsonl.is_file() and self.jsonl.stat().st_size > 0:
+            raise FileExistsError(
+                f"{self.jsonl} already holds probe records (an earlier run?); move it away or pass "
+                "ProbeCallback(jsonl=...) a new path"
+            )
         self.jsonl.parent.mkdir(parents=True, exist_ok=True)
         self.session = ProbeSession(model, self.batch, **self.options)
         self._record(state.global_step)

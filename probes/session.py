@@ -25,7 +25,8 @@ the target of each position (already shifted: ``labels[b, t]`` is the token afte
 ``input_ids[b, t]``), −100 where a position is not probed (``ProbeSession.shift_labels``
 turns Hugging Face style labels into these). The computation is the one the package's own
 probes run (``probes.batch.log_readouts``, ``probes.kernels``, ``probes.stability.kernel_terms``,
-``probes.minimizers.kernel_minimizer_metrics``); ``store`` appends p̃ to a readout store;
+``probes.minimizers.kernel_minimizer_metrics``). ``store`` appends p̃ to a new readout store
+(``probes.store``; a path that exists and is not an empty directory is refused).
 ``compile`` ("auto": on a CPU) runs the kernels through ``torch.compile``
 (``probes.kernels.use_compiled``).
 """
@@ -87,6 +88,12 @@ class ProbeSession:
         self.cache: dict[str, Any] = {}
         self.previous: tuple[int, torch.Tensor] | None = None
         self.store_path = None if store is None else Path(store)
+        if self.store_path is not None and self.store_path.exists():
+            if not self.store_path.is_dir() or any(self.store_path.iterdir()):
+                raise FileExistsError(
+                    f"store {self.store_path} already exists and is not an empty directory; "
+                    "the session writes a new readout store: pass a new path"
+                )
         self.writer: Any = None
 
     @staticmethod

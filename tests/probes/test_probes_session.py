@@ -103,3 +103,44 @@ def test_callback_probes_a_real_trainer(tmp_path):
     ce0 = -log_p[2][mask].gather(-1, batch["labels"].flatten()[mask][:, None]).mean()
     assert callback.history[0]["probe/minimizer/2/ce"] == pytest.approx(float(ce0), rel=1e-6)
     assert callback.history[3]["probe/minimizer/2/ce"] != callback.history[0]["probe/minimizer/2/ce"]
+
+
+def test_session_store_holds_the_readouts_and_an_existing_store_is_refused(tmp_path):
+    from probes.store import ReadoutStore
+
+    model = make_tiny_lm("llama", layers=4, vocab=V)
+    batch = _batch()
+    path = tmp_path / "store"
+    with ProbeSession(model, batch, chunks=2, store=path) as probes:
+        probes.step(0)
+        with torch.no_grad():
+            model.lm_head.weight.mul_(1.5)
+        probes.step(1)
+        log_p = _reference_log_p(model, batch)
+    store = ReadoutStore(path)
+    assert store.steps == [0, 1] and store.mode == "full"  # V = 64 <= 256: full float16 probabilities
+    dense = torch.from_numpy(store.dense(1)).double()
+    torch.testing.assert_close(dense, log_p.double().exp(), rtol=2e-3, atol=1e-4)  # float16 storage
+    before = sorted((f.name, f.read_bytes()) for f in path.iterdir())
+    with pytest.raises(FileExistsError, match="not an empty directory"):
+        ProbeSession(model, batch, chunks=2, store=path)
+    assert sorted((f.name, f.read_bytes()) for f in path.iterdir()) == before  # nothing removed
+
+
+def test_callback_refuses_to_append_to_an_earlier_runs_records(tmp_path):
+    from transformers import Trainer, TrainingArguments
+
+    from probes.callback import ProbeCallback
+
+    old = tmp_path / "probes.jsonl"
+    old.write_text('{"step": 0}\n')
+    raw = _Rows(1)[0]["input_ids"][None]
+    callback = ProbeCallback({"input_ids": raw, "labels": ProbeSession.shift_labels(raw)}, chunks=2)
+    args = TrainingArguments(
+        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, report_to=[],
+        save_strategy="no", logging_strategy="no", use_cpu=True, disable_tqdm=True,
+    )
+    trainer = Trainer(model=make_tiny_lm("llama", layers=4, vocab=V), args=args, train_dataset=_Rows(4), callbacks=[callback])
+    with pytest.raises(FileExistsError, match="already holds probe records"):
+        trainer.train()
+    assert old.read_text() == '{"step": 0}\n'
