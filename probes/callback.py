@@ -25,7 +25,9 @@ __all__ = ["ProbeCallback"]
 class ProbeCallback(TrainerCallback):
     """Run a ``ProbeSession`` every ``every`` optimizer steps of a ``Trainer``."""
 
-    def __init__(self, batch: dict[str, Any], *, every: int = 1, jsonl: str | Path | None = None, **options: Any) -> None:
+    def __init__(
+        self, batch: dict[str, Any], *, every: int = 1, jsonl: str | Path | None = None, **options: Any
+    ) -> None:
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
         self.batch, self.every, self.options = batch, every, options

@@ -47,6 +47,31 @@ from zerolock_theory.models.chunking import ChunkedLM
 __all__ = ["ProbeSession"]
 
 
+def _check_batch(batch: dict[str, torch.Tensor], n_embeddings: int, vocab: int) -> None:
+    """``ValueError`` (``TypeError`` for a wrong type) unless ``batch`` is a probe batch of this model."""
+    missing = [key for key in ("input_ids", "labels") if key not in batch]
+    if missing:
+        raise ValueError(f"the probe batch needs input_ids and labels, missing {missing}")
+    ids, labels, mask = batch["input_ids"], batch["labels"], batch.get("attention_mask")
+    for name, value in (("input_ids", ids), ("labels", labels), ("attention_mask", mask)):
+        if value is None:
+            continue
+        if not isinstance(value, torch.Tensor) or value.dtype.is_floating_point or value.dtype.is_complex:
+            kind = getattr(value, "dtype", type(value).__name__)
+            raise TypeError(f"probe batch {name} must be an integer tensor, got {kind}")
+        if value.shape != ids.shape or ids.dim() != 2:
+            raise ValueError(f"probe batch {name} must have input_ids' shape [B, T], got {tuple(value.shape)}")
+    if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < n_embeddings:
+        got = f"[{int(ids.min())}, {int(ids.max())}]"
+        raise ValueError(f"probe batch input_ids must lie in [0, {n_embeddings}), got {got}")
+    probed = labels[labels != -100]
+    if probed.numel() == 0:
+        raise ValueError("the probe batch has no labelled position (labels are all -100)")
+    if not 0 <= int(probed.min()) <= int(probed.max()) < vocab:
+        got = f"[{int(probed.min())}, {int(probed.max())}]"
+        raise ValueError(f"probe batch labels must be -100 or lie in [0, {vocab}), got {got}")
+
+
 class ProbeSession:
     """Readouts, stability, minimizer and depth quantities of a Hugging Face causal LM."""
 
@@ -71,15 +96,16 @@ class ProbeSession:
             raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
         if not 0.0 <= epsilon < 1.0 or not 0.0 < probe_epsilon < 1.0:
             raise ValueError(f"need 0 <= epsilon < 1 and 0 < probe_epsilon < 1, got {epsilon}, {probe_epsilon}")
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a Hugging Face causal LM (torch.nn.Module), got {type(model).__name__}")
         self.chunked = ChunkedLM(model, chunks, boundaries)
         device = next(model.parameters()).device
         self.compiled = use_compiled(compile, device)
+        _check_batch(batch, model.get_input_embeddings().num_embeddings, self.chunked.head.out_features)
         self.input_ids = batch["input_ids"].to(device)
         mask = batch.get("attention_mask")
         self.attention_mask = None if mask is None else mask.to(device)
         self.mask = batch["labels"].to(device) != -100
-        if not bool(self.mask.any()):
-            raise ValueError("the probe batch has no labelled position (labels are all -100)")
         self.labels = batch["labels"].to(device)[self.mask]
         self.alpha, self.direction, self.uniform_p0 = float(alpha), direction, uniform_p0
         self.eps_m = float(epsilon)

@@ -20,7 +20,8 @@ V, T = 64, 16
 def _batch(seed: int = 1) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(3, V, (2, T + 1), generator=g)
-    return {"input_ids": ids[:, :-1], "attention_mask": torch.ones(2, T, dtype=torch.long), "labels": ids[:, 1:]}
+    mask = torch.ones(2, T, dtype=torch.long)
+    return {"input_ids": ids[:, :-1].clone(), "attention_mask": mask, "labels": ids[:, 1:].clone()}
 
 
 def _reference_log_p(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -140,7 +141,32 @@ def test_callback_refuses_to_append_to_an_earlier_runs_records(tmp_path):
         output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, report_to=[],
         save_strategy="no", logging_strategy="no", use_cpu=True, disable_tqdm=True,
     )
-    trainer = Trainer(model=make_tiny_lm("llama", layers=4, vocab=V), args=args, train_dataset=_Rows(4), callbacks=[callback])
+    model = make_tiny_lm("llama", layers=4, vocab=V)
+    trainer = Trainer(model=model, args=args, train_dataset=_Rows(4), callbacks=[callback])
     with pytest.raises(FileExistsError, match="already holds probe records"):
         trainer.train()
     assert old.read_text() == '{"step": 0}\n'
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        (lambda b: b.pop("labels"), ValueError, "missing \\['labels'\\]"),
+        (lambda b: b.update(input_ids=b["input_ids"].float()), TypeError, "input_ids must be an integer tensor"),
+        (lambda b: b.update(labels=b["labels"][:, :5]), ValueError, "labels must have input_ids' shape"),
+        (lambda b: b.update(input_ids=b["input_ids"][0], labels=b["labels"][0]), ValueError, r"\[B, T\]"),
+        (lambda b: b.update(attention_mask=b["attention_mask"][:1]), ValueError, "attention_mask must have"),
+        (lambda b: b["labels"].add_(V), ValueError, rf"labels must be -100 or lie in \[0, {V}\)"),
+        (lambda b: b["input_ids"].add_(V), ValueError, rf"input_ids must lie in \[0, {V}\)"),
+    ],
+)
+def test_session_rejects_a_malformed_batch_with_a_clear_message(change, error, match):
+    batch = _batch()
+    change(batch)
+    with pytest.raises(error, match=match):
+        ProbeSession(make_tiny_lm("llama", layers=4, vocab=V), batch, chunks=2)
+
+
+def test_session_rejects_what_is_not_a_model():
+    with pytest.raises(TypeError, match="must be a Hugging Face causal LM"):
+        ProbeSession("model", _batch())  # type: ignore[arg-type]
