@@ -18,7 +18,8 @@ Prints the ratios median(step + probes) / median(plain step), the same for the m
 step) (the training work is the same on both sides, so this one does not carry the
 training steps' own spread on a loaded machine), the cost of each part, the probe
 forward alone as a share of the plain step (the floor: no probe can cost less than the
-readouts it reads), and a vocabulary-scaling table: on random Llama models of the embedded
+readouts it reads), whether the overhead meets ``--goal`` (default 1.10) and whether the
+floor leaves room to, and a vocabulary-scaling table: on random Llama models of the embedded
 width (d = 128, 8 layers, K = 4) with V in ``--vocab``, per probed step, the probe forward
 (ms), the fused stability + minimizer kernels (ms, ``probes.kernels``) and the peak
 resident memory the probes add (MiB: in a fresh process per V, the high-water mark minus
@@ -68,6 +69,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--vocab-one", type=int, default=0, help=argparse.SUPPRESS)  # one table row, in a child
     p.add_argument("--malloc", choices=("pinned", "as-is"), default="pinned",
                    help="pinned: rerun with glibc's mmap and trim thresholds raised (see MALLOC_NOTE)")
+    p.add_argument("--goal", type=float, default=1.10, help="the overhead ratio to check (1 + probes/plain)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     return p.parse_args()
 
@@ -213,10 +215,19 @@ def main() -> None:
     floor = statistics.fmean(parts["readouts (forward)"][skip:])
     print(f"floor (probe forward alone): {floor * 1e3:.2f} ms = ratio {1 + floor / plain_med:.3f}")
     if "gradients" in parts:  # a forward and backward on the probe batch every `every` steps: no kernel work
-        grads = floor + statistics.fmean(parts["gradients"][skip:])
+        floor += statistics.fmean(parts["gradients"][skip:])
         print(f"floor with the gradients probe (forward + gradients, the work faster kernels or a "
-              f"leaner store cannot remove): {grads * 1e3:.2f} ms = ratio {1 + grads / plain_med:.3f}")
+              f"leaner store cannot remove): {floor * 1e3:.2f} ms = ratio {1 + floor / plain_med:.3f}")
+    print(goal_line(1 + probes_mean / plain_med, 1 + floor / plain_med, args.goal))
     print("\n".join(table))
+
+
+def goal_line(ratio: float, floor: float, goal: float) -> str:
+    """Whether ``ratio`` (1 + probes / plain) meets ``goal``, and whether the floor leaves room to."""
+    verdict = "met" if ratio <= goal else "not met"
+    room = "below" if floor <= goal else "above"
+    return (f"goal 1 + probes/plain <= {goal:.2f}: {verdict} ({ratio:.3f}); the floor ({floor:.3f}) is "
+            f"{room} the goal{'' if floor <= goal else ', so no kernel or store work can meet it here'}")
 
 
 N_DEFAULT = DEFAULT_N_POSITIONS
