@@ -28,7 +28,9 @@ probes run (``probes.batch.log_readouts``, ``probes.kernels``, ``probes.stabilit
 ``probes.minimizers.kernel_minimizer_metrics``). ``store`` appends p̃ to a new readout store
 (``probes.store``; a path that exists and is not an empty directory is refused).
 ``compile`` ("auto": on a CPU) runs the kernels through ``torch.compile``
-(``probes.kernels.use_compiled``).
+(``probes.kernels.use_compiled``); ``autocast`` ("bfloat16" or "float16") runs the probe
+forward under autocast on the model's device, as ``model.autocast`` does in the trainer (the
+kernels always work on float32 log-probabilities).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from probes.kernels import cached_sums, supported, use_compiled
 from probes.minimizers import kernel_minimizer_metrics
 from probes.stability import kernel_terms, stability_metrics
 from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.training.losses import Readout
 
 __all__ = ["ProbeSession"]
 
@@ -89,6 +92,7 @@ class ProbeSession:
         uniform_p0: bool = False,
         store: str | Path | None = None,
         compile: str = "auto",  # noqa: A002 (the [probes] setting's name)
+        autocast: str | None = None,
     ) -> None:
         if not 0.0 <= alpha < 1.0:
             raise ValueError(f"alpha must lie in [0, 1) for the probes, got {alpha}")
@@ -98,7 +102,10 @@ class ProbeSession:
             raise ValueError(f"need 0 <= epsilon < 1 and 0 < probe_epsilon < 1, got {epsilon}, {probe_epsilon}")
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a Hugging Face causal LM (torch.nn.Module), got {type(model).__name__}")
+        if autocast not in (None, "bfloat16", "float16"):
+            raise ValueError(f"autocast must be None, 'bfloat16' or 'float16', got {autocast!r}")
         self.chunked = ChunkedLM(model, chunks, boundaries)
+        self.autocast = Readout(self.chunked, getattr(torch, autocast) if autocast else None).autocast
         device = next(model.parameters()).device
         self.compiled = use_compiled(compile, device)
         _check_batch(batch, model.get_input_embeddings().num_embeddings, self.chunked.head.out_features)
@@ -143,7 +150,7 @@ class ProbeSession:
         try:
             return log_readouts(
                 self.chunked, self.input_ids, self.attention_mask, self.mask, uniform_p0=self.uniform_p0,
-                cache=self.cache,
+                autocast=self.autocast, cache=self.cache,
             )
         finally:
             model.train(was_training)

@@ -170,3 +170,18 @@ def test_session_rejects_a_malformed_batch_with_a_clear_message(change, error, m
 def test_session_rejects_what_is_not_a_model():
     with pytest.raises(TypeError, match="must be a Hugging Face causal LM"):
         ProbeSession("model", _batch())  # type: ignore[arg-type]
+
+
+def test_session_autocast_runs_the_probe_forward_in_bfloat16():
+    model = make_tiny_lm("llama", layers=4, vocab=V)
+    batch = _batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = _reference_log_p(model, batch)
+    with ProbeSession(model, batch, chunks=2, autocast="bfloat16") as probes:
+        got = probes.readouts()
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    with ProbeSession(model, batch, chunks=2) as probes:
+        assert (probes.readouts() - got).abs().max() > 1e-3  # bf16 rounding: autocast took effect
+    with pytest.raises(ValueError, match="autocast must be"):
+        ProbeSession(model, batch, chunks=2, autocast="int8")
