@@ -7,6 +7,10 @@ initial parameters (step 0); after every ``every``-th optimizer step it calls
 ``{args.output_dir}/probes.jsonl``), written as one JSON line; a file that already holds
 records is never appended to (``FileExistsError``: pass a new ``jsonl`` when resuming).
 Stability terms compare consecutive probed steps. Options are ``ProbeSession``'s.
+
+In a multi-process run (DDP) only the main process (``state.is_world_process_zero``) probes
+and writes; the others do nothing. Models sharded across processes (FSDP, DeepSpeed ZeRO-3)
+are not supported: no single process holds their whole parameters.
 """
 
 from __future__ import annotations
@@ -44,7 +48,9 @@ class ProbeCallback(TrainerCallback):
                 fh.write(dumps(metrics) + "\n")  # NaN → null, ±inf → "inf"/"-inf" (jsonio)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-        """Wrap the model and probe the initial parameters."""
+        """Wrap the model and probe the initial parameters (on the main process only)."""
+        if not getattr(state, "is_world_process_zero", True):
+            return  # the other processes of a multi-process run hold the same replicated parameters
         if self.jsonl is None:
             self.jsonl = Path(args.output_dir) / "probes.jsonl"
         if self.jsonl.is_file() and self.jsonl.stat().st_size > 0:

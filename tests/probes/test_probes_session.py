@@ -185,3 +185,22 @@ def test_session_autocast_runs_the_probe_forward_in_bfloat16():
         assert (probes.readouts() - got).abs().max() > 1e-3  # bf16 rounding: autocast took effect
     with pytest.raises(ValueError, match="autocast must be"):
         ProbeSession(model, batch, chunks=2, autocast="int8")
+
+
+def test_callback_probes_only_on_the_main_process(tmp_path):
+    from types import SimpleNamespace
+
+    from probes.callback import ProbeCallback
+
+    raw = _Rows(1)[0]["input_ids"][None]
+    model = make_tiny_lm("llama", layers=4, vocab=V)
+    args = SimpleNamespace(output_dir=str(tmp_path))
+    for main in (False, True):
+        callback = ProbeCallback({"input_ids": raw, "labels": ProbeSession.shift_labels(raw)}, chunks=2)
+        state = SimpleNamespace(global_step=0, is_world_process_zero=main)
+        callback.on_train_begin(args, state, None, model=model)
+        state.global_step = 1
+        callback.on_step_end(args, state, None)
+        callback.on_train_end(args, state, None)
+        assert [r["step"] for r in callback.history] == ([0, 1] if main else [])
+        assert (tmp_path / "probes.jsonl").exists() == main
