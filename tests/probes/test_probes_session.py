@@ -204,3 +204,20 @@ def test_callback_probes_only_on_the_main_process(tmp_path):
         callback.on_train_end(args, state, None)
         assert [r["step"] for r in callback.history] == ([0, 1] if main else [])
         assert (tmp_path / "probes.jsonl").exists() == main
+
+
+def test_session_takes_a_peft_model_and_reads_out_through_its_adapters():
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj"])
+    model = get_peft_model(make_tiny_lm("llama", layers=4, vocab=V), lora)
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.5)  # adapters that change the readouts
+    batch = _batch()
+    with ProbeSession(model, batch, chunks=2) as probes:
+        got = probes.readouts()
+        assert "probe/minimizer/2/ce" in probes.step(0)
+    torch.testing.assert_close(got, _reference_log_p(model.get_base_model(), batch), rtol=0, atol=0)
+    with model.disable_adapter():
+        assert (_reference_log_p(model.get_base_model(), batch) - got).abs().max() > 1e-3

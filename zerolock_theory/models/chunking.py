@@ -6,12 +6,14 @@ h_k = ``forward_chunk(k, h_{k-1}, ctx)`` and the readout logits W_U·norm(h_k) =
 (tested for each supported layout, with and without padding).
 
 Supported layouts: Llama-style (``model.layers``: Llama, Qwen2/3, Mistral, …) and GPT-2
-(``transformer.h``).
+(``transformer.h``), also wrapped in a peft ``PeftModel`` (chunked through its base model,
+whose layers hold the adapters).
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +67,9 @@ class ChunkedLM(nn.Module):
 
     def __init__(self, model: nn.Module, chunks: int, boundaries: list[int] | None = None) -> None:
         super().__init__()
+        peft = sys.modules.get("peft")  # a PeftModel's adapters live in its base model's layers
+        if peft is not None and isinstance(model, peft.PeftModel):
+            model = model.get_base_model()
         self.model = model
         self.config = model.config
         if hasattr(model, "model") and hasattr(model.model, "layers"):
