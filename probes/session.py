@@ -1,10 +1,9 @@
 """Probes for any training loop: ``ProbeSession`` (MATH.md, "Assumption 5", "Proposition 1").
 
 Inputs: a Hugging Face causal LM (a Llama-style or GPT-2 layout, as ``ChunkedLM`` supports,
-bare or in a peft ``PeftModel``;
-its own final norm and LM head are the frozen readout), the chunk boundaries (``chunks`` for
-an even split, or ``boundaries``), a probe batch and optionally the local loss (α,
-direction, ε). Each ``step(t)`` computes, without touching gradients or the RNG, the
+bare or in a peft ``PeftModel``; its own final norm and LM head are the frozen readout), the
+chunk boundaries (``chunks`` for an even split, or ``boundaries``), a probe batch and
+optionally the local loss (α, direction, ε). Each ``step(t)`` computes, without touching gradients or the RNG, the
 readouts p̃ at the model's current parameters (the logit lens at the chunk boundaries) and
 returns the metrics:
 
