@@ -3,9 +3,9 @@
 Inputs: a Hugging Face causal LM (a Llama-style or GPT-2 layout, as ``ChunkedLM`` supports,
 bare or in a peft ``PeftModel``; its own final norm and LM head are the frozen readout), the
 chunk boundaries (``chunks`` for an even split, or ``boundaries``), a probe batch and
-optionally the local loss (α, direction, ε). Each ``step(t)`` computes, without touching gradients or the RNG, the
-readouts p̃ at the model's current parameters (the logit lens at the chunk boundaries) and
-returns the metrics:
+optionally the local loss (α, direction, ε). Each ``step(t)`` computes, without touching
+gradients or the RNG, the readouts p̃ at the model's current parameters (the logit lens at
+the chunk boundaries) and returns the metrics:
 
 * ``probe/minimizer/{k}/…`` at the current parameters (KL/TV to g_k and m_k, gap, CE per
   chunk: the depth quantities of Proposition 1);
