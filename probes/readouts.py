@@ -123,7 +123,8 @@ class ReadoutLogger:
         self.total_steps = 0
         self.first: tuple[torch.Tensor, dict, dict[str, np.ndarray]] | None = None  # row 0, meta, its encoding
 
-    def _meta(self, rows: int, n: int, vocab: int) -> dict[str, Any]:
+    def meta(self, rows: int, n: int, vocab: int) -> dict[str, Any]:
+        """The store's ``meta`` for readouts of shape [rows, n, vocab] in this logger's format."""
         return store_meta(self.mode, self.topk, self.full_max_vocab, self.dtype, rows, n, vocab)
 
     def _due(self, t: int) -> bool:
@@ -152,7 +153,7 @@ class ReadoutLogger:
         self.total_steps = ctx.config.run.steps
         start = ctx.start_step
         rows, n, vocab = readouts(ctx, start, self.n_positions, self.seed).shape
-        meta = self._meta(rows, n, vocab)
+        meta = self.meta(rows, n, vocab)
         self.writer = ReadoutWriter(ctx.run_dir / STORE_DIR, meta, keep_through=start if start > 0 else None)
         per_step = payload_bytes(meta)
         records = len([t for t in range(start, self.total_steps + 1) if self._due(t)])

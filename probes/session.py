@@ -128,6 +128,7 @@ class ProbeSession:
                     "the session writes a new readout store: pass a new path"
                 )
         self.writer: Any = None
+        self.logger: Any = None  # a ``ReadoutLogger`` encoding the records, with the store
 
     @staticmethod
     def shift_labels(labels: torch.Tensor) -> torch.Tensor:
@@ -174,13 +175,13 @@ class ProbeSession:
     def _store(self, step: int, log_p: torch.Tensor) -> None:
         if self.store_path is None:
             return
-        from probes.readouts import encode, store_meta
+        from probes.readouts import ReadoutLogger
         from probes.store import ReadoutWriter
 
-        if self.writer is None:
-            meta = store_meta("auto", 32, 256, "float16", *log_p.shape)
-            self.writer = ReadoutWriter(self.store_path, meta)
-        self.writer.append(step, encode(log_p, self.writer.meta))
+        if self.writer is None:  # the readouts probe's default format, and its reuse of row 0's encoding
+            self.logger = ReadoutLogger()
+            self.writer = ReadoutWriter(self.store_path, self.logger.meta(*log_p.shape))
+        self.writer.append(step, self.logger.encode_record(log_p, self.writer.meta))
 
     def close(self) -> None:
         """Close the store (if any) and drop the kept readouts."""
