@@ -19,7 +19,10 @@ step) (the training work is the same on both sides, so this one does not carry t
 training steps' own spread on a loaded machine), the cost of each part, the probe
 forward alone as a share of the plain step (the floor: no probe can cost less than the
 readouts it reads), whether the overhead meets ``--goal`` (default 1.10) and whether the
-floor leaves room to, and a vocabulary-scaling table: on random Llama models of the embedded
+floor leaves room to, the plain step at which the probes' cost (the same ms whatever the
+training batch) would meet the goal, with ``--batch-sizes B ...`` the overhead measured at
+other training batch sizes (a plain and a probed run each, the same probe batch), and a
+vocabulary-scaling table: on random Llama models of the embedded
 width (d = 128, 8 layers, K = 4) with V in ``--vocab``, per probed step, the probe forward
 (ms), the fused stability + minimizer kernels (ms, ``probes.kernels``) and the peak
 resident memory the probes add (MiB: in a fresh process per V, the high-water mark minus
@@ -33,6 +36,7 @@ time by default (``--clock cpu``: other load on a shared machine inflates wall t
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import statistics
@@ -40,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -70,8 +75,17 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--malloc", choices=("pinned", "as-is"), default="pinned",
                    help="pinned: rerun with glibc's mmap and trim thresholds raised (see MALLOC_NOTE)")
     p.add_argument("--goal", type=float, default=1.10, help="the overhead ratio to check (1 + probes/plain)")
+    p.add_argument("--batch-sizes", type=int, nargs="*", default=[], metavar="B",
+                   help="also measure the overhead at these training batch sizes (a plain and a probed run each)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    return p.parse_args()
+    args = p.parse_args()
+    if args.steps < 1 or args.warmup < 0:
+        p.error(f"need --steps >= 1 and --warmup >= 0, got {args.steps} and {args.warmup}")
+    if not args.goal > 1:
+        p.error(f"--goal is a ratio 1 + probes/plain and must exceed 1, got {args.goal}")
+    if any(size < 1 for size in args.batch_sizes):
+        p.error(f"--batch-sizes must be positive, got {args.batch_sizes}")
+    return args
 
 
 MALLOC_NOTE = """On a CPU the step time depends on the allocator's state: glibc hands large
@@ -145,6 +159,67 @@ def _probe_hooks(run: Run, step: int, parts: dict[str, list[float]]) -> float:
     return total
 
 
+@dataclass
+class Measured:
+    """One instrumented run against its plain twin: per-step times (s) after the warm-up."""
+
+    cfg: TrainConfig
+    device: torch.device
+    times: dict[str, list[float]]  # plain, probed (step + probes), plain step, probed step
+    parts: dict[str, list[float]]  # per probe part, every step (warm-up included)
+    skip: int
+
+    @property
+    def plain(self) -> float:
+        """Median plain step."""
+        return statistics.median(self.times["plain"])
+
+    def part(self, name: str) -> float:
+        """Mean cost of one part over the timed steps (0 when absent)."""
+        return statistics.fmean(self.parts[name][self.skip:]) if name in self.parts else 0.0
+
+    @property
+    def probes(self) -> float:
+        """Mean summed probe cost per timed step."""
+        return statistics.fmean(_hook_totals(self.parts, self.skip))
+
+    @property
+    def ratio(self) -> float:
+        """1 + mean probe cost / median plain step."""
+        return 1 + self.probes / self.plain
+
+
+def measure(raw: dict, args: argparse.Namespace) -> Measured:
+    """Step a plain and a probed run of ``raw`` alternately and time the steps and probe parts."""
+    # the configured run length (default 200), which "auto" choices such as probes.compile read;
+    # only warmup + steps of it are stepped
+    length = TrainConfig.from_dict(raw).run.steps
+    raw = {**raw, "run": {**raw.get("run", {}), "steps": max(length, args.warmup + args.steps)}}
+    probed_cfg = TrainConfig.from_dict(raw)
+    plain_cfg = TrainConfig.from_dict({**raw, "probes": {}})
+    times: dict[str, list[float]] = defaultdict(list)
+    parts: dict[str, list[float]] = defaultdict(list)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = setup(plain_cfg, Path(tmp) / "plain")
+        probed = probed_setup(probed_cfg, Path(tmp) / "probed")
+        with quiet_mode(probed.chunked):
+            for probe in probed.hooks:
+                probe.on_start(probed.hook_ctx)
+        plain.chunked.train()
+        probed.chunked.train()
+        for step in range(args.warmup + args.steps):
+            order = (plain, probed) if step % 2 == 0 else (probed, plain)
+            for run in order:
+                train = _train_step(run, step)
+                hooks = _probe_hooks(run, step, parts) if run is probed else 0.0
+                if step >= args.warmup:
+                    times["plain" if run is plain else "probed"].append(train + hooks)
+                    times["probed step" if run is probed else "plain step"].append(train)
+        for probe in probed.hooks:
+            probe.on_end(probed.hook_ctx)
+    return Measured(probed_cfg, plain.device, times, parts, args.warmup)
+
+
 def main() -> None:
     """Step both runs alternately and print the overhead ratio and its parts."""
     args = parse_args()
@@ -159,42 +234,16 @@ def main() -> None:
     table = vocab_table(args.vocab, args.vocab_steps) if args.vocab else []  # before the runs (see vocab_table)
     probes.batch._compute_readouts = _timed_forward(probes.batch._compute_readouts)  # noqa: SLF001
     raw = apply_overrides(read_recipe(args.recipe), [*args.overrides, "run.progress=false"])
-    # the configured run length (default 200), which "auto" choices such as probes.compile read;
-    # only warmup + steps of it are stepped
-    length = TrainConfig.from_dict(raw).run.steps
-    raw["run"] = {**raw.get("run", {}), "steps": max(length, args.warmup + args.steps)}
-    probed_cfg = TrainConfig.from_dict(raw)
-    plain_cfg = TrainConfig.from_dict({**raw, "probes": {}})
-    with tempfile.TemporaryDirectory() as tmp:
-        plain = setup(plain_cfg, Path(tmp) / "plain")
-        probed = probed_setup(probed_cfg, Path(tmp) / "probed")
-        with quiet_mode(probed.chunked):
-            for probe in probed.hooks:
-                probe.on_start(probed.hook_ctx)
-        plain.chunked.train()
-        probed.chunked.train()
-        times: dict[str, list[float]] = defaultdict(list)
-        parts: dict[str, list[float]] = defaultdict(list)
-        for step in range(args.warmup + args.steps):
-            order = (plain, probed) if step % 2 == 0 else (probed, plain)
-            for run in order:
-                train = _train_step(run, step)
-                hooks = _probe_hooks(run, step, parts) if run is probed else 0.0
-                if step >= args.warmup:
-                    times["plain" if run is plain else "probed"].append(train + hooks)
-                    times["probed step" if run is probed else "plain step"].append(train)
-        for probe in probed.hooks:
-            probe.on_end(probed.hook_ctx)
-    skip = args.warmup
-    plain_med = statistics.median(times["plain"])
+    m = measure(raw, args)
+    times, parts, skip, cfg = m.times, m.parts, m.skip, m.cfg
+    plain_med = m.plain
     probed_med = statistics.median(times["probed"])
-    cfg = probed_cfg
     print(
-        f"device {plain.device}, threads {torch.get_num_threads()}, K={cfg.model.chunks}, "
+        f"device {m.device}, threads {torch.get_num_threads()}, K={cfg.model.chunks}, "
         f"batch {cfg.data.batch_size}x{cfg.data.seq_len}, {args.steps} timed steps after {skip} warm-up, "
         f"{args.clock} clock, malloc {os.environ.get('GLIBC_TUNABLES', 'as is')}"
     )
-    compiled = use_compiled(cfg.probe_settings.compile, probed.device, cfg.run.steps)
+    compiled = use_compiled(cfg.probe_settings.compile, m.device, cfg.run.steps)
     warm = sum(sum(values[:skip]) for values in parts.values())
     print(f"kernels: {'compiled' if compiled else 'eager'} (probes.compile = {cfg.probe_settings.compile!r}, "
           f"run of {cfg.run.steps} steps); probe cost of the {skip} warm-up steps {warm:.1f} s "
@@ -205,21 +254,53 @@ def main() -> None:
     print(f"overhead ratio (median instrumented / median plain): {probed_med / plain_med:.3f}")
     mean_ratio = statistics.fmean(times["probed"]) / statistics.fmean(times["plain"])
     print(f"overhead ratio (mean instrumented / mean plain):     {mean_ratio:.3f}")
-    probes_mean = statistics.fmean(h for h in _hook_totals(parts, skip))
-    print(f"overhead ratio (1 + mean probe cost / median plain): {1 + probes_mean / plain_med:.3f} "
+    print(f"overhead ratio (1 + mean probe cost / median plain): {m.ratio:.3f} "
           "(the same training work on both sides: the least noisy of the three)")
     print("per-step cost of the probes (mean over timed steps, share of the plain step):")
-    for name, values in sorted(parts.items(), key=lambda kv: -sum(kv[1][skip:])):
-        mean = statistics.fmean(values[skip:])
-        print(f"  {name:20s} {mean * 1e3:8.2f} ms  {mean / plain_med:6.1%}")
-    floor = statistics.fmean(parts["readouts (forward)"][skip:])
+    for name in sorted(parts, key=lambda name: -m.part(name)):
+        print(f"  {name:20s} {m.part(name) * 1e3:8.2f} ms  {m.part(name) / plain_med:6.1%}")
+    floor = m.part("readouts (forward)")
     print(f"floor (probe forward alone): {floor * 1e3:.2f} ms = ratio {1 + floor / plain_med:.3f}")
     if "gradients" in parts:  # a forward and backward on the probe batch every `every` steps: no kernel work
-        floor += statistics.fmean(parts["gradients"][skip:])
+        floor += m.part("gradients")
         print(f"floor with the gradients probe (forward + gradients, the work faster kernels or a "
               f"leaner store cannot remove): {floor * 1e3:.2f} ms = ratio {1 + floor / plain_med:.3f}")
-    print(goal_line(1 + probes_mean / plain_med, 1 + floor / plain_med, args.goal))
+    print(goal_line(m.ratio, 1 + floor / plain_med, args.goal))
+    print(break_even(m.probes, plain_med, args.goal, cfg.data.batch_size))
+    if args.batch_sizes:
+        print("\n".join(batch_table(raw, args, m)))
     print("\n".join(table))
+
+
+def break_even(probes_s: float, plain_s: float, goal: float, batch_size: int) -> str:
+    """The plain step (and, scaling it in proportion, the batch size) at which ``probes_s`` meets ``goal``."""
+    need = probes_s / (goal - 1)
+    return (f"the probes cost {probes_s * 1e3:.1f} ms a step whatever the training batch: 1 + probes/plain "
+            f"<= {goal:.2f} for a plain step of at least {need * 1e3:.0f} ms (about batch_size "
+            f"{math.ceil(batch_size * need / plain_s)} here, if the step grows in proportion; --batch-sizes measures it)")
+
+
+def batch_table(raw: dict, args: argparse.Namespace, first: Measured) -> list[str]:
+    """The overhead at each of ``--batch-sizes`` (the probe batch is the same: held-out rows chosen by the seed)."""
+    lines = [f"overhead by training batch (same probes and probe batch; data.eval_batches = 1, unused here; "
+             f"goal {args.goal:.2f}):",
+             f"{'batch':>7} {'plain ms':>9} {'probes ms':>10} {'forward ms':>11} {'ratio':>7}  goal"]
+
+    def row(m: Measured) -> str:
+        forward = m.part("readouts (forward)") * 1e3
+        met = "met" if m.ratio <= args.goal else "not met"
+        return (f"{m.cfg.data.batch_size:>7} {m.plain * 1e3:>9.1f} {m.probes * 1e3:>10.1f} "
+                f"{forward:>11.1f} {m.ratio:>7.3f}  {met}")
+
+    lines.append(row(first))
+    for size in args.batch_sizes:
+        if size == first.cfg.data.batch_size:
+            continue
+        try:
+            lines.append(row(measure(apply_overrides(raw, [f"data.batch_size={size}", "data.eval_batches=1"]), args)))
+        except ValueError as exc:  # e.g. more sequences than the corpus has train blocks
+            lines.append(f"{size:>7} not measured: {exc}")
+    return lines
 
 
 def goal_line(ratio: float, floor: float, goal: float) -> str:
