@@ -70,7 +70,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu: process CPU time (robust to other load on a shared CPU machine; CPU runs only)")
     p.add_argument("--vocab", type=int, nargs="*", default=[4096, 32768, 131072], help="V of the scaling table")
-    p.add_argument("--vocab-steps", type=int, default=2, help="timed probe steps per V")
+    p.add_argument("--vocab-steps", type=int, default=3, help="timed probe steps per V (after an untimed one)")
     p.add_argument("--vocab-one", type=int, default=0, help=argparse.SUPPRESS)  # one table row, in a child
     p.add_argument("--malloc", choices=("pinned", "as-is"), default="pinned",
                    help="pinned: rerun with glibc's mmap and trim thresholds raised (see MALLOC_NOTE)")
@@ -83,6 +83,8 @@ def parse_args() -> argparse.Namespace:
         p.error(f"need --steps >= 1 and --warmup >= 0, got {args.steps} and {args.warmup}")
     if not args.goal > 1:
         p.error(f"--goal is a ratio 1 + probes/plain and must exceed 1, got {args.goal}")
+    if args.vocab_steps < 1 or any(v < 2 for v in args.vocab):
+        p.error(f"need --vocab-steps >= 1 and every --vocab V >= 2, got {args.vocab_steps} and {args.vocab}")
     if any(size < 1 for size in args.batch_sizes):
         p.error(f"--batch-sizes must be positive, got {args.batch_sizes}")
     return args
@@ -331,8 +333,9 @@ def vocab_table(vocabs: list[int], steps: int) -> list[str]:
     import subprocess
 
     lines = [f"vocabulary scaling (random Llama, d=128, 8 layers, K=4, N={N_DEFAULT} positions, "
-             f"{steps} timed steps, eager kernels):",
-             f"{'V':>8} {'forward ms':>11} {'kernels ms':>11} {'probes ms':>10} {'peak MiB':>9}"]
+             f"{steps} timed steps after an untimed one; kernels eager as on a GPU, and compiled as "
+             "compile = 'auto' runs them on a CPU; probes = forward + eager kernels; peak: eager):",
+             f"{'V':>8} {'forward ms':>11} {'kernels ms':>11} {'compiled ms':>12} {'probes ms':>10} {'peak MiB':>9}"]
     for vocab in vocabs:
         cmd = [sys.executable, __file__, "--vocab-one", str(vocab), "--vocab-steps", str(steps),
                "--threads", str(torch.get_num_threads()), "--clock", "cpu" if CLOCK[0] is time.process_time else "wall"]
@@ -340,6 +343,12 @@ def vocab_table(vocabs: list[int], steps: int) -> list[str]:
         rows = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
         lines.append(rows[-1][4:] if rows else f"{vocab:>8} failed: {done.stderr.strip().splitlines()[-1:]}")
     return lines
+
+
+FIRST_TOUCH = """The vocabulary table times its steps after an untimed one: the first step with a
+previous readout touches every buffer of the forward and the kernels for the first time, and
+paid for it (measured at V = 32,768: 1.0 s of forward and 1.7 s of kernels, against 0.2-0.3
+and 0.4-0.5 s in the four steps after it)."""
 
 
 def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
@@ -358,24 +367,36 @@ def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
     mask[:, -1] = False
     labels = ids[:, 1:].flatten()
     rss0 = _rss_mib("VmRSS")
-    cache: dict = {}
-    previous = log_readouts(chunked, ids, None, mask)
-    cached_sums(cache, -1, None, previous, labels, alpha, 0.1, 0.0)
-    fwd, ker = [], []
-    for _ in range(steps):
+    kernel_cache: dict = {}
+    forward_cache: dict = {}  # the loop's: p_0 is copied while the embedding, norm and head are unchanged
+    state = {"step": 0, "previous": log_readouts(chunked, ids, None, mask, cache=forward_cache)}
+    cached_sums(kernel_cache, -1, None, state["previous"], labels, alpha, 0.1, 0.0)
+
+    def probed_step(compiled: bool) -> tuple[float, float]:
         with torch.no_grad():
             for p in chunked.layers.parameters():
                 p.add_(torch.randn_like(p), alpha=1e-3)  # a small "update"
         tic = CLOCK[0]()
-        current = log_readouts(chunked, ids, None, mask)
-        fwd.append(CLOCK[0]() - tic)
+        current = log_readouts(chunked, ids, None, mask, cache=forward_cache)
+        forward = CLOCK[0]() - tic
         tic = CLOCK[0]()
-        cached_sums(cache, len(ker), previous, current, labels, alpha, 0.1, 0.0)
-        ker.append(CLOCK[0]() - tic)
-        previous = current
+        cached_sums(kernel_cache, state["step"], state["previous"], current, labels, alpha, 0.1, 0.0,
+                    compiled=compiled)
+        state["step"] += 1
+        state["previous"] = current
+        return forward, CLOCK[0]() - tic
+
+    probed_step(False)  # untimed: the first step's buffers are touched for the first time (FIRST_TOUCH)
+    eager = [probed_step(False) for _ in range(steps)]
     peak = _rss_mib("VmHWM") - rss0
-    f, k = statistics.fmean(fwd) * 1e3, statistics.fmean(ker) * 1e3
-    print(f"ROW {vocab:>8} {f:>11.1f} {k:>11.1f} {f + k:>10.1f} {peak:>9.0f}")
+    probed_step(True)  # untimed: compiles the kernels for this shape
+    compiled = [probed_step(True)[1] for _ in range(steps)]
+    f = statistics.fmean(t[0] for t in eager) * 1e3
+    k = statistics.fmean(t[1] for t in eager) * 1e3
+    from probes.kernels import _COMPILED
+
+    kc = "n/a" if "failed" in _COMPILED else f"{statistics.fmean(compiled) * 1e3:.1f}"
+    print(f"ROW {vocab:>8} {f:>11.1f} {k:>11.1f} {kc:>12} {f + k:>10.1f} {peak:>9.0f}")
 
 
 if __name__ == "__main__":
