@@ -51,7 +51,7 @@ import torch
 
 import probes.batch
 from probes.batch import DEFAULT_N_POSITIONS, log_readouts
-from probes.kernels import cached_sums, use_compiled
+from probes.kernels import _COMPILED, cached_sums, use_compiled
 from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup
@@ -345,14 +345,14 @@ def vocab_table(vocabs: list[int], steps: int) -> list[str]:
     return lines
 
 
-FIRST_TOUCH = """The vocabulary table times its steps after an untimed one: the first step with a
-previous readout touches every buffer of the forward and the kernels for the first time, and
-paid for it (measured at V = 32,768: 1.0 s of forward and 1.7 s of kernels, against 0.2-0.3
-and 0.4-0.5 s in the four steps after it)."""
-
-
 def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
-    """Probe forward, kernels and peak added memory per probed step on a random model of width 128."""
+    """Probe forward, kernels and peak added memory per probed step on a random model of width 128.
+
+    The steps are timed after an untimed one: the first step with a previous readout touches
+    every buffer of the forward and the kernels for the first time, and pays for it (measured
+    at V = 32,768: 1.0 s of forward and 1.7 s of kernels, against 0.2-0.3 and 0.4-0.5 s in the
+    four steps after it).
+    """
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from zerolock_theory.models.chunking import ChunkedLM
@@ -386,15 +386,13 @@ def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
         state["previous"] = current
         return forward, CLOCK[0]() - tic
 
-    probed_step(False)  # untimed: the first step's buffers are touched for the first time (FIRST_TOUCH)
+    probed_step(False)  # untimed: touches the buffers for the first time (see the docstring)
     eager = [probed_step(False) for _ in range(steps)]
     peak = _rss_mib("VmHWM") - rss0
     probed_step(True)  # untimed: compiles the kernels for this shape
     compiled = [probed_step(True)[1] for _ in range(steps)]
     f = statistics.fmean(t[0] for t in eager) * 1e3
     k = statistics.fmean(t[1] for t in eager) * 1e3
-    from probes.kernels import _COMPILED
-
     kc = "n/a" if "failed" in _COMPILED else f"{statistics.fmean(compiled) * 1e3:.1f}"
     print(f"ROW {vocab:>8} {f:>11.1f} {k:>11.1f} {kc:>12} {f + k:>10.1f} {peak:>9.0f}")
 
