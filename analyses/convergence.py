@@ -170,7 +170,7 @@ class BoundTest(Result):
     label: str
     column: str
     verdict: str
-    reason: str  # why the verdict, one of BOUND_REASONS (``reports.findings.bound_reason`` states it)
+    reason: str  # why the verdict, one of BOUND_REASONS (``analyses.claims.text.bound_reason`` states it)
     horizon: int
     min_horizon: int
     seeds: int

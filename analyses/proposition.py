@@ -115,7 +115,7 @@ class PropositionGroup:
     verdict: str
 
     def figures(self) -> GroupFigures:
-        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``reports.findings``."""
+        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``analyses.claims.text``."""
         return GroupFigures(self.group, self.trained, "proposition", self.verdict, len(self.runs),
                             "share of violating (step, k) pairs", self.violation_share,
                             pairs=sum(r.n_pairs for r in self.runs), violations=sum(r.n_violations for r in self.runs),

@@ -1,32 +1,63 @@
-"""What the suite knows about each run (``RunInfo``) and the check that runs are comparable."""
+"""What the suite knows about each run (``RunInfo``), its group (``GroupKey``) and the check
+that runs are comparable.
+
+A run's config is read as a ``TrainConfig`` (``TrainConfig.from_dict``): a config that does
+not load is an error naming the run, never a silent default, and every field read here
+exists in the typed config.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analyses.io import Run, RunDataError
+from zerolock_theory.config import TrainConfig
 
-__all__ = ["SHARED_SETTINGS", "IncomparableRuns", "RunInfo", "check_comparable", "run_info"]
+__all__ = ["SHARED_SETTINGS", "GroupKey", "IncomparableRuns", "RunInfo", "check_comparable", "run_config",
+           "run_info"]
 
 
-SHARED_SETTINGS: tuple[str, ...] = ("model.path", "model.tokenizer", "data.source", "data.text_field")
-"""Config fields every analysed run must share: contrasts across runs need one model, tokenizer
-(the model directory's, unless ``model.tokenizer`` names one) and corpus."""
+def _tokenizer(run: Run, config: TrainConfig) -> str:
+    """The tokenizer's fingerprint from the manifest (``training.manifest.tokenizer_identity``);
+    runs written before it was recorded fall back to the model directory, whose tokenizer they used."""
+    identity = run.manifest.get("tokenizer")
+    if isinstance(identity, dict) and identity.get("sha256"):
+        return f"{identity.get('name') or '?'} (size {identity.get('size')}, sha256 {str(identity['sha256'])[:12]})"
+    return f"the tokenizer of {config.model.path}"
+
+
+SHARED_SETTINGS: dict[str, Callable[[Run, TrainConfig], str]] = {
+    "model.path": lambda run, config: config.model.path,
+    "tokenizer": _tokenizer,
+    "data.source": lambda run, config: config.data.source,
+    "data.text_field": lambda run, config: config.data.text_field,
+}
+"""What every analysed run must share: contrasts across runs need one model, tokenizer (its
+fingerprint in ``manifest.json``) and corpus."""
 
 
 class IncomparableRuns(RunDataError):
-    """The runs differ in a ``SHARED_SETTINGS`` field, so contrasting them would be meaningless."""
+    """The runs differ in a ``SHARED_SETTINGS`` entry, so contrasting them would be meaningless."""
+
+
+def run_config(run: Run, name: str | None = None) -> TrainConfig:
+    """The run's ``config.json`` as a typed ``TrainConfig``; ``RunDataError`` naming the run if it does not load."""
+    try:
+        return TrainConfig.from_dict(run.config)
+    except (TypeError, ValueError) as exc:
+        raise RunDataError(f"{name or run.path}: config.json does not load: {exc}") from exc
 
 
 def check_comparable(runs: Sequence[Run], names: Sequence[str]) -> None:
-    """Raise ``IncomparableRuns`` (one line naming the field and the runs) when runs differ in a shared setting."""
-    for key in SHARED_SETTINGS:
+    """Raise ``IncomparableRuns`` (one line naming the setting and the runs) when runs differ in a shared setting."""
+    configs = [run_config(run, name) for run, name in zip(runs, names, strict=True)]
+    for key, read in SHARED_SETTINGS.items():
         values: dict[str, list[str]] = {}
-        for run, name in zip(runs, names, strict=True):
-            values.setdefault(str(run.get(key, "")), []).append(name)
+        for run, config, name in zip(runs, configs, names, strict=True):
+            values.setdefault(str(read(run, config)), []).append(name)
         if len(values) > 1:
             parts = [f"{v or '(unset)'!r} ({', '.join(n[:3])}{', ...' if len(n) > 3 else ''})" for v, n in values.items()]
             raise IncomparableRuns(
@@ -35,79 +66,79 @@ def check_comparable(runs: Sequence[Run], names: Sequence[str]) -> None:
 
 
 @dataclass(frozen=True)
+class GroupKey:
+    """Everything that defines a group of runs except the seed (runs of a group are replicates)."""
+
+    method: str
+    direction: str  # "" for backprop
+    optimizer: str
+    lr: float
+    schedule: str
+    chunks: int
+    alpha: float
+    epsilon: float
+    model: str
+
+    @property
+    def head(self) -> str:
+        """``zerolock/forward``, ``zerolock/reverse`` or ``backprop``."""
+        return f"{self.method}/{self.direction}" if self.direction else self.method
+
+    @property
+    def label(self) -> str:
+        """The group's one-line label (report tables, JSON)."""
+        text = f"{self.head} {self.optimizer} lr={self.lr:g} {self.schedule} K={self.chunks}"
+        if self.method == "zerolock":
+            text += f" alpha={self.alpha:g} eps={self.epsilon:g}"
+        return text + (f" {Path(self.model).name}" if self.model else "")
+
+    @property
+    def short(self) -> str:
+        """A legend label: the method and direction with η_0."""
+        return f"{self.head} lr={self.lr:g}"
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """What the suite needs to know about one run, read from its config and manifest."""
 
     name: str
     path: str
-    method: str
-    direction: str
-    optimizer: str
-    lr: float
-    schedule: str
+    key: GroupKey
     seed: int
-    chunks: int
-    alpha: float
-    epsilon: float
-    model: str
-    group: str
     n_records: int
     last_step: int
     config: dict[str, Any]
     manifest: dict[str, Any]
     warnings: list[str]
 
-
-def _float(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return -1
+    method = property(lambda self: self.key.method)
+    direction = property(lambda self: self.key.direction)
+    optimizer = property(lambda self: self.key.optimizer)
+    lr = property(lambda self: self.key.lr)
+    schedule = property(lambda self: self.key.schedule)
+    chunks = property(lambda self: self.key.chunks)
+    alpha = property(lambda self: self.key.alpha)
+    epsilon = property(lambda self: self.key.epsilon)
+    model = property(lambda self: self.key.model)
+    group = property(lambda self: self.key.label)
 
 
 def run_info(run: Run, name: str) -> RunInfo:
-    """Summarise ``run``; the group label leaves out only the seed."""
-    method = str(run.get("method.name", "unknown"))
-    direction = str(run.get("method.direction", "")) if method == "zerolock" else ""
-    optimizer = str(run.get("optim.name", ""))
-    lr = _float(run.get("optim.lr"))
-    schedule = str(run.get("optim.schedule", ""))
-    chunks = _int(run.get("model.chunks"))
-    alpha = _float(run.get("method.alpha"))
-    epsilon = _float(run.get("method.epsilon", 0.0))
-    model = str(run.get("model.path", ""))
-    seed = _int(run.get("run.seed", run.get("data.seed")))
-    head = f"{method}/{direction}" if direction else method
-    group = f"{head} {optimizer} lr={lr:g} {schedule} K={chunks}"
-    if method == "zerolock":
-        group += f" alpha={alpha:g} eps={epsilon:g}"
-    if model:
-        group += f" {Path(model).name}"
-    steps = run.metrics["step"]
-    return RunInfo(
-        name=name,
-        path=str(run.path),
-        method=method,
-        direction=direction,
-        optimizer=optimizer,
-        lr=lr,
-        schedule=schedule,
-        seed=seed,
-        chunks=chunks,
-        alpha=alpha,
-        epsilon=epsilon,
-        model=model,
-        group=group,
-        n_records=int(len(steps)),
-        last_step=int(steps.max()),
-        config=run.config,
-        manifest=run.manifest,
-        warnings=list(run.warnings),
+    """Summarise ``run`` (its config read as a ``TrainConfig``); the group key leaves out only the seed."""
+    config = run_config(run, name)
+    zerolock = config.method.name == "zerolock"
+    key = GroupKey(
+        method=config.method.name,
+        direction=config.method.direction if zerolock else "",
+        optimizer=config.optim.name,
+        lr=float(config.optim.lr),
+        schedule=config.optim.schedule,
+        chunks=int(config.model.chunks),
+        alpha=float(config.method.alpha),
+        epsilon=float(config.method.epsilon),
+        model=config.model.path,
     )
+    steps = run.metrics["step"]
+    return RunInfo(name=name, path=str(run.path), key=key, seed=int(config.run.seed), n_records=int(len(steps)),
+                   last_step=int(steps.max()), config=run.config, manifest=run.manifest, warnings=list(run.warnings))

@@ -118,7 +118,7 @@ class GroupScaling:
     verdict: str
 
     def figures(self) -> GroupFigures:
-        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``reports.findings``."""
+        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``analyses.claims.text``."""
         return GroupFigures(self.group, self.trained, "scaling", self.verdict, len(self.seeds),
                             "slope of log rho(c) on log c", self.slope, share=self.share_positive)
 

@@ -3,8 +3,8 @@
 ``analyze_runs(run_dirs)`` loads each run, groups runs by their config (method, direction,
 optimizer, lr, schedule, K, α, ε, model; seeds pooled within a group) and calls each
 analysis. An analysis without the data it needs is skipped and the reason recorded in
-``SuiteAnalysis.skipped``. ``SuiteAnalysis.claims`` holds one ``Verdict`` per claim under test
-(``CLAIMS``); the rules are those of the analysis modules, collected in docs/ANALYSES.md.
+``SuiteAnalysis.skipped``. Each registered claim (``analyses.claims``) may add analyses of its
+own; ``SuiteAnalysis.claims`` then holds one ``Verdict`` per claim, in table order.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyses import claims as _claims
+from analyses.claims import ClaimInputs, SuiteInputs, claims, decide
 from analyses.depth import depth_set
 from analyses.drift import drift_check
 from analyses.io import Run, RunDataError, load_run
@@ -28,16 +28,15 @@ from analyses.runinfo import SHARED_SETTINGS, IncomparableRuns, RunInfo, check_c
 from analyses.scaling import StepScaling, group_scaling
 from analyses.seeds import diverged
 from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
-from analyses.suite_result import INDEX, RESULT_FIELDS, SuiteAnalysis, load_suite
+from analyses.suite_result import INDEX, SuiteAnalysis, load_suite
 from analyses.systems import systems_comparison
 from analyses.theorem1 import theorem1_results
 from analyses.tracking import TrackingSet, direction_tracking, run_tracking
 from zerolock_theory.metric_keys import scaling_factors
+from zerolock_theory.vocab import direction_of
 
 __all__ = [
-    "CLAIMS",
     "INDEX",
-    "RESULT_FIELDS",
     "SHARED_SETTINGS",
     "IncomparableRuns",
     "RunInfo",
@@ -48,10 +47,6 @@ __all__ = [
     "load_suite",
 ]
 
-CLAIMS = _claims.CLAIMS
-# Which training direction each stability objective belongs to: R (paper) is the surrogate
-# of reverse training, R̄ (implemented) that of forward training.
-_OBJECTIVE_DIRECTION = {"paper": "reverse", "implemented": "forward"}
 
 
 def _unique_names(paths: Sequence[Path]) -> list[str]:
@@ -159,9 +154,13 @@ def analyze_loaded(
         attempt("systems", lambda: systems_comparison(systems))
     else:
         skipped["systems"] = "no systems.json given"
-    verdicts = _claims.verdicts(results, skipped)
+    inputs = SuiteInputs(table, zl, excluded, level)
+    for row in claims():
+        for name, analysis in row.analyses.items():
+            attempt(name, partial(analysis, inputs))
+    verdicts = decide(ClaimInputs(results, skipped))
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "tail": tail, "tol": tol}
-    return SuiteAnalysis(infos, skipped, verdicts, settings, **results)
+    return SuiteAnalysis(infos, skipped, verdicts, settings, results)
 
 
 def _without_diverged(runs: list[tuple[RunInfo, pd.DataFrame]]):
@@ -191,7 +190,7 @@ def _primary(runs: list[tuple[RunInfo, pd.DataFrame]], obj: str):
 
     def rank(label: str) -> tuple[bool, int, str]:
         members = by_group[label]
-        return members[0][0].direction != _OBJECTIVE_DIRECTION[obj], -len(members), label
+        return members[0][0].direction != direction_of(obj), -len(members), label
 
     return [by_group[g] for g in sorted(by_group, key=rank)]
 

@@ -1,116 +1,79 @@
-"""The suite's result: every analysis under a named, typed field, the verdicts, save and load."""
+"""The suite's result: every analysis result by name, the verdicts, save and load."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from analyses.claims import verdicts
-from analyses.convergence import BoundTest
-from analyses.depth import DepthSet
-from analyses.drift import DriftCheck
+from analyses.claims import ClaimInputs, claims, decide
 from analyses.io import RunDataError
-from analyses.minimizers import MinimizerTable, ToyCheck
-from analyses.outcome import OutcomeComparison
-from analyses.proposition import PropositionSet
-from analyses.results import Result, register
+from analyses.results import Result, load_result, register
 from analyses.runinfo import RunInfo
-from analyses.scaling import StepScaling
-from analyses.stability import StabilitySummary
-from analyses.systems import SystemsComparison
-from analyses.theorem1 import BoundSet, DivergedRuns
-from analyses.tracking import TrackingSet
 from analyses.verdict import BOUND_REASONS, Verdict
 from zerolock_theory import jsonio
 
-__all__ = ["INDEX", "RESULT_FIELDS", "SuiteAnalysis", "load_suite"]
+__all__ = ["INDEX", "SuiteAnalysis", "load_suite"]
 
 INDEX = "analysis.json"
-RESULT_FIELDS: tuple[str, ...] = ("toy_check", "minimizers", "tracking", "stability_paper", "stability_implemented", "scaling_paper", "scaling_implemented", "drift_paper", "drift_implemented", "convergence_reverse", "convergence_forward", "convergence_backprop", "convergence_global", "convergence_global_backprop", "control_logistic", "diverged", "depth", "proposition", "outcome", "systems")
 
 
 @register
 @dataclass(frozen=True)
 class SuiteAnalysis(Result):
-    """The runs, the skipped analyses with reasons, the verdicts and one typed field per analysis
-    (``None`` when skipped). Saved as ``analysis.json`` plus ``NAME.json`` per present result."""
+    """The runs, the skipped analyses with reasons, the verdicts (one per registered claim) and
+    every analysis result by name. Saved as ``analysis.json`` plus ``NAME.json`` per result;
+    each result file carries its ``kind``, so it reloads as its own class."""
 
     kind: ClassVar[str] = "suite"
     runs: list[RunInfo]
     skipped: dict[str, str]
     claims: list[Verdict]
     settings: dict[str, Any]
-    toy_check: ToyCheck | None = None
-    minimizers: MinimizerTable | None = None
-    tracking: TrackingSet | None = None
-    stability_paper: StabilitySummary | None = None
-    stability_implemented: StabilitySummary | None = None
-    scaling_paper: StepScaling | None = None
-    scaling_implemented: StepScaling | None = None
-    drift_paper: DriftCheck | None = None
-    drift_implemented: DriftCheck | None = None
-    convergence_reverse: BoundSet | None = None  # Theorem 1 (issue 9): analyses.theorem1
-    convergence_forward: BoundSet | None = None
-    convergence_backprop: BoundSet | None = None
-    convergence_global: BoundSet | None = None
-    convergence_global_backprop: BoundSet | None = None
-    control_logistic: BoundTest | None = None
-    diverged: DivergedRuns | None = None
-    depth: DepthSet | None = None
-    proposition: PropositionSet | None = None
-    outcome: OutcomeComparison | None = None
-    systems: SystemsComparison | None = None
-
-    @property
-    def results(self) -> dict[str, Result]:
-        """The present results by field name."""
-        return {n: r for n in RESULT_FIELDS if (r := getattr(self, n)) is not None}
+    results: dict[str, Result] = field(default_factory=dict)
 
     def get(self, name: str) -> Result | None:
-        """The result of field ``name`` (``None`` when skipped or not a result field)."""
-        return getattr(self, name) if name in RESULT_FIELDS else None
+        """The result ``name`` (``None`` when skipped or unknown)."""
+        return self.results.get(name)
+
+    def inputs(self) -> ClaimInputs:
+        """What the claims' rules read."""
+        return ClaimInputs(self.results, self.skipped)
 
     def save(self, out_dir: str | Path) -> Path:
-        """Write ``NAME.json`` per present result and the index ``analysis.json``; return the index path."""
+        """Write ``NAME.json`` per result and the index ``analysis.json``; return the index path."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         files = {}
         for name, result in self.results.items():
             files[name] = f"{name}.json"
             result.save(out / files[name])
-        index = {k: v for k, v in self.to_dict().items() if k not in RESULT_FIELDS}
+        index = {k: v for k, v in self.to_dict().items() if k != "results"}
         index["results"] = files
         path = out / INDEX
         path.write_text(jsonio.dumps(index, indent=2) + "\n", encoding="utf-8")
         return path
 
 
-def _result_class(name: str) -> type[Result]:
-    hint = typing.get_type_hints(SuiteAnalysis)[name]
-    (cls,) = [a for a in typing.get_args(hint) if a is not type(None)]
-    return cls
-
-
-def _written_as_text(claim: dict[str, Any]) -> bool:
-    """A verdict row saved before its evidence was data only: without evidence (a figure and a
-    reason sentence), or with a group's ``statement`` or a bound test's reason sentence in it."""
-    evidence = claim.get("evidence")
-    if not isinstance(evidence, dict):
-        return True
+def _current(claim: dict[str, Any]) -> bool:
+    """A verdict row in today's form: a registered claim, an ``outcome``, and evidence as data (no
+    group ``statement`` or bound-test reason sentence, as rows were once written)."""
+    evidence = claim.get("evidence") if isinstance(claim, dict) else None
+    if not isinstance(evidence, dict) or "outcome" not in claim or claim.get("claim") not in {c.key for c in claims()}:
+        return False
     bounds = [b for b in (evidence.get("bound"), evidence.get("backprop")) if isinstance(b, dict)]
-    return (any("statement" in g for g in evidence.get("groups") or ())
-            or any(b.get("reason") not in BOUND_REASONS for b in bounds))
+    return not (any("statement" in g for g in evidence.get("groups") or ())
+                or any(b.get("reason") not in BOUND_REASONS for b in bounds))
 
 
 def load_suite(directory: str | Path) -> SuiteAnalysis:
     """Inverse of ``SuiteAnalysis.save``; ``RunDataError`` when the index or a file is missing.
 
-    An index written when the verdicts' evidence held sentences (``_written_as_text``) gets its
-    verdicts decided again (``analyses.claims.verdicts``, the rule ``analyze_runs`` applies)."""
+    An index written in an earlier form (rows with a ``verdict`` instead of an ``outcome``, or
+    sentences as evidence) gets its verdicts decided again from its results, by the rules
+    ``analyze_runs`` applies today."""
     root = Path(directory)
     index_path = root / INDEX
     if not index_path.is_file():
@@ -119,15 +82,16 @@ def load_suite(directory: str | Path) -> SuiteAnalysis:
         index = json.loads(index_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise RunDataError(f"{index_path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    results = {}
+    results: dict[str, Result] = {}
     for name, file in index.pop("results", {}).items():
-        if name not in RESULT_FIELDS:
-            raise RunDataError(f"{root}: unknown analysis {name!r} in {INDEX}")
         if not (root / file).is_file():
             raise RunDataError(f"{root}: missing {file} listed in {INDEX}")
-        results[name] = _result_class(name).from_json((root / file).read_text(encoding="utf-8"))
-    legacy = any(_written_as_text(claim) for claim in index.get("claims", []))
-    if legacy:  # written when rows held sentences: decided again from the results
+        try:
+            results[name] = load_result(root / file)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise RunDataError(f"{root / file}: {exc}") from exc
+    legacy = not all(_current(claim) for claim in index.get("claims", []))
+    if legacy:
         index["claims"] = []
-    suite = dataclasses.replace(SuiteAnalysis.from_dict(index), **results)
-    return dataclasses.replace(suite, claims=verdicts(suite.results, suite.skipped)) if legacy else suite
+    suite = dataclasses.replace(SuiteAnalysis.from_dict(index), results=results)
+    return dataclasses.replace(suite, claims=decide(suite.inputs())) if legacy else suite

@@ -13,7 +13,7 @@ reduction r(target) = (d_0 − d_T)/d_0 (> 0: moved toward the target, relative 
 untrained model) and the statistic r(m) − r(g) (> 0: tracks m_k more than g_k).
 
 A top-k store (``readouts`` mode ``topk``, the default for large vocabularies) gives an
-approximate TV (the tail mass spread evenly); ``exact`` says which, and ``reports.findings`` notes it.
+approximate TV (the tail mass spread evenly); ``exact`` says which, and ``analyses.claims.text`` notes it.
 
 Effect-size floor: the run's movement TV(p_k^T, p_k^0) (mean over positions and chunks) must
 reach ``MOVE_FLOOR``; a run whose readouts barely moved is "not measurable" and left out.
@@ -118,7 +118,7 @@ class DirectionTracking:
     toward: str
 
     def figures(self) -> GroupFigures:
-        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``reports.findings``."""
+        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``analyses.claims.text``."""
         measurable = [r for r in self.runs if r.measurable]
         return GroupFigures(self.group, self.trained, "tracking", self.toward, len(self.runs), "r(m) - r(g)",
                             self.difference, measurable=len(measurable), exact=all(r.exact for r in measurable))

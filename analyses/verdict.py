@@ -1,14 +1,13 @@
 """A row of the verdict table and the evidence behind it, as data (docs/ANALYSES.md).
 
-``analyses.claims`` decides each ``Verdict`` and records what the rule read in its
-``Evidence``: a reason code (``REASONS``), the suite's skip reason, the runs excluded as
+Each claim's rule (``analyses.claims``) decides a ``Verdict`` and records what it read in its
+``Evidence``: a reason code of that rule, the suite's skip reason, the runs excluded as
 diverged, and the typed figures of the analysis behind the row (the exact two-token toy,
 groups of seeds with their headline interval, a Theorem 1 bound test, the drift growth, the
-stability ratio ρ_t along training). No sentence is written here: ``reports.wording`` turns
-the evidence into the "measured" and "reason" text of the report and the CLI, and
-``reports.findings`` states each group (``GroupFigures``) and bound test (``BoundFigures``,
-its reason a code of ``BOUND_REASONS``). Undefined
-numbers are NaN (``null`` in JSON); a missing interval is ``None``.
+stability ratio ρ_t along training). The claim's ``measured`` and ``reason`` functions state
+the evidence; ``analyses.claims.text`` states each group (``GroupFigures``) and bound test
+(``BoundFigures``, its reason a code of ``BOUND_REASONS``). Undefined numbers are NaN
+(``null`` in JSON); a missing interval is ``None``.
 """
 
 from __future__ import annotations
@@ -16,26 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyses.results import VERDICTS, Interval, decode
+from analyses.results import Interval, decode
 
-__all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "REASONS", "BoundFigures", "DriftFigures", "Evidence", "GroupFigures",
+__all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "BoundFigures", "DriftFigures", "Evidence", "GroupFigures",
            "RhoFigures", "ToyFigures", "Verdict"]
 
-REASONS: tuple[str, ...] = (
-    "skipped",  # the analysis behind the row did not run; Evidence.skipped says why
-    "toy_differ",  # Lemma 2 (analytic): m_k != g_k in the exact toy
-    "toy_agree",  # m_k = g_k in every toy row
-    "no_forward_runs",  # Lemma 2 on the model: no forward-trained (implemented-loss) runs
-    "tracking",  # Lemma 2 on the model: the forward group's r(m) - r(g) interval decides
-    "no_scaling_data",  # Assumption 5: step scaling did not run (Evidence.skipped)
-    "no_scaling_group",  # Assumption 5: the pre-registered group (Evidence.preregistered) is missing
-    "scaling",  # Assumption 5: the primary group's step-scaling outcome decides (groups[0].outcome)
-    "no_theorem_schedule",  # Theorem 1: no group trained with eta_t ~ 1/sqrt(t)
-    "bound",  # Theorem 1: the primary group's bound test decides (Evidence.bound)
-    "uncalibrated",  # Theorem 1: a positive control (Evidence.uncalibrated) rejects a true bound
-    "no_proposition_group",  # Proposition 1: the pre-registered (reverse) group is missing
-    "proposition",  # Proposition 1: the primary group's outcome decides (groups[0].outcome)
-)
 GROUP_ANALYSES: tuple[str, ...] = ("tracking", "scaling", "proposition")
 BOUND_REASONS: tuple[str, ...] = (
     "no_seed",  # no usable seed
@@ -70,7 +54,7 @@ class ToyFigures:
 class GroupFigures:
     """One group of seeds behind a row, as its analysis (``analysis``, one of ``GROUP_ANALYSES``)
     left it: its own outcome, the headline interval over seeds, and the other figures that
-    ``reports.findings.group_statement`` states; a figure the analysis lacks keeps its default."""
+    ``analyses.claims.text.group_statement`` states; a figure the analysis lacks keeps its default."""
 
     group: str
     trained: str
@@ -133,7 +117,7 @@ class Evidence:
     """What a verdict rests on. ``groups`` puts the pre-registered group first unless ``reason``
     says it is missing; ``backprop`` is backprop's bound test beside ZeroLock's (global row)."""
 
-    reason: str
+    reason: str  # a code of the claim's rule (its ``reason`` function states it)
     skipped: str = ""
     preregistered: str = ""  # the training direction of the pre-registered group
     excluded: tuple[str, ...] = ()  # runs excluded as diverged
@@ -145,20 +129,15 @@ class Evidence:
     backprop: BoundFigures | None = None
     uncalibrated: tuple[str, ...] = ()  # controls whose bound test is "not consistent"
 
-    def __post_init__(self) -> None:
-        _check_member(self.reason, REASONS, "reason")
-
 
 @dataclass(frozen=True)
 class Verdict:
-    """One row of the verdict table: a claim, its verdict and the evidence behind it."""
+    """One row of the verdict table: the claim's key (``analyses.claims``), the outcome its rule
+    gave (one of the claim's closed set) and the evidence behind it."""
 
     claim: str
-    verdict: str
+    outcome: str
     evidence: Evidence
-
-    def __post_init__(self) -> None:
-        _check_member(self.verdict, VERDICTS, "verdict")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:

@@ -7,18 +7,34 @@ from typing import Any
 
 from reports.wording import fmt
 
-__all__ = ["Block", "pct", "table", "vec"]
+__all__ = ["Block", "Card", "pct", "table", "vec"]
+
+
+@dataclass(frozen=True)
+class Card:
+    """One claim at a glance: its question, outcome word (and tone), headline figure, a small
+    figure, and the anchor of its evidence below."""
+
+    anchor: str
+    title: str
+    question: str
+    outcome: str
+    tone: str
+    headline: str
+    figure: str | None = None
 
 
 @dataclass(frozen=True)
 class Block:
-    """One element of the page: heading, paragraph, table, preformatted text or figure."""
+    """One element of the page: heading, paragraph, table, figure, the claim cards, or the start
+    (``details``, ``text`` its summary, ``css`` its anchor) and ``end`` of a collapsible part."""
 
     kind: str
     text: str = ""
     headers: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
     css: tuple[str, ...] = field(default=())
+    cards: tuple[Card, ...] = ()
 
 
 def pct(x: float) -> str:

@@ -49,10 +49,6 @@ def _figure(ncols: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure
     return fig, list(axes)
 
 
-def _lr(label: str) -> str:
-    return next((p.split("=", 1)[1] for p in label.split() if p.startswith("lr=")), "?")
-
-
 def palette(suite: SuiteAnalysis) -> dict[str, str]:
     """One colour per configuration (run group), the same in every figure: groups in sorted order."""
     groups = sorted({r.group for r in suite.runs})
@@ -61,10 +57,23 @@ def palette(suite: SuiteAnalysis) -> dict[str, str]:
 
 def short_labels(suite: SuiteAnalysis) -> dict[str, str]:
     """Group → a short label: its method/direction and the settings that differ between groups."""
-    groups = sorted({r.group for r in suite.runs})
-    tokens = {g: g.split() for g in groups}
-    shared = set.intersection(*(set(t[1:]) for t in tokens.values())) if groups else set()
-    return {g: " ".join([t[0]] + [x for x in t[1:] if x not in shared]) for g, t in tokens.items()}
+    keys = {r.key.label: r.key for r in suite.runs}
+    differ = [f for f in SHORT_FIELDS if len({_setting(k, f) for k in keys.values()}) > 1]
+    return {label: " ".join([k.head] + [s for f in differ if (s := _setting(k, f)) is not None])
+            for label, k in sorted(keys.items())}
+
+
+SHORT_FIELDS = ("optimizer", "lr", "schedule", "chunks", "alpha", "epsilon", "model")
+
+
+def _setting(key, name: str) -> str | None:
+    """One setting of a group key as its label token (``lr=0.1``); None where the label has none."""
+    if name in ("alpha", "epsilon") and key.method != "zerolock":
+        return None
+    value = getattr(key, name)
+    prefix = {"lr": "lr=", "chunks": "K=", "alpha": "alpha=", "epsilon": "eps="}.get(name, "")
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return prefix + (Path(text).name if name == "model" else text)
 
 
 def _group_of(suite: SuiteAnalysis) -> dict[str, str]:

@@ -2,9 +2,12 @@
 
 ``write_report(suite, out_dir)`` writes ``figures/NAME.{png,svg}``, ``report.md`` (figures
 linked as files) and ``report.html`` (figures embedded as base64 PNG). Both render the same
-list of blocks (``report_blocks``): the verdict table first, one row per claim with the
-measured figure behind it, then the systems claims, one section per analysis, the skipped
-analyses with reasons, and the configs and environment of the runs.
+list of blocks (``report_blocks``). The first screen answers the question: the scope line and
+one card per registered claim (``analyses.claims``: the question, the outcome word, the
+headline figure, a small figure). Everything else is collapsible and keyed to the cards: the
+whole verdict table with reasons, each claim's evidence (the paper's statement, the primary
+group, what the outcome means, why the rule gave it), then the systems claims, one section per
+analysis, the skipped analyses and the configs and environment of the runs.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyses.claims import claim as claim_of
 from analyses.outcome import OutcomeComparison
 from analyses.suite import SuiteAnalysis
 from analyses.systems import SystemsComparison
+from analyses.verdict import Verdict
 from reports import render
-from reports.blocks import Block, pct, table
+from reports.blocks import Block, Card, pct, table
 from reports.figures import render_figures
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
@@ -53,11 +58,40 @@ CAPTIONS = {
 }
 
 
+def _card(verdict: Verdict) -> Card:
+    row = claim_of(verdict.claim)
+    return Card(anchor=f"claim-{row.key}", title=row.title, question=row.question, outcome=verdict.outcome,
+                tone=row.outcomes[verdict.outcome].tone, headline=row.headline(verdict.evidence), figure=row.figure)
+
+
+def _glance_blocks(suite: SuiteAnalysis) -> list[Block]:
+    """The first screen: the scope line and one card per claim."""
+    return [Block("p", scope_line(suite)), Block("cards", cards=tuple(_card(v) for v in suite.claims))]
+
+
 def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
-    rows = [[v.claim, v.verdict, figure(v), reason(v)] for v in suite.claims]
-    css = tuple("verdict-" + v.verdict.replace(" ", "-") for v in suite.claims)
-    return [Block("h2", "Verdicts"), Block("p", scope_line(suite)),
-            table(["claim", "verdict", "measured", "reason"], rows, css)]
+    """The whole verdict table, then each claim's evidence, each collapsible."""
+    rows = [[claim_of(v.claim).title, v.outcome, figure(v), reason(v)] for v in suite.claims]
+    css = tuple("tone-" + claim_of(v.claim).outcomes[v.outcome].tone for v in suite.claims)
+    out = [Block("details", "The verdict table: every row with its figure and reason", css=("verdicts",)),
+           table(["claim", "outcome", "measured", "reason"], rows, css), Block("end")]
+    for v in suite.claims:
+        row = claim_of(v.claim)
+        out += [Block("details", f"{row.title}: {v.outcome}", css=(f"claim-{row.key}",)),
+                table(["", ""], [["question", row.question], ["the paper", row.paper], ["primary group", row.primary],
+                                 ["outcome", f"{v.outcome}: {row.outcomes[v.outcome].meaning}"],
+                                 ["measured", figure(v)], ["reason", reason(v)]]),
+                Block("end")]
+    return out
+
+
+def _collapsed(part):
+    """A report section inside a collapsible part; its first heading becomes the summary."""
+    def wrapped(suite: SuiteAnalysis) -> list[Block]:
+        blocks = part(suite)
+        head, rest = (blocks[0], blocks[1:]) if blocks and blocks[0].kind == "h2" else (Block("h2", "Details"), blocks)
+        return [Block("details", head.text, css=(part.__name__.strip("_"),)), *rest, Block("end")]
+    return wrapped
 
 
 def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -155,23 +189,24 @@ def _runs_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 def report_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The page content in order (module docstring)."""
-    blocks = [Block("h1", TITLE)]
+    blocks = [Block("h1", TITLE), *_glance_blocks(suite), *_verdict_blocks(suite)]
     for part in (
-        _verdict_blocks,
         _systems_blocks,
         lemma2_blocks,
         stability_blocks,
         _convergence_blocks,
         depth_blocks,
         _outcome_blocks,
+        _skipped_blocks,
+        _runs_blocks,
     ):
-        blocks.extend(part(suite))
-    if suite.skipped:
-        blocks.append(Block("h2", "Skipped analyses"))
-        blocks.append(
-            table(["analysis", "reason"], [[k, v] for k, v in sorted(suite.skipped.items())])
-        )
-    return blocks + _runs_blocks(suite)
+        blocks.extend(_collapsed(part)(suite))
+    return blocks
+
+
+def _skipped_blocks(suite: SuiteAnalysis) -> list[Block]:
+    rows = [[k, v] for k, v in sorted(suite.skipped.items())]
+    return [Block("h2", "Skipped analyses"), table(["analysis", "reason"], rows) if rows else Block("p", "None.")]
 
 
 def render_html(blocks: list[Block], figures_png: Mapping[str, bytes]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analyses.claims.text import group_statement
 from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
 from analyses.minimizers import MinimizerTable, ToyCheck
@@ -12,7 +13,6 @@ from analyses.suite import SuiteAnalysis
 from analyses.tracking import TrackingSet
 from reports.blocks import Block, pct, vec
 from reports.blocks import table as grid
-from reports.findings import group_statement
 from reports.wording import drift_line, fmt
 
 __all__ = ["depth_blocks", "lemma2_blocks", "stability_blocks"]

@@ -21,9 +21,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from analyses.claims.text import bound_reason
 from analyses.convergence import BoundTest
 from analyses.theorem1 import BoundSet, DivergedRuns
-from reports.findings import bound_reason
 from reports.wording import fmt
 
 __all__ = ["CAPTION", "QUANTITIES", "convergence_blocks", "convergence_figure", "scope_line"]

@@ -17,6 +17,18 @@ from typing import Any
 from zerolock_theory.config_types import check_section, show_value
 from zerolock_theory.data_config import DataConfig
 from zerolock_theory.probe_config import SHARED_PROBE_KEYS, ProbeSettings, split_probes
+from zerolock_theory.vocab import (
+    DTYPES,
+    METHODS,
+    OPTIMIZERS,
+    P0,
+    SCHEDULES,
+    Direction,
+    Dtype,
+    Method,
+    Optimizer,
+    Schedule,
+)
 
 __all__ = [
     "LoraSettings",
@@ -32,10 +44,6 @@ __all__ = [
     "parse_value",
 ]
 
-METHODS = ("zerolock", "backprop")
-OPTIMIZERS = ("sgd", "adamw")
-SCHEDULES = ("constant", "cosine", "inv_sqrt")
-DTYPES = ("float32", "float64", "bfloat16", "float16")
 DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
 
 
@@ -75,7 +83,7 @@ class ModelConfig:
     """Number of chunks K."""
     boundaries: list[int] | None = None
     """Layer index where each chunk after the first starts; null = an even split."""
-    dtype: str = "float32"
+    dtype: Dtype = "float32"
     """Parameter dtype: float32, float64, bfloat16 or float16."""
     autocast: str | None = None
     """Autocast dtype (GPU): bfloat16 or float16; null = none."""
@@ -116,15 +124,15 @@ class ModelConfig:
 class MethodConfig:
     """ZeroLock's local losses, or the backprop baseline (docs/MATH.md, "Local losses")."""
 
-    name: str = "zerolock"
+    name: Method = "zerolock"
     """zerolock or backprop."""
-    direction: str = "forward"
+    direction: Direction = "forward"
     """forward (CE, what implementations train) or reverse (the paper's Eq. 14)."""
     alpha: float = 0.5
     """Weight α of the task term, in [0, 1]."""
     epsilon: float = 0.0
     """Label smoothing ε of p_y, in [0, 1) (reverse needs ε > 0)."""
-    p0: str = "embedding"
+    p0: P0 = "embedding"
     """p_0: the embedding readout of h_0, or uniform."""
 
     def __post_init__(self) -> None:
@@ -147,11 +155,11 @@ class MethodConfig:
 class OptimConfig:
     """One optimizer per chunk; the learning rate η_t follows ``schedule``."""
 
-    name: str = "adamw"
+    name: Optimizer = "adamw"
     """sgd or adamw (sgd is the theorem's setting, see recipes/theorem_sgd.toml)."""
     lr: float = 1e-3
     """Base learning rate η_0."""
-    schedule: str = "constant"
+    schedule: Schedule = "constant"
     """constant, cosine (with warmup) or inv_sqrt (η_0/√(t+1), Theorem 1)."""
     warmup_steps: int = 0
     """Steps of linear warmup (every schedule starts after them)."""

@@ -14,7 +14,7 @@ import ast
 import functools
 from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 __all__ = ["FieldSpec", "SectionRef", "class_fields", "field_spec", "resolve_annotation"]
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 """The directory that holds the ``zerolock_theory`` package."""
 
 _NAMES: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool, "Any": Any,
-                          "None": type(None), "list": list, "tuple": tuple, "dict": dict}
+                          "None": type(None), "list": list, "tuple": tuple, "dict": dict, "Literal": Literal}
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,19 @@ def _locate(module: str, name: str) -> SectionRef | None:
     return None
 
 
+def _alias(module: str, name: str) -> tuple[ast.expr, str] | None:
+    """The value of a type alias ``name = Literal[...]`` visible in ``module`` (following
+    ``from X import``), with the module that defines it."""
+    for node in _tree(module).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name):
+            return node.value, module
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if any((alias.asname or alias.name) == name for alias in node.names):
+                return _alias(node.module, name)
+    return None
+
+
 def resolve_annotation(node: ast.expr, module: str) -> Any:
     """A typing object for an annotation's ``ast`` (``int | None``, ``list[str]``, a section)."""
     if isinstance(node, ast.Constant) and node.value is None:
@@ -74,13 +87,18 @@ def resolve_annotation(node: ast.expr, module: str) -> Any:
             return _NAMES[node.id]
         ref = _locate(module, node.id)
         if ref is None:
-            raise ValueError(f"{module}: unknown annotation {node.id!r}")
+            alias = _alias(module, node.id)
+            if alias is None:
+                raise ValueError(f"{module}: unknown annotation {node.id!r}")
+            return resolve_annotation(*alias)
         return ref
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         return Union[resolve_annotation(node.left, module), resolve_annotation(node.right, module)]  # noqa: UP007
     if isinstance(node, ast.Subscript):
         origin = resolve_annotation(node.value, module)
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if origin is Literal:
+            return Literal[tuple(ast.literal_eval(i) for i in items)]
         args = tuple(... if isinstance(i, ast.Constant) and i.value is Ellipsis
                      else resolve_annotation(i, module) for i in items)
         return origin[args] if len(args) > 1 else origin[args[0]]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from zerolock_theory.vocab import OBJECTIVES
+
 __all__ = [
     "EVAL_CE",
     "EVAL_CE_INITIAL",
@@ -33,7 +35,6 @@ __all__ = [
     "stability_key",
 ]
 
-OBJECTIVES: tuple[str, ...] = ("paper", "implemented")
 STABILITY = "probe/stability"
 SCALING = "probe/scaling"
 MINIMIZER = "probe/minimizer"

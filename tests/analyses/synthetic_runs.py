@@ -68,14 +68,14 @@ def _config(
         "data": {"source": "synthetic", "seq_len": 16, "batch_size": 2, "seed": seed},
         "method": {
             "name": method,
-            "direction": direction,
+            "direction": direction or "forward",  # backprop's config keeps the default direction
             "alpha": alpha,
             "epsilon": epsilon,
             "p0": "embedding",
         },
         "optim": {"name": "sgd", "lr": lr, "schedule": schedule},
         "run": {"steps": steps, "seed": seed, "eval_every": 10},
-        "probes": {"stability": True, "minimizer": True, "gradient_every": 5},
+        "probes": {"stability": {}, "minimizers": {}, "gradients": {"every": 5}},
     }
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analyses.claims.text import group_statement
 from analyses.proposition import proposition_group, proposition_run, proposition_verdict
 from analyses.results import Interval, NotMeasured
-from reports.findings import group_statement
 
 
 def _frame(

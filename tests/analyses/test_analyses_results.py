@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -71,12 +71,17 @@ def test_register_requires_a_kind():
             x: int = 0
 
 
-def test_verdict_values_are_checked():
-    Verdict("c", "supported", Evidence("skipped"))
-    with pytest.raises(ValueError, match="verdict must be one of"):
-        Verdict("c", "true", Evidence("skipped"))
-    with pytest.raises(ValueError, match="reason must be one of"):
-        Evidence("because")
+def test_verdict_outcomes_are_checked_against_their_claim():
+    from analyses.claims import ClaimInputs, claim
+
+    toy = claim("lemma2_analytic")
+    assert toy.decide(ClaimInputs({}, {})).outcome == "not measured"
+    odd = replace(toy, rule=lambda inputs: Verdict(toy.key, "true", Evidence("skipped")))
+    with pytest.raises(ValueError, match="is not one of"):
+        odd.decide(ClaimInputs({}, {}))
+    other = replace(toy, rule=lambda inputs: Verdict("another", "refuted", Evidence("skipped")))
+    with pytest.raises(ValueError, match="returned a verdict for"):
+        other.decide(ClaimInputs({}, {}))
 
 
 def test_interval_contains_and_str():

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from synthetic_runs import FACTORS, scaling_frame
 
+from analyses.claims.text import group_statement
 from analyses.drift import drift_check, growth_exponent
 from analyses.results import Interval, NotMeasured
 from analyses.scaling import group_scaling, scaling_verdict, seed_scaling
-from reports.findings import group_statement
 from reports.wording import drift_line
 
 

@@ -7,11 +7,15 @@ import json
 import pytest
 from synthetic_runs import write_run, write_suite
 
-from analyses.claims import A5_IMPLEMENTED, A5_PAPER, BOUND_IMPLEMENTED, CLAIMS, LEMMA2
+from analyses.claims import claim, claims
 from analyses.io import RunDataError
-from analyses.results import VERDICTS, load_result
+from analyses.results import load_result
 from analyses.suite import analyze_runs, load_suite
 from reports.wording import figure, reason
+
+LEMMA2, LEMMA2_MODEL, A5_PAPER, A5_IMPLEMENTED = "lemma2_analytic", "lemma2_model", "assumption5_paper", "assumption5_implemented"
+BOUND_PAPER, BOUND_IMPLEMENTED, GLOBAL_VS_BACKPROP = "theorem1_bound_reverse", "theorem1_bound_forward", "global_vs_backprop"
+CLAIMS = tuple(c.key for c in claims())
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,7 @@ def test_every_analysis_runs_on_complete_data(suite):
 
 def test_verdict_rows_follow_the_synthetic_truth(suite):
     assert [v.claim for v in suite.claims] == list(CLAIMS)
-    got = {v.claim: v.verdict for v in suite.claims}
+    got = {v.claim: v.outcome for v in suite.claims}
     assert got == dict(
         zip(
             CLAIMS,
@@ -87,7 +91,7 @@ def test_save_and_load_round_trip(suite, tmp_path):
     assert load_suite(tmp_path) == suite
     for path in tmp_path.glob("*.json"):  # undefined values are null, never {"__float__": "nan"}
         assert '"nan"' not in path.read_text()
-    assert suite.get("proposition") is suite.proposition and suite.get("nope") is None
+    assert suite.get("proposition") is suite.results["proposition"] and suite.get("nope") is None
 
 
 def test_missing_probes_are_skipped_with_reasons(tmp_path):
@@ -105,10 +109,10 @@ def test_missing_probes_are_skipped_with_reasons(tmp_path):
     ):
         assert result.skipped[name]
     rows = {v.claim: v for v in result.claims}
-    assert rows[LEMMA2].verdict == "refuted" and "closed form" in reason(rows[LEMMA2])
-    assert rows[A5_PAPER].verdict == "not measured" and "probe/scaling" in reason(rows[A5_PAPER])
+    assert rows[LEMMA2].outcome == "refuted" and "closed form" in reason(rows[LEMMA2])
+    assert rows[A5_PAPER].outcome == "not measured" and "probe/scaling" in reason(rows[A5_PAPER])
     assert rows[A5_PAPER].evidence.reason == "no_scaling_data" and "probe/scaling" in rows[A5_PAPER].evidence.skipped
-    assert all(v.verdict in VERDICTS for v in result.claims)
+    assert all(v.outcome in claim(v.claim).outcomes for v in result.claims)
 
 
 def _bound_row(suite, claim=BOUND_IMPLEMENTED):
@@ -118,21 +122,21 @@ def _bound_row(suite, claim=BOUND_IMPLEMENTED):
 def test_bound_rows_constant_schedule_slow_rate_and_controls(tmp_path):
     const = analyze_runs([write_run(tmp_path, f"c{s}", schedule="constant", steps=60, seed=s) for s in range(3)])
     row = _bound_row(const)
-    assert row.verdict == "not testable" and "inv_sqrt" in reason(row)
+    assert row.outcome == "not testable" and "inv_sqrt" in reason(row)
     assert row.evidence.reason == "no_theorem_schedule" and row.evidence.bound is None
     slow = analyze_runs([write_run(tmp_path, f"s{s}", beta=0.1, steps=600, seed=s) for s in range(3)])
     row = _bound_row(slow)
-    assert row.verdict == "not consistent" and figure(row).startswith("b = ")
+    assert row.outcome == "not consistent" and figure(row).startswith("b = ")
     assert str(row.evidence.bound.slope) in figure(row) and row.evidence.bound.verdict == "not consistent"
-    assert _bound_row(slow, "Control: convex logistic regression, SGD").verdict == "consistent"
+    assert _bound_row(slow, "control_logistic").outcome == "consistent"
     fine = analyze_runs([write_run(tmp_path, f"f{s}", beta=0.5, steps=600, seed=s) for s in range(3)])
-    assert _bound_row(fine).verdict == "consistent"
+    assert _bound_row(fine).outcome == "consistent"
     # a control that fails makes the Theorem 1 rows "test not calibrated"
     bp = [write_run(tmp_path, f"bp{s}", method="backprop", direction="", beta=0.0, steps=600, seed=s,
                     probes=False) for s in range(3)]
     broken = analyze_runs([*[tmp_path / f"f{s}" for s in range(3)], *bp])
-    assert _bound_row(broken, "Control: backprop under Theorem 1's schedule").verdict == "not consistent"
-    assert _bound_row(broken).verdict == "test not calibrated"
+    assert _bound_row(broken, "control_backprop").outcome == "not consistent"
+    assert _bound_row(broken).outcome == "test not calibrated"
     assert _bound_row(broken).evidence.uncalibrated == ("backprop control",)
     assert reason(_bound_row(broken)).startswith("backprop control not consistent")
 
@@ -168,20 +172,20 @@ def test_a_diverged_primary_group_is_not_swapped_for_another(tmp_path):
     test = suite.results["convergence_forward"].primary_test()
     assert test.label.startswith("zerolock/forward sgd lr=0.1 ") and test.seeds == 0
     row = _bound_row(suite)
-    assert row.verdict == "not testable" and "no usable seed" in reason(row) and "diverged" in reason(row)
+    assert row.outcome == "not testable" and "no usable seed" in reason(row) and "diverged" in reason(row)
 
 
 def test_reanalysis_with_another_bootstrap_seed_gives_the_same_verdicts(suite_dirs):
     a = analyze_runs(suite_dirs, n_boot=50, seed=1)
     b = analyze_runs(suite_dirs, n_boot=50, seed=2)
-    assert [v.verdict for v in a.claims] == [v.verdict for v in b.claims]
+    assert [v.outcome for v in a.claims] == [v.outcome for v in b.claims]
     assert a.results["convergence_forward"] == b.results["convergence_forward"]
 
 
 def test_one_seed_is_not_testable_for_assumption5(tmp_path):
     result = analyze_runs([write_run(tmp_path, "a", steps=60)], n_boot=20)
     row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
-    assert row.verdict == "not testable" and "3 needed" in figure(row) and "rho" in figure(row)
+    assert row.outcome == "not testable" and "3 needed" in figure(row) and "rho" in figure(row)
     assert row.evidence.groups[0].seeds == 1 and row.evidence.groups[0].interval is None
 
 
@@ -190,13 +194,13 @@ def test_bounded_scaling_is_supported_and_diverged_runs_are_excluded(tmp_path):
     runs.append(write_run(tmp_path, "bad", seed=9, steps=60, scaling="first", final_ce_drop=-3.0))
     result = analyze_runs(runs, n_boot=20)
     row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
-    assert row.verdict == "supported" and figure(row).startswith("consistent: rho stays bounded")
+    assert row.outcome == "supported" and figure(row).startswith("consistent: rho stays bounded")
     assert "excluded as diverged: bad" in reason(row) and row.evidence.excluded == ("bad",)
     assert row.evidence.reason == "scaling" and row.evidence.groups[0].outcome == "bounded"
     assert [s.run for s in result.results["scaling_implemented"].primary.seeds] == ["b0", "b1", "b2"]
     assert "bad" in result.skipped["diverged runs"]
     paper = next(v for v in result.claims if v.claim == A5_PAPER)  # R belongs to reverse training
-    assert paper.verdict == "not testable" and "pre-registered" in reason(paper) and "descriptive" in figure(paper)
+    assert paper.outcome == "not testable" and "pre-registered" in reason(paper) and "descriptive" in figure(paper)
     assert paper.evidence.reason == "no_scaling_group" and paper.evidence.preregistered == "reverse"
 
 
@@ -207,7 +211,7 @@ def test_paper_objective_undefined_without_smoothing(tmp_path):
     ]
     result = analyze_runs(runs, n_boot=20)
     assert "one-hot" in result.skipped["stability_paper"]
-    assert next(v for v in result.claims if v.claim == A5_PAPER).verdict == "not measured"
+    assert next(v for v in result.claims if v.claim == A5_PAPER).outcome == "not measured"
 
 
 def test_unreadable_run_is_an_error(tmp_path):

@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from analyses.claims.text import group_statement
 from analyses.results import NotMeasured
 from analyses.tracking import MOVE_FLOOR, direction_tracking, run_tracking
 from probes.store import ReadoutWriter
-from reports.findings import group_statement
 
 ALPHA, EPS, V, N, K = 0.5, 0.1, 5, 8, 2
 

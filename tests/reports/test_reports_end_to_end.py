@@ -11,7 +11,7 @@ import pytest
 from matplotlib.image import imread
 
 import zerolock_theory.cli as cli
-from analyses.claims import CLAIMS
+from analyses.claims import claims
 from analyses.suite import load_suite
 from reports.figures import FIGURES, render_figures
 
@@ -46,22 +46,26 @@ def report(analysed, tmp_path_factory):
     return out
 
 
-def test_html_holds_every_verdict_row_first(report):
+def test_html_holds_a_card_per_claim_first_then_every_verdict_row(report):
     text = (report / "report.html").read_text(encoding="utf-8")
-    table = text.split("<h2>Verdicts</h2>", 1)[1].split("</table>", 1)[0]
-    for claim in CLAIMS:
-        assert html.escape(claim) in table
-    assert len(re.findall(r'<tr class="verdict-', table)) == len(CLAIMS)
-    assert text.index("<h2>Verdicts</h2>") < text.index("<h2>Systems")
+    cards = text.split('<div class="cards">', 1)[1].split("</div>\n</div>", 1)[0] + "</div>"
+    assert len(re.findall(r'<div class="card tone-', cards)) == len(claims())
+    for row in claims():
+        assert html.escape(row.title) in cards and f'href="#claim-{row.key}"' in cards
+        assert f'<details id="claim-{row.key}">' in text
+    table = text.split('<details id="verdicts">', 1)[1].split("</table>", 1)[0]
+    assert len(re.findall(r'<tr class="tone-', table)) == len(claims())
+    assert text.index('<div class="cards">') < text.index('<details id="verdicts">') < text.index("Systems claims")
     assert "Environment" in text and "abc1234" in text  # configs and manifests of the runs
 
 
 def test_html_is_self_contained(report):
     text = (report / "report.html").read_text(encoding="utf-8")
     sources = re.findall(r'src="([^"]+)"', text)
-    assert len(sources) == len(FIGURES)
+    thumbnails = sum(1 for c in claims() if c.figure in FIGURES)
+    assert len(sources) == len(FIGURES) + thumbnails
     assert all(s.startswith("data:image/png;base64,") for s in sources)
-    assert "href=" not in text
+    assert all(link.startswith("#") for link in re.findall(r'href="([^"]+)"', text))  # nothing outside the page
 
 
 def test_every_figure_is_a_valid_nontrivial_png(report):
@@ -80,7 +84,7 @@ def test_markdown_links_existing_figures(report):
     text = (report / "report.md").read_text(encoding="utf-8")
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert len(links) == len(FIGURES) and all((report / link).is_file() for link in links)
-    assert all(claim in text for claim in CLAIMS)
+    assert all(row.title in text for row in claims())
 
 
 def test_figures_are_byte_identical_across_renders(analysed, report, tmp_path):

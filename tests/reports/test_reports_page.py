@@ -6,7 +6,7 @@ import html
 import sys
 from pathlib import Path
 
-from analyses.claims import CLAIMS
+from analyses.claims import claims
 from analyses.suite import analyze_runs
 from reports.page import render_html, render_markdown, report_blocks, write_report
 
@@ -19,7 +19,7 @@ def test_backprop_only_report_marks_claims_not_measured(tmp_path):
     suite = analyze_runs([run], n_boot=20)
     files = write_report(suite, tmp_path / "out")
     text = files.html.read_text(encoding="utf-8")
-    assert all(html.escape(claim) in text for claim in CLAIMS)
+    assert all(html.escape(row.title) in text for row in claims())
     assert text.count("not measured") >= 4
     assert set(files.figures) == {"convergence", "outcome"}
     assert "Skipped analyses" in text and "no systems.json given" in text
@@ -33,10 +33,14 @@ def test_html_and_markdown_escape_cells():
     assert "a\\|b" in render_markdown(blocks, {})
 
 
-def test_blocks_open_with_the_verdict_table(tmp_path):
+def test_blocks_open_with_the_scope_and_a_card_per_claim(tmp_path):
     suite = analyze_runs([write_run(tmp_path, "z", steps=40)], n_boot=10)
     blocks = report_blocks(suite)
-    assert [b.kind for b in blocks[:4]] == ["h1", "h2", "p", "table"] and blocks[1].text == "Verdicts"
-    assert blocks[2].text.startswith("Scope: model tiny-random-llama") and "40 steps per run" in blocks[2].text
-    assert "1 seed(s)" in blocks[2].text and "95% seed-level" in blocks[2].text
-    assert [row[0] for row in blocks[3].rows] == list(CLAIMS)
+    assert [b.kind for b in blocks[:5]] == ["h1", "p", "cards", "details", "table"]
+    assert blocks[1].text.startswith("Scope: model tiny-random-llama") and "40 steps per run" in blocks[1].text
+    assert "1 seed(s)" in blocks[1].text and "95% seed-level" in blocks[1].text
+    assert [c.title for c in blocks[2].cards] == [row.title for row in claims()]
+    assert [row[0] for row in blocks[4].rows] == [row.title for row in claims()]
+    assert all(c.outcome == v.outcome for c, v in zip(blocks[2].cards, suite.claims, strict=True))
+    kinds = [b.kind for b in blocks]
+    assert kinds.count("details") == kinds.count("end")  # every collapsible part is closed

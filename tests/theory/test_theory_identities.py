@@ -11,7 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import batch_shapes, distribution, loss_case, one_hot_case, vocab_sizes
 
-from zerolock_theory.theory.divergences import cross_entropy, entropy, jensen_shannon, kl, total_variation
+from zerolock_theory.theory.divergences import (
+    cross_entropy,
+    entropy,
+    jensen_shannon,
+    kl,
+    total_variation,
+)
 from zerolock_theory.theory.losses import DegenerateObjectiveError, local_loss
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth
 

@@ -11,7 +11,11 @@ from hypothesis import strategies as st
 from strategies import alphas, epsilons
 
 from zerolock_theory.theory.divergences import cross_entropy
-from zerolock_theory.theory.losses import DegenerateObjectiveError, local_loss, local_loss_from_logits
+from zerolock_theory.theory.losses import (
+    DegenerateObjectiveError,
+    local_loss,
+    local_loss_from_logits,
+)
 from zerolock_theory.theory.targets import label_smooth, one_hot
 
 

@@ -12,7 +12,12 @@ from strategies import alphas, epsilons
 
 from zerolock_theory.theory.divergences import kl
 from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 
 OBJECTIVES = st.sampled_from(["paper", "implemented"])
 

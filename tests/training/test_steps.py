@@ -162,7 +162,11 @@ def test_local_gradients_match_training_step(tiny_lm):
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
 def test_global_and_local_gradients_from_one_forward_equal_the_separate_ones(tiny_lm, method, arch):
     """The gradients probe's shared forward gives the same blocks, bit for bit."""
-    from zerolock_theory.training.gradients import global_and_local_gradients, global_gradient, local_gradients
+    from zerolock_theory.training.gradients import (
+        global_and_local_gradients,
+        global_gradient,
+        local_gradients,
+    )
 
     _, step = _setup(tiny_lm, method, arch, chunks=3)
     batch = _batch()

@@ -143,9 +143,9 @@ def check_inputs(args: argparse.Namespace) -> None:
 
 
 def _rate(args: argparse.Namespace) -> int:
+    from analyses.claims.text import bound_reason, bound_summary
     from analyses.convergence import MIN_HORIZON, bound_from_table
     from analyses.io import read_table
-    from reports.findings import bound_reason, bound_summary
 
     if len(args.inputs) > 1:
         raise CLIError(
@@ -186,14 +186,13 @@ def _runs(args: argparse.Namespace) -> int:
         raise CLIError("the run form needs --out DIR")
     out = check_out(args.out, args.overwrite)
     from analyses.suite import analyze_runs
-    from reports.wording import figure
+    from reports.wording import verdict_lines
 
     suite = analyze_runs(
         args.inputs, systems=args.systems, n_boot=args.n_boot, seed=args.seed, level=args.level
     )
     index = suite.save(out)
-    for verdict in suite.claims:
-        print(f"{verdict.verdict:>13}  {verdict.claim}: {figure(verdict)}")
+    print("\n".join(verdict_lines(suite.claims)))
     print(f"{len(suite.results)} analyses written, {len(suite.skipped)} skipped; index: {index}")
     return 0
 

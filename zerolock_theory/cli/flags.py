@@ -59,9 +59,11 @@ def add_field_flags(parser: argparse.ArgumentParser, root: tuple[str, str], flag
     so that ``--autocast none`` can set a field to null)."""
     for flag, path in flags.items():
         spec = field_spec(*root, path)
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=FieldType(spec.annotation, path),
-                            default=argparse.SUPPRESS,
-                            help=f"{spec.doc} [{path}, default: {_show(spec.default)}]")
+        kind: dict[str, Any] = {"type": FieldType(spec.annotation, path)}
+        if typing.get_origin(spec.annotation) is typing.Literal:  # a closed vocabulary: argparse lists it
+            kind = {"choices": typing.get_args(spec.annotation)}
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, default=argparse.SUPPRESS,
+                            help=f"{spec.doc} [{path}, default: {_show(spec.default)}]", **kind)
 
 
 def flag_values(args: argparse.Namespace, flags: Mapping[str, str]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from analyses.io import RunDataError  # lazy: ``zerolock --help`` must not import pandas
     from analyses.suite import INDEX, analyze_runs, load_suite
     from reports.page import write_report
+    from reports.wording import verdict_lines
 
     inputs = [Path(p) for p in args.inputs]
     analyses_dirs = [p for p in inputs if (p / INDEX).is_file()]
@@ -73,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
     out.mkdir(parents=True, exist_ok=True)
     files = write_report(suite, out)
-    for verdict in suite.claims:
-        print(f"{verdict.verdict:>13}  {verdict.claim}")
+    print("\n".join(verdict_lines(suite.claims, measured=False)))
     print(f"report: {files.html} and {files.markdown}; {len(files.figures)} figure(s)")
     return 0

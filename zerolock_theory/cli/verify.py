@@ -106,10 +106,9 @@ def _default_jobs(device: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from reports.wording import verdict_lines
     from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
-    from analyses.verdict import Verdict
-    from reports.wording import figure
     from zerolock_theory.workflows.verify import verify
 
     if args.jobs is not None and args.jobs < 1:
@@ -122,13 +121,9 @@ def run(args: argparse.Namespace) -> int:
         result = verify(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
     except (FileExistsError, ValueError, NonFiniteLossError, CheckpointError) as exc:
         raise CLIError(str(exc)) from exc
-    width = max(len(v["claim"]) for v in result.verdicts)
-    vwidth = max(13, *(len(v["verdict"]) for v in result.verdicts))
     if result.scope:
         print(f"\n{result.scope}")
-    print(f"\n{'claim':<{width}}  {'verdict':<{vwidth}}  measured")
-    for v in result.verdicts:
-        print(f"{v['claim']:<{width}}  {v['verdict']:<{vwidth}}  {figure(Verdict.from_dict(v))}")
+    print("\n" + "\n".join(verdict_lines(result.verdicts)))
     print(f"\nreport: {result.report_html}")
     print(f"markdown: {result.report_markdown}")
     print(f"runs: {len(result.run_dirs)} in {result.out / 'runs'}; wall time {result.seconds:.0f}s")

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from zerolock_theory.theory.divergences import cross_entropy, kl
+from zerolock_theory.vocab import DIRECTIONS
 
 __all__ = [
     "DIRECTIONS",
@@ -33,7 +34,6 @@ __all__ = [
 ]
 
 Direction = Literal["forward", "reverse"]
-DIRECTIONS: tuple[str, ...] = ("forward", "reverse")
 IGNORE_INDEX = -100
 
 

@@ -29,7 +29,12 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from zerolock_theory.theory.losses import DegenerateObjectiveError, Direction, check_direction, local_loss
+from zerolock_theory.theory.losses import (
+    DegenerateObjectiveError,
+    Direction,
+    check_direction,
+    local_loss,
+)
 
 __all__ = [
     "MinimizeResult",

@@ -26,6 +26,7 @@ import torch
 
 from zerolock_theory.theory.divergences import kl
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
+from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = [
     "OBJECTIVES",
@@ -37,7 +38,6 @@ __all__ = [
 ]
 
 Objective = Literal["paper", "implemented"]
-OBJECTIVES: tuple[str, ...] = ("paper", "implemented")
 Chunks = torch.Tensor | Sequence[torch.Tensor]
 
 

@@ -127,7 +127,7 @@ def setup(
     if start < config.run.steps:  # a no-op resume leaves config.json and manifest.json alone
         if saved is None or saved.to_dict() != config.to_dict():
             write_text_atomic(out / "config.json", json.dumps(config.to_dict(), indent=2))
-        write_manifest(out, device, "train")
+        write_manifest(out, device, "train", tokenizer=tokenizer)
     ctx = HookContext(config, out, chunked, step_fn, data, device, start)
     run = Run(config, out, chunked, tokenizer, data, stream, step_fn, list(hooks), ctx, start, device)
     run.hook_ctx.resume_state = probe_states

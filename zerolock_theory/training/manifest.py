@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import subprocess
@@ -9,12 +10,13 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from zerolock_theory.training.rundir import write_marker
 
-__all__ = ["environment", "write_manifest"]
+__all__ = ["environment", "tokenizer_identity", "write_manifest"]
 
 PACKAGES = ("torch", "transformers", "peft", "tokenizers", "numpy", "scipy", "zerolock-theory")
 
@@ -53,10 +55,20 @@ def environment(device: torch.device | str = "cpu") -> dict[str, object]:
     return info
 
 
-def write_manifest(run_dir: Path, device: torch.device | str, kind: str = "train") -> Path:
+def tokenizer_identity(tokenizer: Any) -> dict[str, object]:
+    """What tells two tokenizers apart: its size and a SHA-256 of its sorted vocabulary and
+    special tokens (``zerolock analyze`` refuses runs whose fingerprints differ)."""
+    vocab = sorted(tokenizer.get_vocab().items())
+    special = sorted(str(t) for t in getattr(tokenizer, "all_special_tokens", []))
+    digest = hashlib.sha256(json.dumps([vocab, special], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return {"name": str(getattr(tokenizer, "name_or_path", "")), "size": len(tokenizer), "sha256": digest}
+
+
+def write_manifest(run_dir: Path, device: torch.device | str, kind: str = "train", tokenizer: Any = None) -> Path:
     """Write ``manifest.json`` with the run-directory marker (``rundir.py``) of ``kind``.
 
-    Keeps the first start time across resumes and counts the resumes.
+    Keeps the first start time across resumes and counts the resumes; ``tokenizer`` adds its
+    ``tokenizer_identity``.
     """
     path = Path(run_dir) / "manifest.json"
     try:
@@ -64,6 +76,8 @@ def write_manifest(run_dir: Path, device: torch.device | str, kind: str = "train
     except ValueError:
         previous = {}
     data = {**environment(device), "started": previous.get("started", time.strftime("%Y-%m-%dT%H:%M:%S"))}
+    if tokenizer is not None:
+        data["tokenizer"] = tokenizer_identity(tokenizer)
     if previous:
         data["resumed"] = previous.get("resumed", 0) + 1
     return write_marker(run_dir, kind, data)

@@ -308,7 +308,7 @@ class VerifyResult:
     analysis_dir: Path
     report_html: Path
     report_markdown: Path
-    verdicts: list[dict[str, Any]]
+    verdicts: list[Any]  # analyses.verdict.Verdict, one per registered claim
     seconds: float
     scope: str = ""
 
@@ -370,8 +370,7 @@ def verify(
         shutil.rmtree(out / stale, ignore_errors=True)
     suite.save(out / "analysis")
     files = write_report(suite, out / "report")
-    verdicts = [v.to_json() if hasattr(v, "to_json") else asdict(v) for v in suite.claims]
     from reports.theorem1 import scope_line
 
-    return VerifyResult(out, run_dirs, out / "analysis", files.html, files.markdown, verdicts,
+    return VerifyResult(out, run_dirs, out / "analysis", files.html, files.markdown, suite.claims,
                         time.perf_counter() - started, scope_line(suite))

@@ -1,15 +1,17 @@
-"""What an analysis states about one group of seeds, and why a bound test gave its verdict.
+"""The sentences the claims share: numbers, groups of seeds and bound tests, stated.
 
-Written from the figures the analyses leave (``analyses.verdict``): ``group_statement`` states
-a ``GroupFigures`` of tracking (Lemma 2 on the model), step scaling (Assumption 5) or
-Proposition 1; ``bound_reason`` states the reason code of a ``BoundFigures`` (Theorem 1's
-bound test), ``bound_headline`` its slope b and ``bound_summary`` the whole test in one line.
-The verdict table (``reports.wording``), the report's sections and ``zerolock analyze rate``
-print these; the analyses write no sentence.
+Written from the figures the analyses leave (``analyses.verdict``): ``fmt`` is the number
+format of every sentence and report section; ``group_statement`` states a ``GroupFigures`` of
+tracking (Lemma 2 on the model), step scaling (Assumption 5) or Proposition 1;
+``bound_reason`` states the reason code of a ``BoundFigures`` (Theorem 1's bound test),
+``bound_headline`` its slope b and ``bound_summary`` the whole test in one line;
+``drift_line`` the growth of the drift. The claims' ``measured`` and ``reason`` functions, the
+report's sections and ``zerolock analyze rate`` print these; the analyses write no sentence.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from analyses.results import Interval
@@ -17,7 +19,25 @@ from analyses.seeds import MIN_SEEDS
 from analyses.tracking import MOVE_FLOOR
 from analyses.verdict import BoundFigures, GroupFigures
 
-__all__ = ["BOUND_REASON_TEXT", "GROUP_TEXT", "bound_headline", "bound_reason", "bound_summary", "group_statement"]
+__all__ = ["BOUND_REASON_TEXT", "GROUP_TEXT", "bound_headline", "bound_reason", "bound_summary", "drift_line", "fmt",
+           "group_statement"]
+
+
+def fmt(value: float) -> str:
+    """Three significant digits; ``inf``/``n/a`` for non-finite values."""
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.3g}"
+
+
+def drift_line(runs: int, d_exponent: Interval | None, q_exponent: Interval | None) -> str:
+    """One line: the growth of D_T and of Σ q_t over seeds (or why there is no interval)."""
+    if d_exponent is None:
+        return f"drift: {runs} run(s), 3 seeds needed for intervals"
+    q = "n/a" if q_exponent is None else str(q_exponent)
+    return f"drift: D_T ~ T^{d_exponent}, sum q_t ~ T^{q}"
 
 
 def _or_na(x: Interval | None) -> str:

@@ -1,0 +1,168 @@
+"""The claim registry: one ``Claim`` record per row of the verdict table.
+
+A claim states what it tests and how, as data: the paper's statement quoted, the question the
+row answers in words, the primary group it reads, its closed set of outcomes (each with the
+sentence that says what it means and a tone for colouring), the rule (a pure function of the
+analysis results), and how its evidence reads (``measured``: the figure behind the outcome;
+``short``: one headline figure with its interval, for the report's card; ``reason``: why the
+rule gave that outcome). A claim may bring its own analyses (``analyses``: name →
+function of ``SuiteInputs``); the suite runs them, saves their results and hands them to every
+rule.
+
+``zerolock verify``, ``zerolock analyze``, ``zerolock report``, the README table and the tests
+iterate ``claims()``, in registration order. Adding a row is one module that calls
+``register`` (imported by ``analyses.claims``, or by the caller before analysing) and its tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar, get_args
+
+import pandas as pd
+
+from analyses.results import Result
+from analyses.runinfo import RunInfo
+from analyses.verdict import Evidence, Verdict
+
+__all__ = ["NOT_MEASURED", "NOT_TESTABLE", "TONES", "Claim", "ClaimInputs", "Outcome", "SuiteInputs", "Tone",
+           "claim", "claims", "decide", "measured_text", "reason_text", "register", "run_names", "skipped", "unregister"]
+
+Tone = Literal["holds", "fails", "mixed", "none"]
+TONES: tuple[str, ...] = get_args(Tone)
+"""How an outcome reads at a glance: the claim (or the proof step) holds on this run; it fails;
+a mixed or undecided answer; no answer (not testable, not measured, not calibrated)."""
+
+T = TypeVar("T", bound=Result)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One outcome word of a claim: what it means, in one sentence, and its tone."""
+
+    meaning: str
+    tone: Tone
+
+    def __post_init__(self) -> None:
+        if self.tone not in TONES:
+            raise ValueError(f"tone must be one of {TONES}, got {self.tone!r}")
+
+
+@dataclass(frozen=True)
+class ClaimInputs:
+    """What a rule reads: the analysis results by name and the reasons of the skipped ones."""
+
+    results: Mapping[str, Result]
+    skipped: Mapping[str, str]
+
+    def get(self, name: str, kind: type[T]) -> T | None:
+        """The result ``name`` if it is a ``kind``, else None (skipped or absent)."""
+        found = self.results.get(name)
+        return found if isinstance(found, kind) else None
+
+    def why(self, name: str) -> str:
+        """Why the analysis ``name`` did not run (empty when it is not recorded)."""
+        return self.skipped.get(name, "")
+
+
+@dataclass(frozen=True)
+class SuiteInputs:
+    """What an analysis reads: every run with its metrics, the ZeroLock runs kept (diverged ones
+    excluded, ``"name: reason"`` in ``excluded``) and the interval level."""
+
+    table: Sequence[tuple[RunInfo, pd.DataFrame]]
+    zerolock: Sequence[tuple[RunInfo, pd.DataFrame]]
+    excluded: Sequence[str]
+    level: float = 0.95
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One verdict row (module docstring)."""
+
+    key: str  # stable identifier, the JSON's ``claim``
+    title: str  # the row's label
+    paper: str  # the paper's statement, quoted
+    question: str  # the question the row answers, in words
+    primary: str  # the primary group it reads, in words
+    outcomes: Mapping[str, Outcome]  # the closed set of outcome words
+    rule: Callable[[ClaimInputs], Verdict]
+    measured: Callable[[Evidence], str]  # the headline figure with its interval
+    reason: Callable[[Evidence], str]  # why the rule gave its outcome
+    short: Callable[[Evidence], str] | None = None  # the card's headline: one figure with its interval
+    figure: str | None = None  # a figure of the report (``reports.figures.FIGURES``) for the card
+    analyses: Mapping[str, Callable[[SuiteInputs], Result]] = field(default_factory=dict)
+    control: bool = False  # a control of a rule, not a claim of the paper
+
+    def headline(self, evidence: Evidence) -> str:
+        """The card's headline: ``short`` when the claim has one, else ``measured``."""
+        return (self.short or self.measured)(evidence)
+
+    def decide(self, inputs: ClaimInputs) -> Verdict:
+        """The rule's verdict, checked against the claim's key and closed set of outcomes."""
+        verdict = self.rule(inputs)
+        if verdict.claim != self.key:
+            raise ValueError(f"claim {self.key!r}: its rule returned a verdict for {verdict.claim!r}")
+        if verdict.outcome not in self.outcomes:
+            raise ValueError(f"claim {self.key!r}: outcome {verdict.outcome!r} is not one of {tuple(self.outcomes)}")
+        return verdict
+
+
+_REGISTRY: dict[str, Claim] = {}
+
+
+def register(new: Claim) -> Claim:
+    """Add ``new`` to the table (after the rows registered before it); ``ValueError`` for a taken key."""
+    if new.key in _REGISTRY and _REGISTRY[new.key] is not new:
+        raise ValueError(f"claim {new.key!r} is already registered")
+    _REGISTRY[new.key] = new
+    return new
+
+
+def unregister(key: str) -> None:
+    """Remove a claim (tests that register one of their own)."""
+    _REGISTRY.pop(key, None)
+
+
+def claims() -> tuple[Claim, ...]:
+    """Every registered claim, in table order."""
+    return tuple(_REGISTRY.values())
+
+
+def claim(key: str) -> Claim:
+    """The claim registered under ``key``; ``KeyError`` naming the known keys otherwise."""
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        raise KeyError(f"unknown claim {key!r}; registered: {', '.join(_REGISTRY)}") from None
+
+
+def decide(inputs: ClaimInputs) -> list[Verdict]:
+    """The verdict table: one ``Verdict`` per registered claim, in table order."""
+    return [c.decide(inputs) for c in claims()]
+
+
+def skipped(key: str, name: str, inputs: ClaimInputs) -> Verdict:
+    """The row of a claim whose analysis ``name`` did not run: "not measured", with the reason."""
+    return Verdict(key, "not measured", Evidence("skipped", skipped=inputs.why(name)))
+
+
+def measured_text(verdict: Verdict) -> str:
+    """The row's "measured" cell: its claim's headline figure."""
+    return claim(verdict.claim).measured(verdict.evidence)
+
+
+def reason_text(verdict: Verdict) -> str:
+    """The row's "reason" cell: its claim's reason, then the runs excluded as diverged."""
+    text = claim(verdict.claim).reason(verdict.evidence)
+    return text + (f"; excluded as diverged: {', '.join(verdict.evidence.excluded)}" if verdict.evidence.excluded else "")
+
+
+def run_names(excluded: Sequence[str]) -> tuple[str, ...]:
+    """Run names of ``"name: reason"`` entries (the diverged runs an analysis excluded)."""
+    return tuple(e.split(":")[0] for e in excluded)
+
+
+NOT_MEASURED = Outcome("the analysis behind the row did not run (the reason says why)", "none")
+NOT_TESTABLE = Outcome("too little data to decide: too few seeds, or the pre-registered group is missing", "none")
