@@ -1,7 +1,8 @@
 """The report page: a self-contained HTML file and the same content in Markdown.
 
 ``write_report(suite, out_dir)`` writes ``figures/NAME.{png,svg}``, ``report.md`` (figures
-linked as files) and ``report.html`` (figures embedded as base64 PNG). Both render the same
+linked as files), ``report.html`` (figures embedded as base64 PNG) and ``verdicts.md`` (the
+scope line and the verdict table as README shows it). Both render the same
 list of blocks (``report_blocks``). The first screen answers the question: the scope line and
 one card per registered claim (``analyses.claims``: the question, the outcome word, the
 headline figure, a small figure). Everything else is collapsible and keyed to the cards: the
@@ -26,10 +27,11 @@ from analyses.verdict import Verdict
 from reports import render
 from reports.blocks import Block, Card, pct, table
 from reports.figures import render_figures
+from reports.scope import scope_line
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
-from reports.theorem1 import convergence_blocks, scope_line
-from reports.wording import figure, fmt, reason
+from reports.theorem1 import convergence_blocks
+from reports.wording import figure, fmt, reason, verdict_markdown
 
 __all__ = [
     "Block",
@@ -241,4 +243,5 @@ def write_report(suite: SuiteAnalysis, out_dir: str | Path) -> ReportFiles:
     }
     md_path = out / "report.md"
     md_path.write_text(render_markdown(blocks, files), encoding="utf-8")
+    (out / "verdicts.md").write_text(verdict_markdown(suite.claims, scope_line(suite)), encoding="utf-8")
     return ReportFiles(html_path, md_path, figures)

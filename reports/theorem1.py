@@ -1,8 +1,5 @@
-"""Theorem 1 in the report: the scope line, the bound-test section and the convergence figure.
+"""Theorem 1 in the report: the bound-test section and the convergence figure.
 
-* ``scope_line(suite)``: model and size, data, steps, seeds, device, suite, interval level —
-  printed above the verdict table (``suite.settings`` may carry ``suite`` and ``model_size``,
-  which ``zerolock verify`` fills in).
 * ``convergence_blocks(suite)``: one table row per group and quantity (verdict, b with its
   seed-level interval, descriptive β, seeds, horizon), the controls and the diverged runs.
 * ``convergence_figure(suite)``: B_T = Ā_T·√T/log(T+1) against T, each quantity's primary group
@@ -13,8 +10,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,9 +19,8 @@ from matplotlib.figure import Figure
 from analyses.claims.text import bound_reason
 from analyses.convergence import BoundTest
 from analyses.theorem1 import BoundSet, DivergedRuns
-from reports.wording import fmt
 
-__all__ = ["CAPTION", "QUANTITIES", "convergence_blocks", "convergence_figure", "scope_line"]
+__all__ = ["CAPTION", "QUANTITIES", "convergence_blocks", "convergence_figure"]
 
 CAPTION = (
     "Theorem 1's bound statistic B_T = A_T sqrt(T)/log(T+1) (A_T the running mean of the unbiased "
@@ -54,25 +48,6 @@ def _tests(suite) -> list[tuple[str, str, BoundTest, bool]]:
         elif isinstance(found, BoundSet):
             out.extend((name, quantity, t, i == found.primary) for i, t in enumerate(found.tests))
     return out
-
-
-def scope_line(suite) -> str:
-    """One line: what the verdicts are about (module docstring)."""
-    runs = suite.runs
-    settings = suite.settings
-    models = sorted({Path(r.model).name or "?" for r in runs}) or ["?"]
-    size = settings.get("model_size")
-    data = sorted({str(r.config.get("data", {}).get("source", "?")) for r in runs}) or ["?"]
-    steps = Counter(r.last_step + 1 for r in runs).most_common(1)[0][0] if runs else 0
-    seeds = len({r.seed for r in runs})
-    devices = sorted({str(r.manifest.get("gpu") or r.manifest.get("device", "?")) for r in runs}) or ["?"]
-    level = float(settings.get("level", 0.95))
-    return (
-        f"Scope: model {', '.join(models)}" + (f" ({size})" if size else "")
-        + f"; data {', '.join(data)}; {steps} steps per run; {seeds} seed(s); device {', '.join(devices)}; "
-        + f"suite {settings.get('suite', 'custom (zerolock analyze)')}; intervals {fmt(100 * level)}% "
-        + "seed-level t-intervals (one statistic per seed)."
-    )
 
 
 def _iv(x: Any) -> str:

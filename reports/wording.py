@@ -13,7 +13,7 @@ from analyses.claims import claim, measured_text, reason_text
 from analyses.claims.text import drift_line, fmt
 from analyses.verdict import Verdict
 
-__all__ = ["drift_line", "figure", "fmt", "reason", "verdict_lines"]
+__all__ = ["drift_line", "figure", "fmt", "reason", "verdict_lines", "verdict_markdown"]
 
 
 def figure(verdict: Verdict) -> str:
@@ -24,6 +24,12 @@ def figure(verdict: Verdict) -> str:
 def reason(verdict: Verdict) -> str:
     """The "reason" cell: the rule that applied (the claim's ``reason``), then the excluded runs."""
     return reason_text(verdict)
+
+
+def verdict_markdown(verdicts: Sequence[Verdict], scope: str) -> str:
+    """The verdict table as README prints it: the scope line, then claim | outcome | measured."""
+    rows = [f"| {claim(v.claim).title} | {v.outcome} | {figure(v)} |".replace("\n", " ") for v in verdicts]
+    return "\n".join([f"**{scope}**", "", "| claim | outcome | measured |", "|---|---|---|", *rows]) + "\n"
 
 
 def verdict_lines(verdicts: Sequence[Verdict], *, measured: bool = True) -> list[str]:

@@ -114,6 +114,8 @@ def _claim(objective: str, title: str, surrogate: str) -> Claim:
         primary=f"ZeroLock {direction_of(objective)} (the objective's own training), the group with the most seeds",
         outcomes=OUTCOMES, rule=_rule(key, objective), measured=measured, short=short,
         reason=lambda ev: REASONS[ev.reason](ev), figure="stability",
+        tests=("tests/analyses/test_analyses_scaling.py::test_every_verdict_is_reachable",
+               "tests/analyses/test_analyses_scaling.py::test_bounded_ratio_at_every_step_is_not_called_first_order"),
     ))
 
 

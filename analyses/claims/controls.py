@@ -5,7 +5,7 @@ A control that is "not consistent" marks the Theorem 1 rows "test not calibrated
 from __future__ import annotations
 
 from analyses.claims.registry import Claim, register
-from analyses.claims.theorem1_bound import OUTCOMES, bound_row, measured, reason, short
+from analyses.claims.theorem1_bound import CALIBRATION, OUTCOMES, bound_row, measured, reason, short
 
 PAPER = "A rule that tests Theorem 1's bound must accept it where it holds (a positive control)."
 
@@ -15,7 +15,7 @@ def _control(key: str, name: str, title: str, question: str, primary: str) -> Cl
         key=key, title=title, paper=PAPER, question=question, primary=primary,
         outcomes={k: v for k, v in OUTCOMES.items() if k != "test not calibrated"},
         rule=lambda inputs: bound_row(key, name, inputs, control=True), measured=measured, short=short, reason=reason,
-        figure="convergence", control=True,
+        figure="convergence", control=True, tests=CALIBRATION,
     ))
 
 

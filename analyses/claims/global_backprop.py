@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from analyses.claims.registry import Claim, ClaimInputs, register
 from analyses.claims.theorem1_bound import (
+    CALIBRATION,
     OUTCOMES,
     bound_row,
     measured,
@@ -29,4 +30,5 @@ CLAIM = register(Claim(
     question="Does ZeroLock's global task-loss gradient decay like backprop's under the theorem's schedule?",
     primary="ZeroLock forward and backprop, SGD with eta_t ~ 1/sqrt(t)",
     outcomes=OUTCOMES, rule=rule, measured=measured, short=short, reason=reason, figure="convergence",
+    tests=CALIBRATION,
 ))

@@ -62,4 +62,6 @@ CLAIM = register(Claim(
     measured=measured,
     short=lambda ev: "-" if ev.toy is None else f"TV(m_k, g_k) = {fmt(ev.toy.tv_m_g)} (eps = {fmt(ev.toy.epsilon)})",
     reason=lambda ev: REASONS[ev.reason](ev),
+    tests=("tests/analyses/test_analyses_minimizers.py::test_the_analytic_row_is_decided_by_the_toy_alone",
+           "tests/analyses/test_analyses_minimizers.py::test_toy_check_matches_the_review"),
 ))

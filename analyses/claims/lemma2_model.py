@@ -68,4 +68,6 @@ CLAIM = register(Claim(
     short=lambda ev: next((f"forward: r(m) - r(g) = {g.interval}" for g in ev.groups
                            if g.trained == "forward" and g.interval is not None), "-"),
     reason=lambda ev: REASONS[ev.reason](ev),
+    tests=("tests/analyses/test_analyses_tracking.py::test_known_target_is_found_with_the_same_epsilon",
+           "tests/analyses/test_analyses_tracking.py::test_mixed_seeds_are_undecided"),
 ))

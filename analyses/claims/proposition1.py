@@ -77,4 +77,6 @@ CLAIM = register(Claim(
     },
     rule=rule, measured=measured,
     short=lambda ev: next((f"{g.pairs - g.violations}/{g.pairs} pairs hold" for g in ev.groups[:1]), "-"), reason=lambda ev: REASONS[ev.reason](ev), figure="depth",
+    tests=("tests/analyses/test_analyses_proposition.py::test_every_verdict_is_reachable",
+           "tests/analyses/test_analyses_proposition.py::test_violations_in_every_seed_and_isolated_ones"),
 ))

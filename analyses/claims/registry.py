@@ -94,6 +94,7 @@ class Claim:
     figure: str | None = None  # a figure of the report (``reports.figures.FIGURES``) for the card
     analyses: Mapping[str, Callable[[SuiteInputs], Result]] = field(default_factory=dict)
     control: bool = False  # a control of a rule, not a claim of the paper
+    tests: tuple[str, ...] = ()  # its calibration or control tests, "tests/PATH.py::test_name"
 
     def headline(self, evidence: Evidence) -> str:
         """The card's headline: ``short`` when the claim has one, else ``measured``."""

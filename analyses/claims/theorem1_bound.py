@@ -102,6 +102,9 @@ def reason(ev: Evidence) -> str:
     return text if ev.backprop is None else f"not covered by Theorem 1; {text}; backprop: {ev.backprop.verdict}"
 
 
+CALIBRATION = ("tests/analyses/test_analyses_convergence.py::test_each_verdict_on_constructed_inputs",
+               "tests/analyses/test_analyses_convergence.py::test_seed_level_intervals_cover_at_their_level",
+               "tests/analyses/test_analyses_convergence.py::test_logistic_control_is_consistent_and_the_biased_norm_is_not")
 OUTCOMES = {
     "consistent": Outcome("no evidence against the bound: B_T does not grow at the end of the run", "holds"),
     "not consistent": Outcome("B_T still grows at the horizon", "fails"),
@@ -119,8 +122,7 @@ def _claim(key: str, name: str, title: str, surrogate: str, direction: str) -> C
         question=f"Does the running mean of the unbiased local gradient norm of {surrogate} stay within the bound?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most runs",
         outcomes=OUTCOMES, rule=lambda inputs: bound_row(key, name, inputs), measured=measured, short=short,
-        reason=reason,
-        figure="convergence",
+        reason=reason, figure="convergence", tests=CALIBRATION,
     ))
 
 

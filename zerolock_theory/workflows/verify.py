@@ -370,7 +370,7 @@ def verify(
         shutil.rmtree(out / stale, ignore_errors=True)
     suite.save(out / "analysis")
     files = write_report(suite, out / "report")
-    from reports.theorem1 import scope_line
+    from reports.scope import scope_line
 
     return VerifyResult(out, run_dirs, out / "analysis", files.html, files.markdown, suite.claims,
                         time.perf_counter() - started, scope_line(suite))
