@@ -12,7 +12,8 @@ The toy (numpy, deterministic per seed, ~0.1 s for 2000 steps):
   with replacement, split into two halves;
 * Ĝ_t = ⟨g^{(1)}_t, g^{(2)}_t⟩ of the two halves' mean gradients at w_t (unbiased for
   ‖∇F(w_t)‖²), also the biased ‖g_t‖² and the exact ‖∇F(w_t)‖²;
-* update w_{t+1} = w_t − η_t·g_t with g_t the full minibatch's mean gradient.
+* update w_{t+1} = w_t − η_t·g_t with g_t the full minibatch's mean gradient; η_t = η_0/√(t+1)
+  (``schedule = "inv_sqrt"``) or η_0 (``"constant"``, the negative control).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["LogisticToy", "logistic_control", "logistic_table"]
+__all__ = ["SCHEDULES", "LogisticToy", "logistic_control", "logistic_table"]
+
+SCHEDULES = ("inv_sqrt", "constant")
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,11 @@ class LogisticToy:
     batch: int = 16
     lr: float = 0.5  # η_0
     signal: float = 1.0  # scale of w*
+    schedule: str = "inv_sqrt"  # η_t = η_0/√(t+1), or "constant": η_t = η_0
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -63,7 +71,7 @@ def logistic_control(steps: int, seed: int, toy: LogisticToy = LogisticToy(), *,
         g1 = _grad(w, x[idx[:half]], y[idx[:half]])
         g2 = _grad(w, x[idx[half:]], y[idx[half:]])
         g = (half * g1 + (toy.batch - half) * g2) / toy.batch
-        lr = toy.lr / np.sqrt(t + 1.0)
+        lr = toy.lr / np.sqrt(t + 1.0) if toy.schedule == "inv_sqrt" else toy.lr
         rows["grad_sq_unbiased"][t] = float(g1 @ g2)
         rows["grad_norm_sq"][t] = float(g @ g)
         rows["lr"][t] = lr
