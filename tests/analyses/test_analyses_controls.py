@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyses.controls import NEGATIVE, NOT_FLAT, ControlCheck, RateControls, failed_controls, rate_controls
+from analyses.controls import (
+    NEGATIVE,
+    NOT_FLAT,
+    ControlCheck,
+    RateControls,
+    failed_controls,
+    rate_controls,
+)
 from analyses.rate import describe_rate
 from analyses.rate_families import rate_series
 from analyses.results import load_result
