@@ -23,7 +23,7 @@ from collections import Counter
 import numpy as np
 
 from analyses.drift_budget import DRIFT_OUTCOMES, drift_from_table
-from analyses.rate import RATE_OUTCOMES, describe_rate
+from analyses.rate import RATE_OUTCOMES, RateDescription, describe_rate, rate_outcome
 from analyses.rate_families import (
     DRIFT_EXPECTED,
     DRIFT_FAMILIES,
@@ -46,17 +46,24 @@ def _table(title: str, outcomes: tuple[str, ...], rows: dict[str, Counter], expe
     return "\n".join(lines)
 
 
+def _outcome(result: RateDescription, rule: str) -> str:
+    if rule == "level":
+        return result.outcome
+    return rate_outcome(result.beta_run, result.b_run, result.horizon, result.seeds)[0]
+
+
 def rate_tables(reps: int, seeds: int, horizons: list[int], noises: list[float], window: float,
-                rng: np.random.Generator) -> None:
-    """Print (a)'s confusion table for each horizon and noise level."""
+                rng: np.random.Generator, rule: str = "level") -> None:
+    """Print (a)'s confusion table for each horizon and noise level (``rule = "running"``: the
+    same thresholds on the running-mean slopes β_run and b_run instead, for comparison)."""
     for noise in noises:
         for horizon in horizons:
             rows = {}
             for family in RATE_FAMILIES:
-                rows[family] = Counter(
+                rows[family] = Counter(_outcome(
                     describe_rate([rate_series(family, horizon, rng, noise) for _ in range(seeds)],
-                                  window=window).outcome for _ in range(reps))
-            print(_table(f"(a) rate: {seeds} seeds, T = {horizon}, noise {noise:g} x mean level, "
+                                  window=window), rule) for _ in range(reps))
+            print(_table(f"(a) rate ({rule} rule): {seeds} seeds, T = {horizon}, noise {noise:g} x mean level, "
                          f"window {window:.3g}, {reps} repetitions", RATE_OUTCOMES, rows, RATE_EXPECTED, reps),
                   flush=True)
 
@@ -80,10 +87,12 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", choices=("rate", "drift"), default=None)
+    parser.add_argument("--rule", choices=("level", "running"), default="level",
+                        help="running: classify by the running-mean slopes instead (comparison only)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     if args.only != "drift":
-        rate_tables(args.reps, args.seeds, args.horizons, args.noise, args.window, rng)
+        rate_tables(args.reps, args.seeds, args.horizons, args.noise, args.window, rng, args.rule)
     if args.only != "rate":
         drift_tables(args.reps, args.seeds, args.horizons, rng)
 
