@@ -61,6 +61,7 @@ __all__ = [
     "SeedRate",
     "bound_beta",
     "describe_rate",
+    "flips",
     "level_exponent",
     "rate_from_table",
     "rate_outcome",
@@ -275,8 +276,13 @@ def describe_rate(
 
 
 def window_sensitivity(series: Sequence[tuple[np.ndarray, np.ndarray]], **kwargs) -> dict[float, RateDescription]:
-    """``describe_rate`` under each fit window of ``WINDOWS`` (½ and ⅓); a flip is reported as such."""
+    """``describe_rate`` under each fit window of ``WINDOWS`` (½ and ⅓); ``flips`` tells whether they differ."""
     return {w: describe_rate(series, window=w, **kwargs) for w in WINDOWS}
+
+
+def flips(sensitivity: dict[float, RateDescription]) -> bool:
+    """True when the outcome differs between the fit windows (a verdict that flips is reported as such)."""
+    return len({r.outcome for r in sensitivity.values()}) > 1
 
 
 def rate_from_table(
