@@ -34,6 +34,7 @@ __all__ = [
     "FLOOR_TOY",
     "NEGATIVE",
     "NEGATIVE_TOY",
+    "NOT_AT_LEAST",
     "NOT_FLAT",
     "POSITIVE",
     "POSITIVE_TOY",
@@ -129,6 +130,9 @@ FLOOR_TOY = LogisticToy()
 tr Σ/B dominates ‖∇F‖² after a few hundred steps)."""
 RATE_CONTROL_SEEDS = tuple(range(10))
 POSITIVE, NEGATIVE = ("at least the bound's rate",), ("no decay",)
+NOT_AT_LEAST = ("slower than the bound", "no decay")
+"""A laxer reading for a floor still settling (the model's ‖g_t‖², whose ‖∇‖² part is still
+falling at T = 1000): it must not pass for the bound's rate."""
 NOT_FLAT = ("at least the bound's rate", "slower than the bound", "not testable")
 """What backprop's own Ĝ_t may read (its surrogate is the fixed loss): anything but "no decay"."""
 
