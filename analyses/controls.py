@@ -1,8 +1,10 @@
-"""Positive control for Theorem 1's bound test: convex logistic regression under SGD.
+"""Controls for Theorem 1: convex logistic regression under SGD, through the same code.
 
 With η_t = η_0/√(t+1) on a smooth convex loss the bound (1/T) Σ ‖∇F(w_t)‖² = O(log T/√T) is
 a textbook theorem, so the bound test of ``analyses.convergence`` must come out
-"consistent" on it; a rule that rejects it is not calibrated (docs/MATH.md, "Theorem 1").
+"consistent" on it and the rate description of ``analyses.rate`` "at least the bound's rate";
+constant-step SGD (no decay: a noise ball) and the biased ‖g_t‖² (a noise floor) must read
+"no decay" (``rate_controls``). A rule that fails a control is not calibrated.
 
 The toy (numpy, deterministic per seed, ~0.1 s for 2000 steps):
 
@@ -12,18 +14,42 @@ The toy (numpy, deterministic per seed, ~0.1 s for 2000 steps):
   with replacement, split into two halves;
 * Ĝ_t = ⟨g^{(1)}_t, g^{(2)}_t⟩ of the two halves' mean gradients at w_t (unbiased for
   ‖∇F(w_t)‖²), also the biased ‖g_t‖² and the exact ‖∇F(w_t)‖²;
-* update w_{t+1} = w_t − η_t·g_t with g_t the full minibatch's mean gradient.
+* update w_{t+1} = w_t − η_t·g_t with g_t the full minibatch's mean gradient; η_t = η_0/√(t+1)
+  (``schedule = "inv_sqrt"``) or η_0 (``"constant"``, the negative control).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["LogisticToy", "logistic_control", "logistic_table"]
+from analyses.convergence import series_from_table
+from analyses.rate import WINDOWS, RateDescription, describe_rate
+from analyses.results import Result, register
+
+__all__ = [
+    "FLOOR_TOY",
+    "NEGATIVE",
+    "NEGATIVE_TOY",
+    "NOT_AT_LEAST",
+    "NOT_FLAT",
+    "POSITIVE",
+    "POSITIVE_TOY",
+    "RATE_CONTROL_SEEDS",
+    "SCHEDULES",
+    "ControlCheck",
+    "LogisticToy",
+    "RateControls",
+    "failed_controls",
+    "logistic_control",
+    "logistic_table",
+    "rate_controls",
+]
+
+SCHEDULES = ("inv_sqrt", "constant")
 
 
 @dataclass(frozen=True)
@@ -35,6 +61,11 @@ class LogisticToy:
     batch: int = 16
     lr: float = 0.5  # η_0
     signal: float = 1.0  # scale of w*
+    schedule: str = "inv_sqrt"  # η_t = η_0/√(t+1), or "constant": η_t = η_0
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -63,7 +94,7 @@ def logistic_control(steps: int, seed: int, toy: LogisticToy = LogisticToy(), *,
         g1 = _grad(w, x[idx[:half]], y[idx[:half]])
         g2 = _grad(w, x[idx[half:]], y[idx[half:]])
         g = (half * g1 + (toy.batch - half) * g2) / toy.batch
-        lr = toy.lr / np.sqrt(t + 1.0)
+        lr = toy.lr / np.sqrt(t + 1.0) if toy.schedule == "inv_sqrt" else toy.lr
         rows["grad_sq_unbiased"][t] = float(g1 @ g2)
         rows["grad_norm_sq"][t] = float(g @ g)
         rows["lr"][t] = lr
@@ -83,3 +114,85 @@ def logistic_table(
 ) -> pd.DataFrame:
     """``logistic_control`` for each seed, stacked, with a ``seed`` column."""
     return pd.concat([logistic_control(steps, s, toy, exact=exact).assign(seed=s) for s in seeds], ignore_index=True)
+
+
+# --- Controls of Theorem 1 (a), the rate described, through ``analyses.rate`` -----------------
+
+POSITIVE_TOY = LogisticToy(batch=256, signal=4.0, lr=0.1)
+"""Positive control: η_t = 0.1/√(t+1), batch 256, a near-separable w* (scale 4): at T = 1000 the
+iterate is still far from the optimum, so ‖∇F‖² decays visibly above Ĝ_t's noise."""
+NEGATIVE_TOY = LogisticToy(n=5000, dim=100, batch=64, signal=0.3, lr=8.0, schedule="constant")
+"""Negative control (i): constant-step SGD, η = 8 (η·L ≈ 1, L ≤ ¼·λ_max(E xxᵀ) ≈ 0.36): the
+iterate settles in its noise ball, whose ‖∇F‖² is large enough to measure against Ĝ_t's noise
+(with a small constant step the ball's gradient is below that noise: "not testable")."""
+FLOOR_TOY = LogisticToy()
+"""Negative control (ii): the biased ‖g_t‖² of SGD with η_t ∝ 1/√t at batch 16 (its noise floor
+tr Σ/B dominates ‖∇F‖² after a few hundred steps)."""
+RATE_CONTROL_SEEDS = tuple(range(10))
+POSITIVE, NEGATIVE = ("at least the bound's rate",), ("no decay",)
+NOT_AT_LEAST = ("slower than the bound", "no decay")
+"""A laxer reading for a floor still settling (the model's ‖g_t‖², whose ‖∇‖² part is still
+falling at T = 1000): it must not pass for the bound's rate."""
+NOT_FLAT = ("at least the bound's rate", "slower than the bound", "not testable")
+"""What backprop's own Ĝ_t may read (its surrogate is the fixed loss): anything but "no decay"."""
+
+
+@dataclass(frozen=True)
+class ControlCheck:
+    """One control: the outcomes it must read, and the one it read."""
+
+    name: str
+    expected: list[str]
+    outcome: str
+    passed: bool
+
+
+@register
+@dataclass(frozen=True)
+class RateControls(Result):
+    """Every control of the rate rule; ``failed`` names those whose outcome is not expected."""
+
+    kind = "rate_controls"
+    checks: list[ControlCheck]
+    descriptions: list[RateDescription]
+    failed: list[str]
+
+
+def _toy_series(toy: LogisticToy, column: str, horizon: int, seeds: Sequence[int]):
+    table = logistic_table(horizon, seeds, toy, exact=False)
+    return [series_from_table(part, column)[:2] for _, part in table.groupby("seed", sort=True)]
+
+
+def rate_controls(
+    horizon: int = 1000,
+    seeds: Sequence[int] = RATE_CONTROL_SEEDS,
+    *,
+    extra: Mapping[str, tuple[RateDescription, Sequence[str]]] | None = None,
+    window: float = WINDOWS[0],
+    level: float = 0.95,
+) -> RateControls:
+    """The toy controls at ``horizon`` (``describe_rate`` on each), plus ``extra`` ones from runs:
+    name → (its description, the outcomes it may read), e.g. backprop's Ĝ_t with ``NOT_FLAT``
+    and the model's ``train/grad_norm_sq`` with ``NEGATIVE``.
+
+    Toy controls: "positive: logistic, SGD eta_t ~ 1/sqrt(t)" (``POSITIVE_TOY``, Ĝ_t) must read
+    ``POSITIVE``; "negative: logistic, constant step" (``NEGATIVE_TOY``, Ĝ_t) and "negative:
+    biased |g_t|^2 (noise floor)" (``FLOOR_TOY``, ‖g_t‖²) must read ``NEGATIVE``."""
+    jobs = {
+        "positive: logistic, SGD eta_t ~ 1/sqrt(t)": (POSITIVE_TOY, "grad_sq_unbiased", POSITIVE),
+        "negative: logistic, constant step": (NEGATIVE_TOY, "grad_sq_unbiased", NEGATIVE),
+        "negative: biased |g_t|^2 (noise floor)": (FLOOR_TOY, "grad_norm_sq", NEGATIVE),
+    }
+    described: dict[str, tuple[RateDescription, Sequence[str]]] = {}
+    for name, (toy, column, expected) in jobs.items():
+        described[name] = (describe_rate(_toy_series(toy, column, horizon, seeds), label=name, column=column,
+                                         window=window, level=level), expected)
+    described.update(extra or {})
+    checks = [ControlCheck(name, list(expected), d.outcome, d.outcome in expected)
+              for name, (d, expected) in described.items()]
+    return RateControls(checks, [d for d, _ in described.values()], failed_controls(checks))
+
+
+def failed_controls(checks: Sequence[ControlCheck]) -> list[str]:
+    """The names of the controls whose outcome is not among those they must read."""
+    return [c.name for c in checks if not c.passed]

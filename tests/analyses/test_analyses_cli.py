@@ -10,6 +10,8 @@ import pytest
 from synthetic_runs import power_law_series, write_run
 
 import zerolock_theory.cli as cli
+from analyses.rate import RATE_OUTCOMES
+from analyses.rate_families import drift_table, rate_series
 
 REGISTERED = cli.COMMANDS  # read before the fixture narrows it
 
@@ -52,8 +54,10 @@ def table(tmp_path):
 
 def test_rate_form_text(table, capsys):
     assert cli.main(["analyze", "rate", "--table", str(table), "--column", "gsq", "--step-column", "it"]) == 0
-    out = capsys.readouterr().out
-    assert "not testable" in out and "horizon T = 300" in out and "beta =" not in out.split("—")[0]
+    rate_line, bound_line = capsys.readouterr().out.splitlines()[:2]
+    assert "not testable at this horizon" in rate_line and "horizon T = 300" in rate_line
+    assert "(no interval)" in rate_line and "1 seed(s)" in rate_line  # a single series: point estimates
+    assert "not testable" in bound_line and "beta =" not in bound_line.split("—")[0]
 
 
 def _rate_json(capsys, path, column) -> dict:
@@ -71,8 +75,10 @@ def test_rate_form_json_verdicts_on_generated_tables(tmp_path, capsys):
     data = _rate_json(capsys, control, "grad_sq_unbiased")
     assert data["bound"]["verdict"] == "consistent"
     assert data["bound"]["horizon"] == 2000 and data["bound"]["seeds"] == 3
-    assert set(data["beta"]) >= {"estimate", "low", "high"}
+    assert set(data["rate"]["beta"]) >= {"estimate", "low", "high"}
     assert set(data["bound"]["slope"]) >= {"estimate", "low", "high"}
+    assert set(data["rate"]) >= {"outcome", "beta", "b", "horizon", "seeds"}
+    assert data["rate"]["outcome"] in RATE_OUTCOMES and data["rate"]["seeds"] == 3
 
     slow = tmp_path / "slow.csv"
     t = np.arange(1, 2001, dtype=float)
@@ -150,3 +156,43 @@ def test_runs_of_different_models_or_data_exit_2_naming_the_difference(tmp_path,
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"runs differ in {field}" in err and value in err
         assert not (out / "analysis.json").exists()
+
+
+def _family_table(path, family, seeds, steps, rng):
+    parts = []
+    for s in range(seeds):
+        t, g = rate_series(family, steps, rng, 0.5)
+        parts.append(pd.DataFrame({"step": t - 1, "g": g, "seed": s}))
+    pd.concat(parts).to_parquet(path) if path.suffix == ".parquet" else pd.concat(parts).to_csv(path, index=False)
+    return path
+
+
+def test_rate_json_on_the_bound_and_on_a_plateau(tmp_path, capsys):
+    """Issue 23: 3 seeds, Ā_T = c·log(T+1)/√T with noise, 2000 steps: not "no decay"; a plateau: "no decay"."""
+    rng = np.random.default_rng(4)
+    bound = _rate_json(capsys, _family_table(tmp_path / "b.csv", "log(T+1)/sqrt(T)", 3, 2000, rng), "g")["rate"]
+    assert bound["outcome"] != "no decay" and bound["horizon"] == 2000 and bound["seeds"] == 3
+    assert bound["beta"]["low"] <= bound["beta"]["estimate"] <= bound["beta"]["high"]
+    flat = _rate_json(capsys, _family_table(tmp_path / "p.csv", "plateau", 3, 2000, rng), "g")["rate"]
+    assert flat["outcome"] == "no decay" and flat["b"]["low"] > 0
+    args = ["analyze", "rate", "--table", str(tmp_path / "p.csv"), "--column", "g", "--json", "--window", "0.333"]
+    assert cli.main([*args, "--seed-column", "seed"]) == 0
+    assert json.loads(capsys.readouterr().out)["rate"]["window"] == pytest.approx(1 / 3)
+    _fail(capsys, [*args, "--window", "1.5"], "--window must lie in (0, 1)")
+
+
+def test_drift_form(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    path = tmp_path / "d.jsonl"
+    drift_table("first order (a·eta_t)", 1000, 5, rng).to_json(path, orient="records", lines=True)
+    args = ["analyze", "drift", "--table", str(path), "--column", "drift", "--lr-column", "lr"]
+    assert cli.main([*args, "--seed-column", "seed", "--descent-column", "descent", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["drift"]
+    assert data["outcome"] == "first order" and data["seeds"] == 5 and data["horizon"] == 1000
+    assert data["first_order"]["low"] > data["threshold"] and data["share"]["estimate"] > 0
+    assert cli.main([*args, "--seed-column", "seed"]) == 0
+    assert "the proof's drift step fails on this run" in capsys.readouterr().out
+    _fail(capsys, args, "duplicated steps")  # five seeds read as one series
+    _fail(capsys, args[:-2], "needs --lr-column")
+    _fail(capsys, [*args, "--window", "0.5"], "--window belongs to the rate form")
+    _fail(capsys, [*args[:-1], "drift", "--seed-column", "seed"], "must be positive")

@@ -4,9 +4,15 @@ Two forms, told apart by the first positional argument:
 
 * ``zerolock analyze RUN_DIR... --out DIR`` — every analysis (``analyses.suite``), saved as one
   JSON per analysis plus ``analysis.json``; the verdicts are printed.
-* ``zerolock analyze rate --table FILE --column NAME [--seed-column NAME]`` — Theorem 1's
-  bound test on one per-step column (``analyses.convergence.bound_from_table``): one series,
-  or one per seed. A run directory literally named ``rate`` is analysed with ``./rate``.
+* ``zerolock analyze rate --table FILE --column NAME [--seed-column NAME] [--window W]`` —
+  Theorem 1 (a), the rate of the column's running mean described
+  (``analyses.rate.rate_from_table``), beside the earlier bound test
+  (``analyses.convergence.bound_from_table``): one series, or one per seed.
+* ``zerolock analyze drift --table FILE --column DRIFT --lr-column LR [--seed-column NAME]
+  [--descent-column NAME]`` — Theorem 1 (b), the proof's drift budget
+  (``analyses.drift_budget.drift_from_table``).
+
+A run directory literally named ``rate`` or ``drift`` is analysed with ``./rate`` or ``./drift``.
 """
 
 from __future__ import annotations
@@ -17,23 +23,30 @@ from pathlib import Path
 
 from zerolock_theory.cli import CLIError
 
-RATE = "rate"
+RATE, DRIFT = "rate", "drift"
 USAGE = (
     "zerolock analyze RUN_DIR [RUN_DIR ...] --out DIR [--overwrite] [--systems FILE] "
     "[--n-boot N] [--seed S] [--level L]\n"
     "       zerolock analyze rate --table FILE --column NAME [--step-column step] "
-    "[--seed-column NAME] [--min-horizon T] [--level L] [--json]"
+    "[--seed-column NAME] [--window 0.5|0.333] [--min-horizon T] [--level L] [--json]\n"
+    "       zerolock analyze drift --table FILE --column DRIFT --lr-column LR [--step-column step] "
+    "[--seed-column NAME] [--descent-column NAME] [--min-horizon T] [--level L] [--json]"
 )
 EPILOG = """\
 forms:
   RUN_DIR...  analyse run directories (config.json + metrics.jsonl each); a directory
               holding only systems.json is read as the systems benchmark output.
-  rate        Theorem 1's bound test on the per-step column NAME of FILE (.csv, .jsonl,
-              .json or .parquet): B_T = Abar_T sqrt(T)/log(T+1), slope b of log B_T on
-              log T over the last half, per seed, then a seed-level t-interval. Verdict:
-              consistent, not consistent (b interval above 0) or not testable (horizon
-              below --min-horizon, fewer than 3 seeds, too few points with Abar_T > 0).
-              beta of Abar_T ~ c T^-beta is printed as a descriptive figure.
+  rate        Theorem 1 (a) on the per-step column NAME of FILE (.csv, .jsonl, .json or
+              .parquet): per seed, beta of Abar_T ~ c T^-beta + K/T on the fit window
+              (the last --window of the horizon: 0.5 or 0.333) and b = beta_B - beta
+              (the slope of log B_T against the bound's own curve), then seed-level
+              t-intervals. Outcome: "at least the bound's rate", "slower than the
+              bound", "no decay" or "not testable" (a single series: point estimates,
+              no intervals). The earlier bound test is printed beside it ("bound").
+  drift       Theorem 1 (b): per seed the slope s of log(D+_T / sum eta_t^2) on log T
+              after a burn-in (D+_T = sum max(drift_t, 0)), then a seed t-interval.
+              Outcome: "first order", "second order" or "not testable"; with
+              --descent-column, the drift's share of the progress.
 """
 
 
@@ -79,18 +92,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("inputs", nargs="+", metavar="RUN_DIR", help="run directories, or 'rate'")
+    parser.add_argument("inputs", nargs="+", metavar="RUN_DIR", help="run directories, or 'rate' or 'drift'")
     parser.add_argument("--out", type=Path, metavar="DIR", help="output directory (run form)")
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
     parser.add_argument(
         "--systems", type=Path, metavar="FILE", help="systems.json of the systems benchmark"
     )
     add_bootstrap_options(parser)
-    rate = parser.add_argument_group("rate form")
+    rate = parser.add_argument_group("rate and drift forms")
     rate.add_argument(
         "--table", type=Path, metavar="FILE", help="table file (.csv, .jsonl, .json, .parquet)"
     )
-    rate.add_argument("--column", metavar="NAME", help="per-step column G_t to average and fit")
+    rate.add_argument("--column", metavar="NAME", help="per-step column: G_t (rate) or drift_t (drift)")
+    rate.add_argument("--window", type=float, default=None, metavar="W",
+                      help="rate: fit window, the last W of the horizon (0.5, default, or 0.333)")
+    rate.add_argument("--lr-column", metavar="NAME", help="drift: the step size eta_t column")
+    rate.add_argument("--descent-column", metavar="NAME", help="drift: the descent_t column (optional)")
     rate.add_argument(
         "--step-column", default="step", metavar="NAME", help="step column (default: step)"
     )
@@ -102,7 +119,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="T",
-        help="shortest horizon the bound test accepts (default: analyses.convergence.MIN_HORIZON = 500)",
+        help="shortest horizon accepted (default: MIN_HORIZON of analyses.rate = 500, "
+        "analyses.drift_budget = 200)",
     )
     rate.add_argument("--json", action="store_true", help="print the fit as JSON")
     parser.add_argument(
@@ -122,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.inputs[0] == RATE:
             return _rate(args)
+        if args.inputs[0] == DRIFT:
+            return _drift(args)
         if args.from_store:
             return _from_store(args)
         return _runs(args)
@@ -142,45 +162,99 @@ def check_inputs(args: argparse.Namespace) -> None:
         raise CLIError(f"--min-horizon must be >= 1, got {value}")
 
 
-def _rate(args: argparse.Namespace) -> int:
-    from analyses.claims.text import bound_reason, bound_summary
-    from analyses.convergence import MIN_HORIZON, bound_from_table
+def _table_form(args: argparse.Namespace, form: str):
+    """Checks shared by the rate and drift forms; returns the table."""
     from analyses.io import read_table
 
     if len(args.inputs) > 1:
         raise CLIError(
-            "the rate form takes no run directories (use ./rate for a directory named rate)"
+            f"the {form} form takes no run directories (use ./{form} for a directory named {form})"
         )
     if args.table is None or args.column is None:
-        raise CLIError("the rate form needs --table FILE and --column NAME")
+        raise CLIError(f"the {form} form needs --table FILE and --column NAME")
     if args.out is not None:
-        raise CLIError("--out belongs to the run form; the rate form prints its result")
-    if args.min_horizon is None:
-        args.min_horizon = MIN_HORIZON
-    frame = read_table(args.table)
-    test = bound_from_table(
-        frame,
-        args.column,
-        args.step_column,
-        args.seed_column,
-        where=str(args.table),
-        level=args.level,
-        min_horizon=args.min_horizon,
-    )
+        raise CLIError(f"--out belongs to the run form; the {form} form prints its result")
+    return read_table(args.table)
+
+
+def _window(value: float | None) -> float:
+    from analyses.rate import WINDOWS
+
+    if value is None:
+        return WINDOWS[0]
+    if not 0.0 < value < 1.0:
+        raise CLIError(f"--window must lie in (0, 1) (0.5 or 0.333), got {value}")
+    close = [w for w in WINDOWS if abs(w - value) < 0.01]
+    return close[0] if close else value
+
+
+def _rate(args: argparse.Namespace) -> int:
+    from analyses.convergence import MIN_HORIZON as BOUND_HORIZON
+    from analyses.convergence import bound_from_table
+    from analyses.rate import MIN_HORIZON, rate_from_table
+    from analyses.claims.text import bound_reason, bound_summary
+
+    if args.lr_column is not None or args.descent_column is not None:
+        raise CLIError("--lr-column and --descent-column belong to the drift form")
+    window = _window(args.window)
+    frame = _table_form(args, RATE)
+    common = {"where": str(args.table), "level": args.level}
+    rate = rate_from_table(frame, args.column, args.step_column, args.seed_column, window=window,
+                           min_horizon=args.min_horizon or MIN_HORIZON, **common)
+    test = bound_from_table(frame, args.column, args.step_column, args.seed_column,
+                            min_horizon=args.min_horizon or BOUND_HORIZON, **common)
     if args.json:
-        out = test.to_cli()
-        out["bound"]["reason"] = bound_reason(test.figures())
-        print(json.dumps(out, indent=2, allow_nan=False))
+        old = test.to_cli()
+        old["bound"]["reason"] = bound_reason(test.figures())
+        print(json.dumps({"rate": rate.to_cli(), "bound": old["bound"]}, indent=2, allow_nan=False))
     else:
+        print(_rate_line(rate))
         print(bound_summary(test.figures()))
     return 0
 
 
+def _iv(data: dict) -> str:
+    if data["estimate"] is None:
+        return "undefined"
+    if data["low"] is None:
+        return f"{data['estimate']:.3g} (no interval)"
+    return f"{data['estimate']:.3g} [{data['low']:.3g}, {data['high']:.3g}]"
+
+
+def _rate_line(rate) -> str:
+    cli = rate.to_cli()
+    return (f"{rate.label}: {rate.sentence} (reason {rate.reason}); beta = {_iv(cli['beta'])}, "
+            f"b = {_iv(cli['b'])}, window {rate.window:.3g}, horizon T = {rate.horizon}, {rate.seeds} seed(s)")
+
+
+def _drift(args: argparse.Namespace) -> int:
+    from analyses.drift_budget import MIN_HORIZON, drift_from_table
+
+    if args.window is not None:
+        raise CLIError("--window belongs to the rate form")
+    if args.lr_column is None:
+        raise CLIError("the drift form needs --lr-column NAME (the step size eta_t)")
+    frame = _table_form(args, DRIFT)
+    budget = drift_from_table(frame, args.column, args.lr_column, args.step_column, args.seed_column,
+                              args.descent_column, where=str(args.table), level=args.level,
+                              min_horizon=args.min_horizon or MIN_HORIZON)
+    cli = budget.to_cli()
+    if args.json:
+        print(json.dumps({"drift": cli}, indent=2, allow_nan=False))
+    else:
+        print(f"{budget.label}: {budget.sentence} (reason {budget.reason}); s = {_iv(cli['first_order'])} "
+              f"(threshold {budget.threshold:g}; first order ~ {cli['s_first_order_reference']}), "
+              f"share = {_iv(cli['share'])}, signed sum = {_iv(cli['signed'])}, "
+              f"horizon T = {budget.horizon}, {budget.seeds} seed(s)")
+    return 0
+
+
 def _runs(args: argparse.Namespace) -> int:
-    if args.table is not None or args.column is not None or args.json or args.seed_column:
+    if any(x is not None for x in (args.table, args.column, args.seed_column, args.window, args.lr_column,
+                                   args.descent_column)) or args.json:
         raise CLIError(
-            "--table, --column, --seed-column and --json belong to the rate form: "
-            "zerolock analyze rate ..."
+            "--table, --column, --seed-column, --window, --lr-column, --descent-column and --json "
+            "belong to the rate form or the drift form: zerolock analyze rate|drift ..."
         )
     if args.out is None:
         raise CLIError("the run form needs --out DIR")

@@ -1,0 +1,37 @@
+"""Controls of Theorem 1 (a) through the same code: the toy controls read what they must."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analyses.controls import (
+    NEGATIVE,
+    NOT_FLAT,
+    ControlCheck,
+    RateControls,
+    failed_controls,
+    rate_controls,
+)
+from analyses.rate import describe_rate
+from analyses.rate_families import rate_series
+from analyses.results import load_result
+
+
+def test_toy_controls_pass_and_a_wrong_extra_control_is_reported_failed():
+    rng = np.random.default_rng(5)
+    flat = describe_rate([rate_series("plateau", 1000, rng, 0.3) for _ in range(5)], label="flat")
+    decaying = describe_rate([rate_series("1/sqrt(T)", 1000, rng, 0.3) for _ in range(5)], label="decays")
+    result = rate_controls(extra={"backprop (flat on purpose)": (flat, NOT_FLAT),
+                                  "floor that decays": (decaying, NEGATIVE)})
+    outcomes = {c.name: c.outcome for c in result.checks}
+    assert outcomes["positive: logistic, SGD eta_t ~ 1/sqrt(t)"] == "at least the bound's rate"
+    assert outcomes["negative: logistic, constant step"] == "no decay"
+    assert outcomes["negative: biased |g_t|^2 (noise floor)"] == "no decay"
+    assert result.failed == ["backprop (flat on purpose)", "floor that decays"]
+    again = load_result(result.to_json())
+    assert isinstance(again, RateControls) and again.failed == result.failed
+
+
+def test_failed_controls_lists_the_failures_in_order():
+    checks = [ControlCheck("a", ["no decay"], "no decay", True), ControlCheck("b", ["no decay"], "not testable", False)]
+    assert failed_controls(checks) == ["b"]
