@@ -189,10 +189,10 @@ def _window(value: float | None) -> float:
 
 
 def _rate(args: argparse.Namespace) -> int:
+    from analyses.claims.text import bound_reason, bound_summary
     from analyses.convergence import MIN_HORIZON as BOUND_HORIZON
     from analyses.convergence import bound_from_table
     from analyses.rate import MIN_HORIZON, rate_from_table
-    from analyses.claims.text import bound_reason, bound_summary
 
     if args.lr_column is not None or args.descent_column is not None:
         raise CLIError("--lr-column and --descent-column belong to the drift form")
