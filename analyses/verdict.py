@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyses.results import Interval, decode
+from analyses.results import Interval, Result, decode
 
 __all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "BoundFigures", "DriftFigures", "Evidence", "GroupFigures",
            "RhoFigures", "ToyFigures", "Verdict"]
@@ -127,7 +127,8 @@ class Evidence:
     rho: RhoFigures | None = None
     bound: BoundFigures | None = None
     backprop: BoundFigures | None = None
-    uncalibrated: tuple[str, ...] = ()  # controls whose bound test is "not consistent"
+    uncalibrated: tuple[str, ...] = ()  # controls of the rule that failed
+    result: Result | None = None  # the analysis result the row read (rows that need no figures above)
 
 
 @dataclass(frozen=True)
