@@ -17,8 +17,8 @@ from zerolock_theory.jsonio import read_records
 from zerolock_theory.metric_keys import proof_key, proof_step_key
 from zerolock_theory.theory.surrogate import frozen_targets, surrogate
 from zerolock_theory.theory.targets import label_smooth, one_hot
-from zerolock_theory.workflows.runs import probed_setup
 from zerolock_theory.training.loop import execute
+from zerolock_theory.workflows.runs import probed_setup
 
 N, K, STEPS, ALPHA, LR = 32, 4, 3, 0.5, 0.02
 
