@@ -198,6 +198,8 @@ class RunConfig:
     """Torch intra-op threads; null = torch's default."""
     report_to: list[str] = field(default_factory=list)
     """Also export metrics: tensorboard, wandb or both (comma-separated on the command line)."""
+    global_grad_every: int = 0
+    """Steps between the unbiased global Ĝ_t of the task loss from two halves of the training batch; 0 = off."""
 
     def __post_init__(self) -> None:
         if isinstance(self.report_to, str):  # "tensorboard,wandb" from a flag or --set
@@ -209,6 +211,9 @@ class RunConfig:
         _require(self.checkpoint_every >= 1, "run.checkpoint_every must be >= 1")
         _require(self.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1")
         _require(self.threads is None or self.threads >= 1, "run.threads must be >= 1")
+        _require(isinstance(self.global_grad_every, int) and not isinstance(self.global_grad_every, bool)
+                 and self.global_grad_every >= 0,
+                 f"run.global_grad_every must be an integer >= 0, got {self.global_grad_every!r}")
 
 
 _SECTIONS = {
