@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,9 +59,14 @@ class LoraSettings:
     """Dropout on the adapters' input, in [0, 1)."""
     target_modules: list[str] | None = None
     """Module names that get adapters; null = the architecture's default."""
+    init_b_std: float = 0.0
+    """Std of a normal init of every B (seeded by run.seed); 0 = peft's B = 0 (no warm-up control)."""
 
     def __post_init__(self) -> None:
         _require(self.rank >= 1, f"lora.rank must be >= 1, got {self.rank}")
+        _require(isinstance(self.init_b_std, (int, float)) and not isinstance(self.init_b_std, bool)
+                 and math.isfinite(self.init_b_std) and self.init_b_std >= 0,
+                 f"lora.init_b_std must be a finite number >= 0, got {self.init_b_std!r}")
         _require(self.alpha > 0, f"lora.alpha must be > 0, got {self.alpha}")
         _require(0.0 <= self.dropout < 1.0, f"lora.dropout must lie in [0, 1), got {self.dropout}")
 

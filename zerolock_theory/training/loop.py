@@ -85,7 +85,7 @@ def build_components(config: TrainConfig, device: torch.device) -> tuple[Chunked
         hf_logging.disable_progress_bar()
     model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
     chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
-    attach_adapters(chunked, config.model.lora)
+    attach_adapters(chunked, config.model.lora, config.run.seed)
     chunked.to(device)
     data = LMData(config.data, tokenizer)
     stream = DataStream(data, config.data.batch_size, config.data.stream_seed)
