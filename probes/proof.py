@@ -57,24 +57,39 @@ from probes.batch import (
 )
 from probes.registry import register
 from zerolock_theory.metric_keys import OBJECTIVES, PROOF_FIELDS, proof_key, proof_step_key
-from zerolock_theory.theory.surrogate import chunk_surrogate_terms, frozen_targets
+from zerolock_theory.theory.surrogate import frozen_targets
 from zerolock_theory.training.hooks import HookContext
 
-__all__ = ["ProofProbe", "surrogate_terms"]
+__all__ = ["ProofProbe", "chunk_targets", "chunk_terms"]
 
 
-def surrogate_terms(
-    log_y: torch.Tensor, upstream: torch.Tensor, outputs: list[torch.Tensor] | torch.Tensor, alpha: float, objective: str
-) -> torch.Tensor:
-    """Per-chunk terms [K] of R (paper) or R̄ (implemented), float64, chunk by chunk.
+def chunk_targets(log_y: torch.Tensor, upstream: Any, alpha: float, objective: str) -> list[torch.Tensor]:
+    """Frozen log-targets per chunk, float64 [N, V]: log g_k (paper) or log m_k (implemented).
 
-    ``log_y`` [N, V] log p_y; ``upstream`` [K, N, V] log p_{k-1} (the frozen targets' inputs);
-    ``outputs`` K tensors [N, V] log p_k(ω_k). Each chunk is cast to float64 alone (memory).
+    ``log_y`` [N, V] log p_y; ``upstream`` K tensors [N, V] log p_{k-1}
+    (``theory.surrogate.frozen_targets``, one chunk at a time).
+    """
+    return [frozen_targets(log_y, [prev.double()], alpha, objective, log_input=True)[0]  # type: ignore[arg-type]
+            for prev in upstream]
+
+
+def chunk_terms(targets: list[torch.Tensor], outputs: Any, objective: str) -> torch.Tensor:
+    """Per-chunk terms [K], float64: mean_n KL(p_k ‖ g_k) (paper) or mean_n KL(m_k ‖ p_k) (implemented).
+
+    ``outputs`` K tensors [N, V] log p_k (differentiable when they are). The terms of
+    ``theory.surrogate.chunk_surrogate_terms`` (same clamp at 0 per position), with one mask
+    instead of its general ones (tested equal on runs).
     """
     terms = []
-    for prev, out in zip(upstream, outputs, strict=True):
-        (target,) = frozen_targets(log_y, [prev.double()], alpha, objective, log_input=True)  # type: ignore[arg-type]
-        terms.append(chunk_surrogate_terms([out.double()], [target], objective, log_input=True)[0])  # type: ignore[arg-type]
+    for target, out in zip(targets, outputs, strict=True):
+        out = out.double()
+        if objective == "paper":
+            p = out.exp()
+            div = (p * torch.where(p > 0, out - target, 0.0)).sum(-1)
+        else:
+            m = target.exp()
+            div = (m * torch.where(m > 0, target - out, 0.0)).sum(-1)
+        terms.append(div.clamp_min(0.0).mean())
     return torch.stack(terms)
 
 
@@ -85,6 +100,7 @@ class _Span:
     step: int
     log_p: torch.Tensor  # log p̃ at ω^{t_0}, [K+1, N, V] float32 (shared, not copied)
     inputs: list[torch.Tensor]  # h^{t_0}_0 .. h^{t_0}_{K-1}, whole rows
+    targets: dict[str, list[torch.Tensor]]  # objective -> frozen log-targets of R^{t_0}, float64 [N, V] per chunk
     terms: dict[str, torch.Tensor]  # objective -> R^{t_0}(ω^{t_0}) per chunk, float64 [K]
     lr: list[float] = field(default_factory=list)  # η of each step of the span
     weights: list[torch.Tensor] | None = None  # ω^{t_0} when smoothness is due
@@ -131,10 +147,11 @@ class ProofProbe:
             self.log_y = {obj: label_targets(labels, vocab, e).log() for obj, e in self._eps(ctx).items()}
         return self.log_y
 
-    def _terms(self, ctx: HookContext, log_p: torch.Tensor, outputs: Any) -> dict[str, torch.Tensor]:
-        """Per objective, the chunk terms with targets from ``log_p`` rows 0..K-1 and outputs ``outputs``."""
+    def _frozen(self, ctx: HookContext, log_p: torch.Tensor) -> tuple[dict[str, list[torch.Tensor]], dict[str, torch.Tensor]]:
+        """Per objective: the targets from ``log_p`` rows 0..K-1 and the terms of rows 1..K (R^t(ω^t))."""
         log_y, alpha = self._log_y(ctx, log_p.shape[-1]), ctx.config.method.alpha
-        return {obj: surrogate_terms(log_y[obj], log_p[:-1], outputs, alpha, obj) for obj in self._objectives(ctx)}
+        targets = {obj: chunk_targets(log_y[obj], log_p[:-1], alpha, obj) for obj in self._objectives(ctx)}
+        return targets, {obj: chunk_terms(t, log_p[1:], obj) for obj, t in targets.items()}
 
     def _chunk_outputs(self, ctx: HookContext, inputs: list[torch.Tensor], grad: bool = False) -> list[torch.Tensor]:
         """log p_k(ω_k; h_{k-1}) at the probe positions for the current ω and the given inputs, float32 [N, V]."""
@@ -151,21 +168,19 @@ class ProofProbe:
                 out.append(torch.log_softmax(logits.float(), dim=-1))
         return out
 
-    def _begin(self, ctx: HookContext, step: int, terms: dict[str, torch.Tensor] | None = None) -> _Span:
-        """A span starting at ω^step (the model holds it now)."""
+    def _begin(self, ctx: HookContext, step: int, frozen: tuple[dict, dict] | None = None) -> _Span:
+        """A span starting at ω^step (the model holds it now); ``frozen``: its targets and terms, when at hand."""
         log_p = readouts(ctx, step, self.n_positions, self.seed)
         inputs = hidden_states(ctx, step, self.n_positions, self.seed)[:-1]
-        if terms is None:
-            terms = self._terms(ctx, log_p, list(log_p[1:]))
-        span = _Span(step, log_p, inputs, terms)
+        targets, terms = self._frozen(ctx, log_p) if frozen is None else frozen
+        span = _Span(step, log_p, inputs, targets, terms)
         if self.smoothness_every and step % self.smoothness_every == 0:
             params = [p for ps in ctx.step_fn.params for p in ps]
             span.weights = [p.detach().clone() for p in params]
             outputs = self._chunk_outputs(ctx, inputs, grad=True)
-            log_y, alpha, grads = self._log_y(ctx, log_p.shape[-1]), ctx.config.method.alpha, {}
-            objectives = self._objectives(ctx)
+            grads, objectives = {}, list(targets)
             for i, obj in enumerate(objectives):
-                total = surrogate_terms(log_y[obj], log_p[:-1], outputs, alpha, obj).sum()
+                total = chunk_terms(targets[obj], outputs, obj).sum()
                 keep = i + 1 < len(objectives)
                 grads[obj] = [g.detach() for g in torch.autograd.grad(total, params, retain_graph=keep)]
             span.grads = grads
@@ -186,20 +201,20 @@ class ProofProbe:
         if end % self.every:
             return {}
         out: dict[str, Any] = {}
-        after_terms = None
+        frozen = None
         if span is not None and span.step == end - self.every:
-            out, after_terms = self._finish(ctx, span, end)
-        self.span = self._begin(ctx, end, after_terms) if end < ctx.config.run.steps else None
+            out, frozen = self._finish(ctx, span, end)
+        self.span = self._begin(ctx, end, frozen) if end < ctx.config.run.steps else None
         return out
 
-    def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """Metrics of the span ending at ω^end, and R^end(ω^end) per chunk (the next span's start)."""
+    def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], tuple[dict, dict]]:
+        """Metrics of the span ending at ω^end, and the targets and R^end(ω^end) of the next span."""
         log_p = readouts(ctx, end, self.n_positions, self.seed)
         with torch.no_grad():
             moved = self._chunk_outputs(ctx, span.inputs)
-        mid = {obj: surrogate_terms(self._log_y(ctx, log_p.shape[-1])[obj], span.log_p[:-1], moved,
-                                    ctx.config.method.alpha, obj) for obj in span.terms}
-        after = self._terms(ctx, log_p, list(log_p[1:]))
+        mid = {obj: chunk_terms(targets, moved, obj) for obj, targets in span.targets.items()}
+        frozen = self._frozen(ctx, log_p)
+        after = frozen[1]
         out: dict[str, Any] = {
             proof_step_key("span"): end - span.step,
             proof_step_key("lr_sum"): sum(span.lr),
@@ -220,7 +235,7 @@ class ProofProbe:
             out[proof_key(obj, "defined")] = True
             if span.grads is not None and span.weights is not None:
                 out.update(self._smoothness(ctx, span, obj, out[proof_key(obj, "descent")]))
-        return out, after
+        return out, frozen
 
     def _smoothness(self, ctx: HookContext, span: _Span, obj: str, descent: float) -> dict[str, Any]:
         """⟨∇R^t(ω^t), Δω_t⟩, L_t = 2·(descent − ⟨∇R, Δω⟩)/‖Δω‖² and η_t·L_t."""
