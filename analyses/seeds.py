@@ -10,8 +10,13 @@ here resamples steps.
   i.i.d. normal; with fewer than ``MIN_SEEDS`` finite values it returns ``None`` ("not
   testable"), never a guess.
 * ``diverged(frame)``: a run is outside the theorem's hypotheses when a training loss is
-  non-finite, or its held-out CE ends more than ``DIVERGENCE_MARGIN`` nats above its start.
-  Such runs are flagged and excluded from every verdict (and listed in the report).
+  non-finite, or when its OWN training objective (``own_objective``) is not stable: the mean
+  over the last tenth of its steps lies more than ``DIVERGENCE_MARGIN`` (0) nats above the mean
+  over the first tenth (``objective_trend``). Not held-out task CE: an objective that is not
+  the task loss (the reverse local losses with p_0 nearly uniform) may raise the task CE
+  while it is stable; held-out CE is kept in ``Divergence`` as an outcome. Such runs are
+  flagged and excluded from every verdict (and listed in the report). The pilot that chooses
+  η_0 uses the same criterion (``zerolock_theory.workflows.verify``).
 """
 
 from __future__ import annotations
@@ -19,19 +24,25 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from analyses.results import Interval
+from zerolock_theory.metric_keys import MAX_CHUNKS
 
 __all__ = [
     "DIVERGENCE_MARGIN",
     "MIN_SEEDS",
     "Divergence",
+    "ObjectiveTrend",
     "diverged",
+    "held_out_ce",
+    "objective_trend",
+    "own_objective",
+    "regime_check",
     "seed_interval",
     "share_interval",
     "split_diverged",
@@ -40,8 +51,11 @@ __all__ = [
 MIN_SEEDS = 3
 """A primary group needs at least this many seeds (finite per-seed statistics) for a verdict."""
 
-DIVERGENCE_MARGIN = 0.5
-"""Nats: held-out CE ending this far above its start marks a run as diverged."""
+DIVERGENCE_MARGIN = 0.0
+"""Nats: the own objective's last-tenth mean this far above its first-tenth mean marks a run diverged."""
+
+TREND_FRACTION = 0.1
+"""The share of the steps at each end whose mean ``objective_trend`` compares (a tenth)."""
 
 LOSS_COLUMNS = ("train/loss", "train/final_ce")
 EVAL_CE, EVAL_INITIAL = "eval/ce", "eval/ce_initial"
@@ -73,38 +87,127 @@ def share_interval(values: Iterable[float], level: float = 0.95, *, min_seeds: i
 
 @dataclass(frozen=True)
 class Divergence:
-    """Why a run is flagged as diverged (``reason``), with the figures that decided it."""
+    """Why a run is flagged as diverged (``reason``), with the figures that decided it.
+
+    ``start_loss``/``end_loss``: the own objective's first/last-tenth means (the criterion);
+    ``start_ce``/``end_ce``: held-out CE at the start and the end (an outcome, when logged).
+    """
 
     reason: str
     start_ce: float | None = None
     end_ce: float | None = None
+    start_loss: float | None = None
+    end_loss: float | None = None
+
+
+@dataclass(frozen=True)
+class ObjectiveTrend:
+    """The own objective (``column``) at both ends of a run: means over the first and last tenth."""
+
+    column: str
+    first: float
+    last: float
+    steps: int
+
+    @property
+    def stable(self) -> bool:
+        """Finite, and the last tenth's mean not above the first tenth's."""
+        return math.isfinite(self.first) and math.isfinite(self.last) and self.last <= self.first
+
+
+def _chunk_loss_columns(frame: pd.DataFrame) -> list[str]:
+    have = set(map(str, frame.columns))
+    return [c for c in (f"chunk/{k}/loss" for k in range(1, MAX_CHUNKS + 1)) if c in have]
+
+
+def own_objective(frame: pd.DataFrame) -> tuple[str, pd.Series] | None:
+    """(name, per-step values) of the objective the run itself trains, or None.
+
+    ``train/loss`` when logged; else Σ_k ``chunk/{k}/loss`` (ZeroLock: the sum of its local
+    losses ℓ_k; backprop logs only chunk K's, which is L); else ``train/final_ce`` (tables
+    without loss columns). A step missing a chunk's loss is NaN (not finite).
+    """
+    if "train/loss" in frame.columns:
+        return "train/loss", pd.to_numeric(frame["train/loss"], errors="coerce")
+    chunks = _chunk_loss_columns(frame)
+    if chunks:
+        values = frame[chunks].apply(pd.to_numeric, errors="coerce").sum(axis=1, skipna=False, min_count=1)
+        return "sum of chunk/k/loss", values
+    if "train/final_ce" in frame.columns:
+        return "train/final_ce", pd.to_numeric(frame["train/final_ce"], errors="coerce")
+    return None
+
+
+def objective_trend(frame: pd.DataFrame, fraction: float = TREND_FRACTION) -> ObjectiveTrend | None:
+    """Means of the own objective over the first and last ``fraction`` of its logged steps (≥ 1 each).
+
+    None without an objective column or with fewer than 2 logged steps.
+    """
+    found = own_objective(frame)
+    if found is None:
+        return None
+    name, series = found
+    values = series.dropna().to_numpy(dtype=float) if series.notna().any() else np.array([])
+    if values.size < 2:
+        return None
+    n = max(1, int(round(fraction * values.size)))
+    return ObjectiveTrend(name, float(np.mean(values[:n])), float(np.mean(values[-n:])), int(values.size))
+
+
+def held_out_ce(frame: pd.DataFrame) -> tuple[float | None, float | None]:
+    """Held-out CE at the start (``eval/ce_initial``, else the first ``eval/ce``) and at the end."""
+    if EVAL_CE not in frame.columns:
+        return None, None
+    ce = pd.to_numeric(frame[EVAL_CE], errors="coerce").dropna().to_numpy(dtype=float)
+    if ce.size == 0:
+        return None, None
+    start = float(ce[0])
+    if EVAL_INITIAL in frame.columns:
+        initial = pd.to_numeric(frame[EVAL_INITIAL], errors="coerce").dropna()
+        if len(initial):
+            start = float(initial.iloc[0])
+    return start, float(ce[-1])
 
 
 def diverged(frame: pd.DataFrame, margin: float = DIVERGENCE_MARGIN) -> Divergence | None:
     """``Divergence`` when the run left the theorem's regime (module docstring), else ``None``."""
-    for column in LOSS_COLUMNS:
+    for column in (*LOSS_COLUMNS, *_chunk_loss_columns(frame)):
         if column in frame.columns:
             loss = pd.to_numeric(frame[column], errors="coerce").dropna().to_numpy(dtype=float)
             if loss.size and not np.isfinite(loss).all():
                 step = int(frame.loc[pd.to_numeric(frame[column], errors="coerce").notna(), "step"]
                            .to_numpy()[~np.isfinite(loss)][0]) if "step" in frame.columns else -1
                 return Divergence(f"non-finite {column} at step {step}")
-    if EVAL_CE not in frame.columns:
+    start, end = held_out_ce(frame)
+    trend = objective_trend(frame)
+    if trend is None:
         return None
-    ce = pd.to_numeric(frame[EVAL_CE], errors="coerce").dropna().to_numpy(dtype=float)
-    if ce.size == 0:
-        return None
-    start = ce[0]
-    if EVAL_INITIAL in frame.columns:
-        initial = pd.to_numeric(frame[EVAL_INITIAL], errors="coerce").dropna()
-        if len(initial):
-            start = float(initial.iloc[0])
-    end = float(ce[-1])
-    if not math.isfinite(end):
-        return Divergence("non-finite held-out CE", start, end)
-    if end > start + margin:
-        return Divergence(f"held-out CE rose {end - start:.3g} nats (> {margin:g}): {start:.4g} -> {end:.4g}", start, end)
+    if trend.last > trend.first + margin:
+        return Divergence(f"own objective ({trend.column}) rose {trend.last - trend.first:.3g} nats (> {margin:g}): "
+                          f"first tenth {trend.first:.4g} -> last tenth {trend.last:.4g}", start, end,
+                          trend.first, trend.last)
     return None
+
+
+def regime_check(frame: pd.DataFrame) -> dict[str, Any]:
+    """The pilot's stability criterion on one run: ``ok``, ``why`` and its figures.
+
+    Stable = every loss finite and the own objective's last-tenth mean not above its
+    first-tenth mean (``objective_trend``; the rule of ``diverged`` with margin 0). Held-out
+    task CE is returned as an outcome (``eval_ce_start``, ``eval_ce_end``), never a criterion.
+    """
+    start_ce, end_ce = held_out_ce(frame)
+    out: dict[str, Any] = {"ok": False, "eval_ce_start": start_ce, "eval_ce_end": end_ce,
+                           "objective_start": None, "objective_end": None}
+    ce = "" if start_ce is None or end_ce is None else f"; held-out CE {start_ce:.4f} -> {end_ce:.4f}"
+    why = diverged(frame, margin=math.inf)
+    if why is not None:
+        return {**out, "why": why.reason + ce}
+    trend = objective_trend(frame)
+    if trend is None:
+        return {**out, "why": "no training objective logged" + ce}
+    return {**out, "ok": trend.stable, "objective_start": trend.first, "objective_end": trend.last,
+            "why": f"own objective ({trend.column}) first tenth {trend.first:.4f} -> last tenth {trend.last:.4f}{ce}"}
 
 
 def split_diverged(

@@ -130,10 +130,10 @@ FORWARD = [0.0]  # time spent in the probe forward so far (``_timed_forward``)
 def _timed_forward(fn):
     """``probes.batch._compute_readouts`` with its time added to ``FORWARD``."""
 
-    def wrapped(ctx, batch):
+    def wrapped(ctx, batch, *rest):
         tic = CLOCK[0]()
         try:
-            return fn(ctx, batch)
+            return fn(ctx, batch, *rest)
         finally:
             if ctx.device.type == "cuda":
                 torch.cuda.synchronize()

@@ -29,6 +29,7 @@ from zerolock_theory.training.hooks import HookContext
 __all__ = [
     "DEFAULT_N_POSITIONS",
     "ProbeBatch",
+    "hidden_states",
     "label_targets",
     "log_readouts",
     "probe_batch",
@@ -41,6 +42,7 @@ DEFAULT_N_POSITIONS = 256
 BATCH_FILE = "probe_batch.json"
 _BATCH_KEY = "probe_batch"
 _READOUT_KEY = "readouts"
+_HIDDEN_KEY = "hidden_states"
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ def log_readouts(
     uniform_p0: bool = False,
     autocast: Any = None,
     cache: dict | None = None,
+    hiddens_out: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """log p̃ = (log p_0, …, log p_K) at the ``mask`` positions: float32 [K+1, N, V].
 
@@ -158,11 +161,14 @@ def log_readouts(
     norm and LM head); ``uniform_p0`` replaces p_0 by the uniform distribution; ``autocast``
     is a context-manager factory (e.g. the step object's) or None. ``cache`` (a dict the caller
     keeps between calls): p_0 is copied from the previous call when nothing it depends on
-    changed (``_P0``), instead of reading h_0 out again: the same bits.
+    changed (``_P0``), instead of reading h_0 out again: the same bits. ``hiddens_out`` (a list)
+    receives h_0..h_K on the whole rows, as the forward computed them.
     """
     ctx = autocast if autocast is not None else contextlib.nullcontext
     with ctx():
         hiddens = chunked.hiddens(input_ids, attention_mask)
+    if hiddens_out is not None:
+        hiddens_out.extend(hiddens)
     now = None if cache is None or uniform_p0 else _P0.of(chunked, input_ids, mask, autocast)
     kept = cache.get(_P0_KEY) if cache is not None else None
     reuse = now is not None and now.same(kept)
@@ -190,10 +196,11 @@ def log_readouts(
 _P0_KEY = "readout_p0"
 
 
-def _compute_readouts(ctx: HookContext, batch: ProbeBatch) -> torch.Tensor:
+def _compute_readouts(ctx: HookContext, batch: ProbeBatch, hiddens_out: list[torch.Tensor] | None = None) -> torch.Tensor:
     return log_readouts(
         ctx.chunked, batch.input_ids, batch.attention_mask, batch.mask,
         uniform_p0=ctx.config.method.p0 == "uniform", autocast=ctx.step_fn.autocast, cache=ctx.cache,
+        hiddens_out=hiddens_out,
     )
 
 
@@ -204,15 +211,34 @@ def readouts(
 
     The caller must ask at the moment the model holds ω^step (``on_start``: ``ctx.start_step``;
     ``after_step(ctx, t, ...)``: t + 1). Only the latest step is cached; callers that need an
-    older p̃ keep their own reference.
+    older p̃ keep their own reference. The forward's hidden states are cached with it
+    (``hidden_states``).
     """
     batch = probe_batch(ctx, n_positions, seed)
     cached = ctx.cache.get(_READOUT_KEY)
     if cached is not None and cached[0] == step:
         return cached[1]
-    value = _compute_readouts(ctx, batch)
+    hiddens: list[torch.Tensor] = []
+    value = _compute_readouts(ctx, batch, hiddens)
     ctx.cache[_READOUT_KEY] = (step, value)
+    ctx.cache[_HIDDEN_KEY] = (step, hiddens)
     return value
+
+
+def hidden_states(
+    ctx: HookContext, step: int, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None
+) -> list[torch.Tensor]:
+    """[h_0, …, h_K] on the probe batch's whole rows at ω^step: the forward behind ``readouts(ctx, step)``.
+
+    Same timing rule as ``readouts`` (ask while the model holds ω^step); computed with the
+    readouts when not cached for ``step``.
+    """
+    cached = ctx.cache.get(_HIDDEN_KEY)
+    if cached is None or cached[0] != step:
+        ctx.cache.pop(_READOUT_KEY, None)
+        readouts(ctx, step, n_positions, seed)
+        cached = ctx.cache[_HIDDEN_KEY]
+    return cached[1]
 
 
 def readouts_now(ctx: HookContext, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None) -> torch.Tensor:

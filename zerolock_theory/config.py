@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,9 +67,14 @@ class LoraSettings:
     """Dropout on the adapters' input, in [0, 1)."""
     target_modules: list[str] | None = None
     """Module names that get adapters; null = the architecture's default."""
+    init_b_std: float = 0.0
+    """Std of a normal init of every B (seeded by run.seed); 0 = peft's B = 0 (no warm-up control)."""
 
     def __post_init__(self) -> None:
         _require(self.rank >= 1, f"lora.rank must be >= 1, got {self.rank}")
+        _require(isinstance(self.init_b_std, (int, float)) and not isinstance(self.init_b_std, bool)
+                 and math.isfinite(self.init_b_std) and self.init_b_std >= 0,
+                 f"lora.init_b_std must be a finite number >= 0, got {self.init_b_std!r}")
         _require(self.alpha > 0, f"lora.alpha must be > 0, got {self.alpha}")
         _require(0.0 <= self.dropout < 1.0, f"lora.dropout must lie in [0, 1), got {self.dropout}")
 
@@ -206,6 +212,8 @@ class RunConfig:
     """Torch intra-op threads; null = torch's default."""
     report_to: list[str] = field(default_factory=list)
     """Also export metrics: tensorboard, wandb or both (comma-separated on the command line)."""
+    global_grad_every: int = 0
+    """Steps between the unbiased global Ĝ_t of the task loss from two halves of the training batch; 0 = off."""
 
     def __post_init__(self) -> None:
         if isinstance(self.report_to, str):  # "tensorboard,wandb" from a flag or --set
@@ -217,6 +225,9 @@ class RunConfig:
         _require(self.checkpoint_every >= 1, "run.checkpoint_every must be >= 1")
         _require(self.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1")
         _require(self.threads is None or self.threads >= 1, "run.threads must be >= 1")
+        _require(isinstance(self.global_grad_every, int) and not isinstance(self.global_grad_every, bool)
+                 and self.global_grad_every >= 0,
+                 f"run.global_grad_every must be an integer >= 0, got {self.global_grad_every!r}")
 
 
 _SECTIONS = {

@@ -27,7 +27,12 @@ __all__ = [
     "eval_chunk_ce",
     "factor_label",
     "minimizer_key",
+    "PROOF",
+    "PROOF_FIELDS",
+    "GLOBAL_GRAD_SQ_UNBIASED",
     "present_chunks",
+    "proof_key",
+    "proof_step_key",
     "scaling_factors",
     "scaling_key",
     "scaling_step_key",
@@ -40,6 +45,11 @@ SCALING = "probe/scaling"
 MINIMIZER = "probe/minimizer"
 STABILITY_FIELDS: tuple[str, ...] = ("phi", "q", "ratio", "actual", "remainder")
 SCALING_FIELDS: tuple[str, ...] = ("phi", "q", "ratio")
+PROOF = "probe/proof"
+PROOF_FIELDS: tuple[str, ...] = ("surrogate", "descent", "drift")
+"""Per objective, in total and per chunk: R^t(ω^t), R^t(ω^{t+1}) − R^t(ω^t), R^{t+1}(ω^{t+1}) − R^t(ω^{t+1})."""
+GLOBAL_GRAD_SQ_UNBIASED = "train/global_grad_sq_unbiased"
+"""Ĝ_t of the task loss L = CE(p_y^ε, p_K) by full backprop, from two halves of the training batch."""
 EVAL_CE = "eval/ce"
 EVAL_CE_INITIAL = "eval/ce_initial"
 MAX_CHUNKS = 256
@@ -81,6 +91,20 @@ def scaling_factors(columns: Iterable[str], objective: str) -> list[float]:
             except ValueError:
                 continue
     return sorted(found, reverse=True)
+
+
+def proof_key(objective: str, field: str, chunk: int | None = None) -> str:
+    """``probe/proof/{objective}/{field}`` (total over chunks) or ``probe/proof/{objective}/{k}/{field}``.
+
+    ``field`` is one of ``PROOF_FIELDS`` or, totals only, ``directional``, ``smoothness``,
+    ``eta_smoothness``, ``defined``, ``reason``.
+    """
+    return f"{PROOF}/{objective}/{field}" if chunk is None else f"{PROOF}/{objective}/{chunk}/{field}"
+
+
+def proof_step_key(name: str) -> str:
+    """Per-record columns of the proof probe shared by both objectives: ``probe/proof/{span|lr_sum|lr_sq_sum}``."""
+    return f"{PROOF}/{name}"
 
 
 def minimizer_key(chunk: int, field: str) -> str:

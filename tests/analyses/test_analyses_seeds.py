@@ -6,8 +6,16 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from analyses.seeds import DIVERGENCE_MARGIN, diverged, seed_interval
+from analyses.seeds import (
+    DIVERGENCE_MARGIN,
+    diverged,
+    objective_trend,
+    own_objective,
+    regime_check,
+    seed_interval,
+)
 
 
 def test_seed_interval_covers_at_nominal_level():
@@ -26,14 +34,63 @@ def test_seed_interval_not_testable_below_min_seeds():
     assert (iv.estimate, iv.low, iv.high) == (1.0, 1.0, 1.0)
 
 
-def test_diverged_flags_nonfinite_loss_and_risen_ce():
-    ok = pd.DataFrame({"step": [0, 1], "train/loss": [2.0, 1.9], "eval/ce": [5.0, 5.0 + DIVERGENCE_MARGIN]})
-    assert diverged(ok) is None
-    nan = ok.assign(**{"train/loss": [2.0, math.nan]})
-    assert "non-finite" in diverged(nan.assign(**{"train/loss": [2.0, math.inf]})).reason
-    risen = ok.assign(**{"eval/ce": [5.0, 5.6]})
-    flag = diverged(risen)
-    assert flag is not None and flag.start_ce == 5.0 and flag.end_ce == 5.6
+def _run(loss_by_chunk: list[np.ndarray], ce: np.ndarray, eval_every: int = 10) -> pd.DataFrame:
+    """A metrics frame: ``chunk/{k}/loss`` per step, ``train/final_ce`` = ``ce``, held-out CE every ``eval_every``."""
+    steps = len(ce)
+    frame = pd.DataFrame({"step": np.arange(steps), "train/final_ce": ce})
+    for k, loss in enumerate(loss_by_chunk, start=1):
+        frame[f"chunk/{k}/loss"] = loss
+    frame["eval/ce"] = [ce[t] if (t + 1) % eval_every == 0 else math.nan for t in range(steps)]
+    frame["eval/ce_initial"] = [ce[0]] + [math.nan] * (steps - 1)
+    return frame
+
+
+def test_reverse_objective_raising_task_ce_is_stable():
+    """The reverse local losses fall while the task CE rises (p_0 nearly uniform): not diverged."""
+    t = np.arange(40)
+    falling = [2.0 - 0.01 * t, 1.5 - 0.005 * t]
+    run = _run(falling, 6.24 + 0.01 * t)  # held-out CE rises 6.24 -> 6.63
+    assert diverged(run) is None
+    trend = objective_trend(run)
+    assert trend.column == "sum of chunk/k/loss" and trend.stable and trend.steps == 40
+    assert trend.first == pytest.approx(np.mean([3.5 - 0.015 * i for i in range(4)]))
+    assert trend.last == pytest.approx(np.mean([3.5 - 0.015 * i for i in range(36, 40)]))
+
+
+def test_own_objective_rising_is_diverged_with_held_out_ce_as_outcome():
+    t = np.arange(40)
+    rising = [2.0 + 0.01 * t, 1.5 + 0.0 * t]
+    flag = diverged(_run(rising, 5.0 - 0.01 * t))  # task CE falls: still the objective decides
+    assert flag is not None and "own objective" in flag.reason and flag.end_loss > flag.start_loss
+    assert flag.start_ce == 5.0 and flag.end_ce == pytest.approx(5.0 - 0.39)
+    assert DIVERGENCE_MARGIN == 0.0 and diverged(_run(rising, 5.0 - 0.01 * t), margin=1.0) is None
+
+
+def test_noisy_but_flat_objective_compares_tenth_means():
+    rng = np.random.default_rng(0)
+    base = 2.0 + 0.05 * rng.standard_normal(200)
+    base[:20] += 0.1  # the first tenth is higher: stable, although single steps at the end exceed it
+    assert diverged(_run([base], np.full(200, 4.0))) is None
+    base[-20:] += 0.2
+    assert diverged(_run([base], np.full(200, 4.0))) is not None
+
+
+def test_backprop_objective_is_its_loss_and_fallbacks():
+    t = np.arange(20)
+    frame = pd.DataFrame({"step": t, "chunk/4/loss": 3.0 - 0.01 * t, "train/final_ce": 3.0 + 0.01 * t})
+    assert own_objective(frame)[0] == "sum of chunk/k/loss" and diverged(frame) is None  # L only (chunk K)
+    assert own_objective(frame.assign(**{"train/loss": 1.0}))[0] == "train/loss"
+    only_ce = frame.drop(columns=["chunk/4/loss"])
+    assert own_objective(only_ce)[0] == "train/final_ce" and diverged(only_ce) is not None
+    assert objective_trend(pd.DataFrame({"step": [0]})) is None and objective_trend(frame.iloc[:1]) is None
+
+
+def test_diverged_flags_nonfinite_losses():
+    ok = pd.DataFrame({"step": [0, 1], "train/loss": [2.0, 1.9], "eval/ce": [5.0, 9.0]})
+    assert diverged(ok) is None  # held-out CE is not a criterion
+    assert "non-finite" in diverged(ok.assign(**{"train/loss": [2.0, math.inf]})).reason
+    chunk = ok.assign(**{"chunk/2/loss": [1.0, math.inf]})
+    assert "non-finite chunk/2/loss at step 1" == diverged(chunk).reason
 
 
 def test_share_interval_is_clipped_to_the_unit_interval():
@@ -42,3 +99,16 @@ def test_share_interval_is_clipped_to_the_unit_interval():
     iv = share_interval([0.9, 1.0, 0.6])
     assert 0.0 <= iv.low < iv.estimate < iv.high == 1.0
     assert share_interval([0.0, 0.0, 0.0]).high == 0.0 and share_interval([0.5, 0.5]) is None
+
+
+def test_regime_check_is_stable_on_the_own_objective_with_held_out_ce_as_outcome():
+    t = np.arange(40)
+    reverse = regime_check(_run([2.0 - 0.01 * t, 1.5 - 0.005 * t], 6.24 + 0.01 * t))
+    assert reverse["ok"] is True and reverse["eval_ce_start"] == 6.24 and reverse["eval_ce_end"] == pytest.approx(6.63)
+    assert reverse["why"].startswith("own objective (sum of chunk/k/loss) first tenth 3.4775 -> last tenth")
+    assert "held-out CE 6.2400 -> 6.6300" in reverse["why"]
+    rising = regime_check(_run([2.0 + 0.01 * t], 5.0 - 0.01 * t))
+    assert rising["ok"] is False and rising["objective_end"] > rising["objective_start"]
+    broken = regime_check(_run([np.where(t == 30, math.inf, 2.0)], np.full(40, 5.0)))
+    assert broken["ok"] is False and broken["why"].startswith("non-finite chunk/1/loss at step 30")
+    assert regime_check(pd.DataFrame({"step": [0, 1]}))["why"] == "no training objective logged"

@@ -80,6 +80,34 @@ def test_pilot_with_no_qualifying_lr_takes_the_smallest(tmp_path, monkeypatch):
     assert set(lrs.values()) == {0.05} and table[-1]["why"] == "none qualified: smallest"
 
 
+def test_pilot_judges_the_own_objective_not_held_out_ce(tmp_path, monkeypatch):
+    """Reverse-like pilots: task CE rises at every eta_0, the local losses fall below 0.1: stable there."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
+    from synthetic_runs import write_run
+
+    def fake_grid(base, points, out, log=print):
+        (point,) = points
+        lr = dict(point.overrides)["optim.lr"]
+        run = write_run(out, point.name, lr=lr, steps=20, probes=False, final_ce_drop=-3.0)
+        records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        for t, record in enumerate(records):
+            record["chunk/1/loss"] = 2.0 + (0.05 if lr > 0.1 else -0.05) * t
+        (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+        return [run]
+
+    monkeypatch.setattr(verify_module, "run_grid", fake_grid)
+    spec = dataclasses.replace(QUICK, lr_grid=(0.4, 0.1))
+    lrs, table = choose_lr(spec, base_config(spec, "embedded", "embedded", "cpu", "float32", None), tmp_path)
+    assert set(lrs.values()) == {0.05}
+    first, second = table[0], table[1]
+    assert (first["lr"], first["ok"], second["lr"], second["ok"]) == (0.4, False, 0.1, True)
+    assert second["eval_ce_end"] > second["eval_ce_start"]  # held-out CE rose: recorded, not judged
+    assert "own objective (sum of chunk/k/loss)" in second["why"] and "held-out CE" in second["why"]
+
+
 def test_verify_refuses_foreign_non_empty_out(tmp_path, capsys):
     (tmp_path / "mine.txt").write_text("data")
     assert main(["verify", "--quick", "--out", str(tmp_path)]) == 2

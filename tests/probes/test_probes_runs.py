@@ -29,6 +29,7 @@ ALL_PROBES = {
     "minimizers": {"n_positions": N},
     "gradients": {"n_positions": N, "every": 2},
     "scaling": {"n_positions": N, "every": 2, "factors": [1.0, 0.5, 0.25]},
+    "proof": {"n_positions": N, "smoothness_every": 2},
 }
 
 
@@ -94,6 +95,8 @@ def test_probes_change_nothing(runs):
     assert [r["step"] for r in records if "probe/gradient/global_sq" in r] == [0, 2, 4]
     assert [r["step"] for r in records if "probe/gradient/2/cos" in r] == [0, 2, 4]
     assert [r["step"] for r in records if "probe/scaling/implemented/c=0.25/phi" in r] == [0, 2, 4]
+    assert all(isinstance(r["probe/proof/paper/drift"], float) for r in records)
+    assert [r["step"] for r in records if "probe/proof/implemented/smoothness" in r] == [0, 2, 4]
 
 
 def test_scaling_probe_terms(runs):

@@ -11,7 +11,7 @@ from zerolock_theory.config import LoraSettings
 from zerolock_theory.models.chunking import ChunkedLM
 
 __all__ = [
-    "DEFAULT_TARGETS", "PEFT_CONFIG", "PEFT_WEIGHTS", "attach_adapters", "peft_state_dict",
+    "DEFAULT_TARGETS", "PEFT_CONFIG", "PEFT_WEIGHTS", "attach_adapters", "init_lora_b", "peft_state_dict",
     "save_peft_adapter", "trainable_state_dict",
 ]
 
@@ -22,11 +22,17 @@ DEFAULT_TARGETS = {
 }
 
 
-def attach_adapters(chunked: ChunkedLM, settings: LoraSettings) -> None:
+def attach_adapters(chunked: ChunkedLM, settings: LoraSettings, seed: int = 0) -> None:
     """Inject LoRA into every decoder layer (in place) and set ``requires_grad``.
 
     Only adapter weights train with LoRA; with ``settings.enabled = False`` every decoder-layer
     parameter trains. The readout (final norm, LM head) and embeddings stay frozen either way.
+
+    peft initialises A at random and B = 0, so the adapted model starts as the base model and
+    the gradient in A starts at 0 (the LoRA warm-up: a gradient norm that first grows).
+    ``settings.init_b_std`` = σ > 0 draws every B from N(0, σ²) instead, from a generator seeded
+    by ``seed`` (the run seed) in parameter order, so the global RNG (and A) is untouched; σ = 0
+    leaves peft's initialisation exactly as it is.
     """
     for p in chunked.model.parameters():
         p.requires_grad_(False)
@@ -55,6 +61,17 @@ def attach_adapters(chunked: ChunkedLM, settings: LoraSettings) -> None:
     chunked.freeze_readout()
     if not any(p.requires_grad for p in chunked.model.parameters()):
         raise ValueError(f"no LoRA target module matched {targets} in {type(chunked.model).__name__}")
+    if settings.init_b_std > 0:
+        init_lora_b(chunked.model, settings.init_b_std, seed)
+
+
+@torch.no_grad()
+def init_lora_b(model: nn.Module, std: float, seed: int) -> None:
+    """Every LoRA B ~ N(0, std²), drawn in parameter order from ``torch.Generator().manual_seed(seed)``."""
+    generator = torch.Generator().manual_seed(int(seed))
+    for name, p in model.named_parameters():
+        if ".lora_B." in name:
+            p.copy_(torch.randn(p.shape, generator=generator, dtype=torch.float32) * std)
 
 
 def trainable_state_dict(model: nn.Module) -> dict[str, object]:

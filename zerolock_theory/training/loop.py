@@ -18,6 +18,7 @@ import torch
 
 from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.data import DataStream, LMData
+from zerolock_theory.metric_keys import GLOBAL_GRAD_SQ_UNBIASED
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
 from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.export import save_run_adapter
@@ -36,7 +37,7 @@ from zerolock_theory.training.state import (
     restore_rng,
     save_checkpoint,
 )
-from zerolock_theory.training.steps import TrainStep, build_step
+from zerolock_theory.training.steps import TrainStep, build_step, global_grad_sq_unbiased
 
 __all__ = ["Run", "RunExistsError", "RunSummary", "build_components", "evaluate", "execute", "setup", "train"]
 
@@ -84,7 +85,7 @@ def build_components(config: TrainConfig, device: torch.device) -> tuple[Chunked
         hf_logging.disable_progress_bar()
     model, tokenizer = load_model(config.model.path, config.model.dtype, str(device))
     chunked = ChunkedLM(model, config.model.chunks, config.model.boundaries)
-    attach_adapters(chunked, config.model.lora)
+    attach_adapters(chunked, config.model.lora, config.run.seed)
     chunked.to(device)
     data = LMData(config.data, tokenizer)
     stream = DataStream(data, config.data.batch_size, config.data.stream_seed)
@@ -216,9 +217,14 @@ def execute(run: Run) -> RunSummary:
                 with quiet_mode(run.chunked):
                     for hook in before:
                         hook.before_step(run.hook_ctx, step)
+            own = run.step_fn.name == "backprop"  # backprop's own Ĝ_t is the global one
+            glob = cfg.global_grad_every > 0 and step % cfg.global_grad_every == 0
+            g_hat = global_grad_sq_unbiased(run.step_fn, batch) if glob and not own else None  # at ω^step
             tic = time.perf_counter()
             metrics = run.step_fn.train_step(batch, step)
             elapsed = time.perf_counter() - tic
+            if glob:
+                metrics = {**metrics, GLOBAL_GRAD_SQ_UNBIASED: metrics["train/grad_sq_unbiased"] if own else g_hat}
             tokens = count_labelled(batch["labels"])
             record: dict[str, Any] = {"step": step, **metrics, "train/tokens": tokens, "data/epoch": run.stream.epoch}
             record["train/step_time_s"] = elapsed

@@ -51,8 +51,8 @@ from zerolock_theory.training.losses import (
 from zerolock_theory.training.optimizers import ChunkOptimizers
 
 __all__ = [
-    "BackpropStep", "NonFiniteLossError", "TrainStep", "ZeroLockStep", "build_step", "split_halves",
-    "step_parts", "update_on_halves",
+    "BackpropStep", "NonFiniteLossError", "TrainStep", "ZeroLockStep", "build_step", "global_grad_sq_unbiased",
+    "split_halves", "step_parts", "update_on_halves",
 ]
 
 Batch = dict[str, torch.Tensor]
@@ -125,6 +125,29 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], dict
         step_fn.last_gradients = snapshot(step_fn.params)
     out["train/lr"] = step_fn.optimizers.step(step, sq)
     return out
+
+
+def global_grad_sq_unbiased(step_fn: TrainStep, batch: Batch) -> float | None:
+    """Ĝ_t of the task loss L = CE(p_y^ε, p_K): Σ_k ⟨g^{(1)}_k, g^{(2)}_k⟩ with g^{(i)} = ∇L on half i.
+
+    The halves are ``split_halves``'s (the step's own), each gradient by full backprop through
+    all chunks and normalised by its half's labelled tokens (``global_gradient``), at the
+    current parameters. Autograd only: no ``.grad``, no optimizer; the forward runs under a
+    forked RNG (adapter dropout), so training is bitwise unaffected. None without two halves
+    or when a half has no labelled token. For backprop this is the step's own
+    ``train/grad_sq_unbiased`` (same estimator; the loop reuses that).
+    """
+    halves = split_halves(batch)
+    if len(halves) < 2 or min(count_labelled(h["labels"]) for h in halves) == 0:
+        return None
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    grads = []
+    with torch.random.fork_rng(devices=devices):
+        for half in halves:
+            with step_fn.autocast():
+                blocks = step_fn.global_gradient(half)
+            grads.append([g.detach().double().reshape(-1) for b in blocks for g in b])
+    return float(sum(torch.dot(a, b) for a, b in zip(*grads, strict=True)))
 
 
 def step_parts(chunked: ChunkedLM, optim: OptimConfig, model_cfg: ModelConfig,

@@ -182,24 +182,21 @@ def pilot_points(spec: SuiteSpec, lr: float, label: str) -> GridPoint:
                       ("run.eval_every", spec.pilot_steps), ("run.checkpoint_every", spec.pilot_steps)))
 
 
-def _pilot_ok(run_dir: Path) -> tuple[bool, str]:
-    """Held-out CE did not rise and every loss is finite (the pilot criterion)."""
+def _pilot_ok(run_dir: Path) -> dict[str, Any]:
+    """The pilot criterion (``analyses.seeds.regime_check``): stable on the run's OWN training
+    objective, held-out CE only an outcome; ``ok``, ``why`` and the figures."""
     from analyses.io import load_run
-    from analyses.seeds import diverged
+    from analyses.seeds import regime_check
 
-    frame = load_run(run_dir).metrics
-    if diverged(frame, margin=float("inf")) is not None:
-        return False, "non-finite loss"
-    start = float(frame["eval/ce_initial"].dropna().iloc[0])
-    end = float(frame["eval/ce"].dropna().iloc[-1])
-    return end <= start, f"held-out CE {start:.4f} -> {end:.4f}"
+    return regime_check(load_run(run_dir).metrics)
 
 
 def pilot_chain(spec: SuiteSpec, base: dict[str, Any], out: Path, label: str, log=print) -> list[dict[str, Any]]:
     """One method's pilots from the largest η_0 down, stopping at the first stable one.
 
-    The last row is the choice: ``lr`` = ``pilot_backoff`` × the stable η_0 (``chosen``), or the
-    grid's smallest when none qualified."""
+    Each row holds ``ok``, ``why`` and the figures of ``_pilot_ok`` (held-out CE at both
+    ends, the own objective's tenth means). The last row is the choice: ``lr`` =
+    ``pilot_backoff`` × the stable η_0 (``chosen``), or the grid's smallest when none qualified."""
     from zerolock_theory.training.steps import NonFiniteLossError
 
     rows: list[dict[str, Any]] = []
@@ -207,11 +204,11 @@ def pilot_chain(spec: SuiteSpec, base: dict[str, Any], out: Path, label: str, lo
         point = pilot_points(spec, lr, label)
         try:
             (run_dir,) = run_grid(base, [point], out, log=log)
-            ok, why = _pilot_ok(run_dir)
+            verdict = _pilot_ok(run_dir)
         except NonFiniteLossError as exc:
-            ok, why = False, f"non-finite loss ({exc})"
-        rows.append({"method": label, "lr": lr, "ok": ok, "why": why})
-        if ok:
+            verdict = {"ok": False, "why": f"non-finite loss ({exc})"}
+        rows.append({"method": label, "lr": lr, **verdict})
+        if verdict["ok"]:
             chosen = spec.pilot_backoff * lr
             rows.append({"method": label, "lr": chosen, "ok": True,
                          "why": f"chosen: {spec.pilot_backoff:g} x largest stable {lr:g}"})

@@ -1,0 +1,262 @@
+"""Probe ``proof``: Theorem 1's proof on this run, descent and drift of the surrogate (docs/MATH.md, "Theorem 1" (b)).
+
+On the fixed probe batch, for both objectives, with chunk k's frozen input h^t_{k-1} and
+targets built from the frozen readouts p^t_{k-1} at ω^t (``zerolock_theory.theory.surrogate``):
+
+* ``paper``: R^t(ω) = Σ_k mean_n KL(p_k(ω_k; h^t_{k-1}) ‖ g^t_k), g_k built from p_y^ε with
+  ε = ``method.epsilon`` when > 0, else this probe's ``epsilon`` (the shared ``probes.epsilon``,
+  default 0.1): so forward runs (ε = 0) are measured at ε = 0.1 by default. With ε = 0 and
+  α > 0 the paper's R is +inf: its values are null, ``defined`` false with a ``reason``;
+* ``implemented``: R̄^t(ω) = Σ_k mean_n KL(m^t_k ‖ p_k(ω_k; h^t_{k-1})), m_k from the trained
+  p_y^{method.epsilon};
+
+the record of step t (the update ω^t → ω^{t+1}) holds, per chunk and in total,
+
+* ``surrogate`` = R^t(ω^t) (chunk k's readout p^t_k of the chained forward),
+* ``descent`` = R^t(ω^{t+1}) − R^t(ω^t): chunk k at its new parameters on its OLD input
+  h^t_{k-1}, against its OLD target;
+* ``drift`` = R^{t+1}(ω^{t+1}) − R^t(ω^{t+1}): the surrogate moving because inputs and targets
+  moved,
+
+so that R^T(ω^T) − R^0(ω^0) = Σ_t descent_t + Σ_t drift_t exactly (each R^t(ω^t) is computed once
+and used by both of its neighbours). ``probe/proof/lr_sum`` and ``lr_sq_sum`` carry η_t and
+η_t² (the schedule's ``train/lr``) so an analysis forms S1 = Σ η_t and S2 = Σ η_t².
+
+Smoothness (``smoothness_every`` = s > 0, a multiple of ``every``): at the start of every s-th
+step the gradient ∇R^t(ω^t) on the probe batch is taken by one backward per objective
+(autograd, no ``.grad``), and after the update ``directional`` = ⟨∇R^t(ω^t), Δω_t⟩,
+``smoothness`` L_t = 2·(descent_t − directional)/‖Δω_t‖² (the second-order remainder along the
+step; negative where R^t curves down) and ``eta_smoothness`` = η_t·L_t (the regime asks ≤ 1).
+
+``every`` = s > 1: probed spans [t_0, t_0 + s) with t_0 ≡ 0 (mod s); the record of the span's
+last step t_0 + s − 1 holds the span's descent R^{t_0}(ω^{t_0+s}) − R^{t_0}(ω^{t_0}) and drift
+R^{t_0+s}(ω^{t_0+s}) − R^{t_0}(ω^{t_0+s}), ``span`` = s and the span's Σ η and Σ η². The identity
+still telescopes over the spans, but a span's drift nets its steps' drifts, so Σ max(drift, 0)
+over spans is at most the per-step one: use every = 1 for the proof's verdict.
+
+Cost per probed step (every = 1): K chunk forwards on the probe batch and K readouts (R^t(ω^{t+1}))
+besides the shared readouts p̃ (reused from ``probes.batch.readouts`` with their hidden states),
+and 6 float64 KL passes over [N, V]; with smoothness, one more forward and two backwards.
+Resumable without state: ``on_start`` begins a span at the start step when it is aligned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+
+from probes.batch import (
+    DEFAULT_N_POSITIONS,
+    hidden_states,
+    label_targets,
+    probe_batch,
+    readouts,
+    smoothing_for_g,
+)
+from probes.registry import register
+from zerolock_theory.metric_keys import OBJECTIVES, PROOF_FIELDS, proof_key, proof_step_key
+from zerolock_theory.theory.surrogate import frozen_targets
+from zerolock_theory.training.hooks import HookContext
+
+__all__ = ["ProofProbe", "chunk_targets", "chunk_terms"]
+
+
+def chunk_targets(log_y: torch.Tensor, upstream: Any, alpha: float, objective: str) -> list[torch.Tensor]:
+    """Frozen log-targets per chunk, float64 [N, V]: log g_k (paper) or log m_k (implemented).
+
+    ``log_y`` [N, V] log p_y; ``upstream`` K tensors [N, V] log p_{k-1}
+    (``theory.surrogate.frozen_targets``, one chunk at a time).
+    """
+    return [frozen_targets(log_y, [prev.double()], alpha, objective, log_input=True)[0]  # type: ignore[arg-type]
+            for prev in upstream]
+
+
+def chunk_terms(targets: list[torch.Tensor], outputs: Any, objective: str) -> torch.Tensor:
+    """Per-chunk terms [K], float64: mean_n KL(p_k ‖ g_k) (paper) or mean_n KL(m_k ‖ p_k) (implemented).
+
+    ``outputs`` K tensors [N, V] log p_k (differentiable when they are). The terms of
+    ``theory.surrogate.chunk_surrogate_terms`` (same clamp at 0 per position), with one mask
+    instead of its general ones (tested equal on runs).
+    """
+    terms = []
+    for target, out in zip(targets, outputs, strict=True):
+        out = out.double()
+        if objective == "paper":
+            p = out.exp()
+            div = (p * torch.where(p > 0, out - target, 0.0)).sum(-1)
+        else:
+            m = target.exp()
+            div = (m * torch.where(m > 0, target - out, 0.0)).sum(-1)
+        terms.append(div.clamp_min(0.0).mean())
+    return torch.stack(terms)
+
+
+@dataclass
+class _Span:
+    """What a probed span keeps from its start t_0 (the model held ω^{t_0})."""
+
+    step: int
+    log_p: torch.Tensor  # log p̃ at ω^{t_0}, [K+1, N, V] float32 (shared, not copied)
+    inputs: list[torch.Tensor]  # h^{t_0}_0 .. h^{t_0}_{K-1}, whole rows
+    targets: dict[str, list[torch.Tensor]]  # objective -> frozen log-targets of R^{t_0}, float64 [N, V] per chunk
+    terms: dict[str, torch.Tensor]  # objective -> R^{t_0}(ω^{t_0}) per chunk, float64 [K]
+    lr: list[float] = field(default_factory=list)  # η of each step of the span
+    weights: list[torch.Tensor] | None = None  # ω^{t_0} when smoothness is due
+    grads: dict[str, list[torch.Tensor]] | None = None  # objective -> ∇R^{t_0}(ω^{t_0})
+
+
+@register("proof")
+@dataclass
+class ProofProbe:
+    """descent_t, drift_t and R^t(ω^t) for R (paper) and R̄ (implemented); optionally L_t."""
+
+    name: ClassVar[str] = "proof"
+    every: int = 1
+    smoothness_every: int = 0  # steps between smoothness estimates; 0 = off
+    epsilon: float = 0.1  # ε of p_y in the paper's R (g_k) when method.epsilon = 0
+    n_positions: int = DEFAULT_N_POSITIONS
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.every, int) or self.every < 1:
+            raise ValueError(f"proof.every must be an integer >= 1, got {self.every!r}")
+        s = self.smoothness_every
+        if not isinstance(s, int) or s < 0 or (s and s % self.every):
+            raise ValueError(f"proof.smoothness_every must be 0 or a multiple of every={self.every}, got {s!r}")
+        if not 0.0 <= self.epsilon < 1.0:
+            raise ValueError(f"proof.epsilon must lie in [0, 1), got {self.epsilon}")
+        self.span: _Span | None = None
+        self.log_y: dict[str, torch.Tensor] = {}
+
+    # -- pieces -------------------------------------------------------------------------------
+
+    def _eps(self, ctx: HookContext) -> dict[str, float]:
+        eps = ctx.config.method.epsilon
+        return {"paper": smoothing_for_g(eps, self.epsilon), "implemented": float(eps)}
+
+    def _objectives(self, ctx: HookContext) -> list[str]:
+        """The objectives that are finite: the paper's R needs ε > 0 when α > 0."""
+        alpha = ctx.config.method.alpha
+        return [obj for obj in OBJECTIVES if not (obj == "paper" and self._eps(ctx)[obj] == 0.0 and alpha > 0)]
+
+    def _log_y(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
+        if not self.log_y:
+            labels = probe_batch(ctx, self.n_positions, self.seed).targets
+            self.log_y = {obj: label_targets(labels, vocab, e).log() for obj, e in self._eps(ctx).items()}
+        return self.log_y
+
+    def _frozen(self, ctx: HookContext, log_p: torch.Tensor) -> tuple[dict[str, list[torch.Tensor]], dict[str, torch.Tensor]]:
+        """Per objective: the targets from ``log_p`` rows 0..K-1 and the terms of rows 1..K (R^t(ω^t))."""
+        log_y, alpha = self._log_y(ctx, log_p.shape[-1]), ctx.config.method.alpha
+        targets = {obj: chunk_targets(log_y[obj], log_p[:-1], alpha, obj) for obj in self._objectives(ctx)}
+        return targets, {obj: chunk_terms(t, log_p[1:], obj) for obj, t in targets.items()}
+
+    def _chunk_outputs(self, ctx: HookContext, inputs: list[torch.Tensor], grad: bool = False) -> list[torch.Tensor]:
+        """log p_k(ω_k; h_{k-1}) at the probe positions for the current ω and the given inputs, float32 [N, V]."""
+        batch = probe_batch(ctx, self.n_positions, self.seed)
+        chunked, autocast = ctx.chunked, ctx.step_fn.autocast
+        out = []
+        with torch.set_grad_enabled(grad):
+            with autocast(), torch.no_grad():
+                _, embed_ctx = chunked.embed(batch.input_ids, batch.attention_mask)
+            for k, h_in in enumerate(inputs, start=1):
+                with autocast():
+                    hidden = chunked.forward_chunk(k, h_in.detach(), embed_ctx)
+                    logits = chunked.readout(hidden[batch.mask])
+                out.append(torch.log_softmax(logits.float(), dim=-1))
+        return out
+
+    def _begin(self, ctx: HookContext, step: int, frozen: tuple[dict, dict] | None = None) -> _Span:
+        """A span starting at ω^step (the model holds it now); ``frozen``: its targets and terms, when at hand."""
+        log_p = readouts(ctx, step, self.n_positions, self.seed)
+        inputs = hidden_states(ctx, step, self.n_positions, self.seed)[:-1]
+        targets, terms = self._frozen(ctx, log_p) if frozen is None else frozen
+        span = _Span(step, log_p, inputs, targets, terms)
+        if self.smoothness_every and step % self.smoothness_every == 0:
+            params = [p for ps in ctx.step_fn.params for p in ps]
+            span.weights = [p.detach().clone() for p in params]
+            outputs = self._chunk_outputs(ctx, inputs, grad=True)
+            grads, objectives = {}, list(targets)
+            for i, obj in enumerate(objectives):
+                total = chunk_terms(targets[obj], outputs, obj).sum()
+                keep = i + 1 < len(objectives)
+                grads[obj] = [g.detach() for g in torch.autograd.grad(total, params, retain_graph=keep)]
+            span.grads = grads
+        return span
+
+    # -- hook ---------------------------------------------------------------------------------
+
+    def on_start(self, ctx: HookContext) -> None:
+        """Begin a span at the start step when it is aligned (recomputed on resume)."""
+        start = ctx.start_step
+        self.span = self._begin(ctx, start) if start % self.every == 0 and start < ctx.config.run.steps else None
+
+    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Keep η_t; at a span's last step, the span's terms, then begin the next span at ω^{t+1}."""
+        span, end = self.span, step + 1
+        if span is not None:
+            span.lr.append(float(metrics["train/lr"]))
+        if end % self.every:
+            return {}
+        out: dict[str, Any] = {}
+        frozen = None
+        if span is not None and span.step == end - self.every:
+            out, frozen = self._finish(ctx, span, end)
+        self.span = self._begin(ctx, end, frozen) if end < ctx.config.run.steps else None
+        return out
+
+    def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], tuple[dict, dict]]:
+        """Metrics of the span ending at ω^end, and the targets and R^end(ω^end) of the next span."""
+        log_p = readouts(ctx, end, self.n_positions, self.seed)
+        with torch.no_grad():
+            moved = self._chunk_outputs(ctx, span.inputs)
+        mid = {obj: chunk_terms(targets, moved, obj) for obj, targets in span.targets.items()}
+        frozen = self._frozen(ctx, log_p)
+        after = frozen[1]
+        out: dict[str, Any] = {
+            proof_step_key("span"): end - span.step,
+            proof_step_key("lr_sum"): sum(span.lr),
+            proof_step_key("lr_sq_sum"): sum(lr * lr for lr in span.lr),
+        }
+        for obj in OBJECTIVES:
+            if obj not in span.terms:
+                for name in PROOF_FIELDS:
+                    out[proof_key(obj, name)] = None
+                out[proof_key(obj, "defined")] = False
+                out[proof_key(obj, "reason")] = "epsilon = 0: KL(p || e_y) is +inf; set probes.epsilon > 0"
+                continue
+            values = {"surrogate": span.terms[obj], "descent": mid[obj] - span.terms[obj], "drift": after[obj] - mid[obj]}
+            for name, per_chunk in values.items():
+                out[proof_key(obj, name)] = float(per_chunk.sum())
+                for k, value in enumerate(per_chunk.tolist(), start=1):
+                    out[proof_key(obj, name, k)] = value
+            out[proof_key(obj, "defined")] = True
+            if span.grads is not None and span.weights is not None:
+                out.update(self._smoothness(ctx, span, obj, out[proof_key(obj, "descent")]))
+        return out, frozen
+
+    def _smoothness(self, ctx: HookContext, span: _Span, obj: str, descent: float) -> dict[str, Any]:
+        """⟨∇R^t(ω^t), Δω_t⟩, L_t = 2·(descent − ⟨∇R, Δω⟩)/‖Δω‖² and η_t·L_t."""
+        assert span.grads is not None and span.weights is not None
+        params = [p for ps in ctx.step_fn.params for p in ps]
+        directional, step_sq = 0.0, 0.0
+        for p, w0, g in zip(params, span.weights, span.grads[obj], strict=True):
+            delta = (p.detach() - w0).double()
+            step_sq += float(delta.pow(2).sum())
+            directional += float((g.double() * delta).sum())
+        smooth = 2.0 * (descent - directional) / step_sq if step_sq > 0 else None
+        return {
+            proof_key(obj, "directional"): directional,
+            proof_key(obj, "smoothness"): smooth,
+            proof_key(obj, "eta_smoothness"): None if smooth is None else span.lr[0] * smooth,
+        }
+
+    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
+        """Nothing to save: ``on_start`` begins a span again at the resumed step."""
+        return {}
+
+    def on_end(self, ctx: HookContext) -> None:
+        """Drop the kept span."""
+        self.span = None
