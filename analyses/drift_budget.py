@@ -55,6 +55,7 @@ __all__ = [
     "DriftBudget",
     "SeedDrift",
     "burn_in",
+    "drift_arrays",
     "drift_budget",
     "drift_from_table",
     "seed_drift",
@@ -218,7 +219,9 @@ def drift_budget(
         per_seed=fits, level=level)
 
 
-def _arrays(frame: pd.DataFrame, columns: dict[str, str | None], step_column: str, where: str):
+def drift_arrays(frame: pd.DataFrame, columns: dict[str, str | None], step_column: str, where: str):
+    """``(step, η, drift, descent or None)`` of one run's table, sorted by step, from ``columns``
+    (keys ``drift``, ``lr``, ``descent``); ``RunDataError`` naming the column at fault."""
     present = {k: c for k, c in columns.items() if c is not None}
     values = {k: numeric_column(frame, c, where=where) for k, c in present.items()}
     steps = numeric_column(frame, step_column, where=where)
@@ -257,13 +260,13 @@ def drift_from_table(
     kwargs.setdefault("label", column)
     columns = {"drift": column, "lr": lr_column, "descent": descent_column}
     if seed_column is None:
-        return drift_budget([_arrays(frame, columns, step_column, where)], names=[where], **kwargs)
+        return drift_budget([drift_arrays(frame, columns, step_column, where)], names=[where], **kwargs)
     if seed_column not in frame.columns:
         raise RunDataError(f"{where}: missing seed column {seed_column!r}")
     parts, names = [], []
     for value, part in frame.groupby(seed_column, sort=True, dropna=True):
         name = f"{seed_column}={value}"
-        parts.append(_arrays(part, columns, step_column, f"{where} ({name})"))
+        parts.append(drift_arrays(part, columns, step_column, f"{where} ({name})"))
         names.append(name)
     if not parts:
         raise RunDataError(f"{where}: seed column {seed_column!r} has no values")

@@ -6,7 +6,8 @@ Import from tests in other folders with::
     from synthetic_runs import write_run, write_suite
 
 Known answers: E[Ā_T] = c·T^{−β} exactly (G_t has mean c·(T^{1−β} − (T−1)^{1−β}) and
-mean-one lognormal AR(1) noise); log ρ_t = log C + s·log ‖Δp̃_t‖ + noise; chunk CE strictly
+mean-one lognormal AR(1) noise; the biased ``train/grad_norm_sq`` adds a floor ``FLOOR``);
+the proof probe's drift is first or second order in η_t (``proof_record``); log ρ_t = log C + s·log ‖Δp̃_t‖ + noise; chunk CE strictly
 decreasing in k when ``monotone``; the minimizer probe makes chunks move toward m_k or g_k
 (``tracks``: that target's distance shrinks over training, the other's stays flat), and
 ``minimizer_frame`` builds a bare ``probe/minimizer`` table with chosen levels and movement.
@@ -24,7 +25,7 @@ import pandas as pd
 
 from zerolock_theory.metric_keys import scaling_key, scaling_step_key
 
-__all__ = ["minimizer_frame", "power_law_series", "write_run", "write_suite", "write_systems"]
+__all__ = ["minimizer_frame", "power_law_series", "proof_record", "write_run", "write_suite", "write_systems"]
 
 
 def power_law_series(
@@ -226,6 +227,7 @@ def write_run(
     monotone: bool = True,
     probes: bool = True,
     final_ce_drop: float = 1.0,
+    proof: str | None = "second",
 ) -> Path:
     """Write one synthetic run directory ``root/name`` and return its path."""
     rng = np.random.default_rng(seed * 1000 + int(round(lr * 1e6)) + (direction == "reverse"))
@@ -243,6 +245,7 @@ def write_run(
     g_local = power_law_series(rng, steps, beta)
     g_global = power_law_series(rng, steps, beta_global, c=5.0)
     scaling_rng = np.random.default_rng(rng.bit_generator.seed_seq.entropy + 7)  # own stream: other keys unchanged
+    proof_rng = np.random.default_rng(rng.bit_generator.seed_seq.entropy + 11)
     lines = []
     for t in range(steps):
         lr_t = lr / math.sqrt(t + 1) if schedule == "inv_sqrt" else lr
@@ -253,7 +256,7 @@ def write_run(
             "step": t,
             "train/lr": lr_t,
             "train/tokens": 32,
-            "train/grad_norm_sq": float(g_local[t]),
+            "train/grad_norm_sq": float(g_local[t]) + FLOOR,  # the biased norm: a noise floor σ²/B
             "train/grad_sq_unbiased": float(g_local[t]),  # same known mean path (Ĝ_t)
             "train/final_ce": ce[-1],
         }
@@ -263,6 +266,8 @@ def write_run(
         rec["probe/gradient/global_sq"] = (
             float(g_global[t]) if method == "backprop" or t % global_every == 0 else None
         )
+        if t % global_every == 0:
+            rec["train/global_grad_sq_unbiased"] = float(g_global[t])
         if t == 0:
             rec["eval/ce_initial"] = 4.1
         if t % eval_every == eval_every - 1:
@@ -278,11 +283,26 @@ def write_run(
                 scaling_record(scaling_rng, rec, "implemented", scaling)
                 if epsilon > 0:
                     scaling_record(scaling_rng, rec, "paper", scaling)
+            if proof is not None:
+                proof_record(proof_rng, rec, lr_t, proof)
         lines.append(json.dumps(rec))
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     if probes and method == "zerolock":
         write_readouts(run, seed, tracks, steps, chunks, alpha, epsilon)
     return run
+
+
+FLOOR = 1.0
+"""The noise floor of the synthetic biased ``train/grad_norm_sq``."""
+
+
+def proof_record(rng: np.random.Generator, rec: dict[str, Any], lr_t: float, order: str) -> None:
+    """The proof probe's totals for both objectives: descent_t = −η_t·(1 + noise) and drift_t =
+    η_t·(1 + noise) (``order`` "first") or η_t²·(1 + noise) ("second"), noise N(0, 1)."""
+    for obj in ("paper", "implemented"):
+        scale = lr_t if order == "first" else lr_t**2
+        rec[f"probe/proof/{obj}/drift"] = float(scale * (1 + rng.normal()))
+        rec[f"probe/proof/{obj}/descent"] = float(-lr_t * (1 + 0.3 * rng.normal()))
 
 
 def write_systems(directory: Path) -> Path:
