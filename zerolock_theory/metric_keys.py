@@ -19,6 +19,7 @@ __all__ = [
     "MAX_CHUNKS",
     "OBJECTIVES",
     "SCALING",
+    "SCALING_DIRECTIONS",
     "STABILITY",
     "STABILITY_FIELDS",
     "chunk_ce",
@@ -39,6 +40,7 @@ SCALING = "probe/scaling"
 MINIMIZER = "probe/minimizer"
 STABILITY_FIELDS: tuple[str, ...] = ("phi", "q", "ratio", "actual", "remainder")
 SCALING_FIELDS: tuple[str, ...] = ("phi", "q", "ratio")
+SCALING_DIRECTIONS: tuple[str, ...] = ("actual", "random")  # the update Δω_t, or a random u_t of the same norms
 EVAL_CE = "eval/ce"
 EVAL_CE_INITIAL = "eval/ce_initial"
 MAX_CHUNKS = 256
@@ -59,19 +61,27 @@ def factor_label(c: float) -> str:
     return repr(float(c))
 
 
-def scaling_key(objective: str, c: float, field: str) -> str:
-    """``probe/scaling/{objective}/c={c}/{phi|q|ratio}``: the totals at ω^t + c·Δω_t."""
-    return f"{SCALING}/{objective}/c={factor_label(c)}/{field}"
+def _scaling_root(objective: str, direction: str) -> str:
+    if direction not in SCALING_DIRECTIONS:
+        raise ValueError(f"scaling direction must be one of {SCALING_DIRECTIONS}, got {direction!r}")
+    return f"{SCALING}/{objective}" if direction == "actual" else f"{SCALING}/{objective}/{direction}"
 
 
-def scaling_step_key(objective: str, name: str) -> str:
-    """Per-step summaries of the scaling probe: ``probe/scaling/{objective}/{phi_prime|q_second|defined}``."""
-    return f"{SCALING}/{objective}/{name}"
+def scaling_key(objective: str, c: float, field: str, direction: str = "actual") -> str:
+    """``probe/scaling/{objective}/c={c}/{phi|q|ratio}``: the totals at ω^t + c·Δω_t (the actual
+    update); ``probe/scaling/{objective}/random/c={c}/{field}`` at ω^t + c·u_t (the random
+    direction u_t with ‖u_{t,k}‖ = ‖Δω_{t,k}‖ per chunk)."""
+    return f"{_scaling_root(objective, direction)}/c={factor_label(c)}/{field}"
 
 
-def scaling_factors(columns: Iterable[str], objective: str) -> list[float]:
-    """The factors c with a ``scaling_key(objective, c, "phi")`` column, largest first."""
-    head, tail = f"{SCALING}/{objective}/c=", "/phi"
+def scaling_step_key(objective: str, name: str, direction: str = "actual") -> str:
+    """Per-step summaries of the scaling probe: ``probe/scaling/{objective}[/random]/{phi_prime|q_second|defined}``."""
+    return f"{_scaling_root(objective, direction)}/{name}"
+
+
+def scaling_factors(columns: Iterable[str], objective: str, direction: str = "actual") -> list[float]:
+    """The factors c with a ``scaling_key(objective, c, "phi", direction)`` column, largest first."""
+    head, tail = f"{_scaling_root(objective, direction)}/c=", "/phi"
     found = set()
     for column in map(str, columns):
         if column.startswith(head) and column.endswith(tail):

@@ -94,6 +94,8 @@ def test_probes_change_nothing(runs):
     assert [r["step"] for r in records if "probe/gradient/global_sq" in r] == [0, 2, 4]
     assert [r["step"] for r in records if "probe/gradient/2/cos" in r] == [0, 2, 4]
     assert [r["step"] for r in records if "probe/scaling/implemented/c=0.25/phi" in r] == [0, 2, 4]
+    # the random-direction baseline moved the parameters too, and was undone bit for bit
+    assert [r["step"] for r in records if "probe/scaling/implemented/random/c=0.25/phi" in r] == [0, 2, 4]
 
 
 def test_scaling_probe_terms(runs):
@@ -112,6 +114,13 @@ def test_scaling_probe_terms(runs):
             phi = r[f"probe/scaling/{obj}/c=0.25/phi"]
             assert r[f"probe/scaling/{obj}/phi_prime"] == pytest.approx(phi / 0.25, rel=1e-12)
             assert r[f"probe/scaling/{obj}/defined"] is True
+            # the random baseline: its own point at every c (c = 1 included), same shapes of q(c)
+            rq = [r[f"probe/scaling/{obj}/random/c={c}/q"] for c in (1.0, 0.5, 0.25)]
+            assert rq[0] > rq[1] > rq[2] > 0 and rq[1] / 0.25 == pytest.approx(rq[0], rel=0.2)
+            assert r[f"probe/scaling/{obj}/random/c=1.0/phi"] != r[f"probe/scaling/{obj}/c=1.0/phi"]
+            random_phi = r[f"probe/scaling/{obj}/random/c=0.25/phi"]
+            assert r[f"probe/scaling/{obj}/random/phi_prime"] == pytest.approx(random_phi / 0.25, rel=1e-12)
+            assert r[f"probe/scaling/{obj}/random/defined"] is True
 
 
 def _phi_by_hand(before: np.ndarray, after: np.ndarray, labels: np.ndarray, epsilon: float, objective: str):
