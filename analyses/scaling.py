@@ -56,8 +56,8 @@ from analyses.verdict import GroupFigures
 from zerolock_theory.metric_keys import OBJECTIVES, scaling_factors, scaling_key, scaling_step_key
 
 __all__ = ["MIN_FACTORS", "MIN_STEPS", "OUTCOMES", "RESOLUTION", "DirectionCounts", "GroupScaling",
-           "SeedScaling", "StepScaling", "classify_steps", "group_scaling", "phi_prime", "scaling_outcome",
-           "seed_scaling"]
+           "SeedScaling", "StepScaling", "classify_steps", "group_from_seeds", "group_scaling", "phi_prime",
+           "scaling_outcome", "seed_from_arrays", "seed_scaling"]
 
 OUTCOMES: tuple[str, ...] = ("holds", "fails, generically", "fails systematically", "not testable")
 REASONS: tuple[str, ...] = ("resolved", "few_seeds", "unresolved", "no_baseline", "above_random", "not_above_random")
@@ -160,21 +160,16 @@ def _table(frame: pd.DataFrame, obj: str, direction: str, run: str) -> tuple[np.
     return np.asarray(factors), phi[logged], rho[logged]
 
 
-def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: int = MIN_STEPS) -> SeedScaling:
-    """The per-seed counts, pairs and descriptive slope; ``NotMeasured`` without scaled steps."""
-    if not scaling_factors(frame.columns, obj):
-        raise NotMeasured(f"{run}: no probe/scaling/{obj} keys (probe 'scaling' off)")
-    c, phi, rho = _table(frame, obj, "actual", run)
-    if not len(phi):
-        raise NotMeasured(f"{run}: no scaled step in probe/scaling/{obj}")
+def seed_from_arrays(
+    run: str, c: np.ndarray, phi: np.ndarray, rho: np.ndarray, phi_random: np.ndarray | None,
+    *, min_steps: int = MIN_STEPS,
+) -> SeedScaling:
+    """``SeedScaling`` from φ [steps, factors], ρ and the random baseline's φ at the same steps (or None)."""
     cls = classify_steps(c, phi)
     actual = DirectionCounts(len(cls), int((cls != UNRESOLVED).sum()), int((cls == POSITIVE).sum()))
     random, pa, pr = None, [], []
-    if scaling_factors(frame.columns, obj, "random"):
-        cr, phi_r, _ = _table(frame, obj, "random", run)
-        if len(phi_r) != len(phi) or not np.array_equal(cr, c):
-            raise NotMeasured(f"{run}: the random baseline of probe/scaling/{obj} is not at the same steps and factors")
-        cls_r = classify_steps(c, phi_r)
+    if phi_random is not None:
+        cls_r = classify_steps(c, phi_random)
         random = DirectionCounts(len(cls_r), int((cls_r != UNRESOLVED).sum()), int((cls_r == POSITIVE).sum()))
         both = (cls != UNRESOLVED) & (cls_r != UNRESOLVED)
         pa, pr = (cls[both] == POSITIVE).astype(int).tolist(), (cls_r[both] == POSITIVE).astype(int).tolist()
@@ -188,6 +183,21 @@ def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: 
         slope=float(np.median(slopes)) if slopes.size else math.nan, n_slope_steps=int(slopes.size),
         factors=c.tolist(), c_rho=[None if not math.isfinite(v) else float(v) for v in c_rho],
     )
+
+
+def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: int = MIN_STEPS) -> SeedScaling:
+    """The per-seed counts, pairs and descriptive slope; ``NotMeasured`` without scaled steps."""
+    if not scaling_factors(frame.columns, obj):
+        raise NotMeasured(f"{run}: no probe/scaling/{obj} keys (probe 'scaling' off)")
+    c, phi, rho = _table(frame, obj, "actual", run)
+    if not len(phi):
+        raise NotMeasured(f"{run}: no scaled step in probe/scaling/{obj}")
+    phi_r = None
+    if scaling_factors(frame.columns, obj, "random"):
+        cr, phi_r, _ = _table(frame, obj, "random", run)
+        if len(phi_r) != len(phi) or not np.array_equal(cr, c):
+            raise NotMeasured(f"{run}: the random baseline of probe/scaling/{obj} is not at the same steps and factors")
+    return seed_from_arrays(run, c, phi, rho, phi_r, min_steps=min_steps)
 
 
 def scaling_outcome(
@@ -267,6 +277,15 @@ def group_scaling(
             reasons.append(str(exc))
     if not seeds:
         raise NotMeasured("; ".join(reasons) or f"no run for probe/scaling/{obj}")
+    return group_from_seeds(seeds, group=group, trained=trained, level=level, min_steps=min_steps)
+
+
+def group_from_seeds(
+    seeds: Sequence[SeedScaling], *, group: str = "", trained: str = "", level: float = 0.95,
+    min_steps: int = MIN_STEPS,
+) -> GroupScaling:
+    """The shares, their difference and the outcome over the counted seeds (module docstring)."""
+    seeds = list(seeds)
     counted = [s for s in seeds if s.counted]
     share = cluster_share_interval([s.actual.n_positive for s in counted], [s.actual.n_resolved for s in counted],
                                    level)

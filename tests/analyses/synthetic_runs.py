@@ -238,6 +238,7 @@ def write_run(
     probes: bool = True,
     final_ce_drop: float = 1.0,
     scaling_every: int = 2,
+    scaling_share: float = 0.9,
 ) -> Path:
     """Write one synthetic run directory ``root/name`` and return its path."""
     rng = np.random.default_rng(seed * 1000 + int(round(lr * 1e6)) + (direction == "reverse"))
@@ -287,9 +288,9 @@ def write_run(
             if t % 2 == 0:
                 _minimizer(rng, rec, chunks, t, tracks, base)
             if t % scaling_every == 0:
-                scaling_record(scaling_rng, rec, "implemented", scaling)
+                scaling_record(scaling_rng, rec, "implemented", scaling, share=scaling_share)
                 if epsilon > 0:
-                    scaling_record(scaling_rng, rec, "paper", scaling)
+                    scaling_record(scaling_rng, rec, "paper", scaling, share=scaling_share)
         lines.append(json.dumps(rec))
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     if probes and method == "zerolock":

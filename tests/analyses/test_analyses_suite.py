@@ -58,7 +58,8 @@ def test_verdict_rows_follow_the_synthetic_truth(suite):
         zip(
             CLAIMS,
             ["refuted", "refuted", "refuted", "refuted", "not testable at this horizon",
-             "not testable at this horizon", "not testable at this horizon", "supported",
+             "not testable at this horizon", "not testable at this horizon",
+             "not testable",  # Proposition 1: CE falls with depth at every pair, no rising pair to test
              "not testable at this horizon", "not testable at this horizon"],
             strict=True,
         )
