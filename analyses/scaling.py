@@ -8,11 +8,12 @@ Reads the ``scaling`` probe (``zerolock_theory.metric_keys.scaling_key``): φ(c)
 ω^t + c·Δω_t (``actual``) and at ω^t + c·u_t, u_t a random direction with the update's norm
 per chunk (``random``), for factors c_1 > … > c_n (n ≥ ``MIN_FACTORS``).
 
-**φ′ of one scaled step.** With s(c) = φ(c)/c = φ′ + b·c + O(c²), Richardson extrapolation
-through the two smallest factors, φ̂′ = (c_{n−1}·s(c_n) − c_n·s(c_{n−1}))/(c_{n−1} − c_n),
-removes the O(c) term; the same through (c_{n−2}, c_{n−1}) gives φ̂′_prev, and
-err = |φ̂′ − φ̂′_prev| (≈ 3× the error of φ̂′ for halving factors) plus float noise. With
-S = max_c |s(c)| and τ = max(err, ``RESOLUTION``·S) the step is
+**φ′ of one scaled step.** With s(c) = φ(c)/c = φ′ + b·c + d·c² + O(c³), the quadratic
+through s at the three smallest factors, evaluated at c = 0 (Richardson extrapolation of
+order 2), is φ̂′; it is exact when φ is a cubic in c. The same through the next three
+factors up gives φ̂′_prev, and err = |φ̂′ − φ̂′_prev| estimates its error (float noise
+included: s(c) amplifies it by 1/c). With S = max_c |s(c)| and τ = max(err, ``RESOLUTION``·S)
+the step is
 
 * ``positive`` when φ̂′ > τ, ``non-positive`` when φ̂′ < −τ, or when |φ̂′| ≤ τ and
   err ≤ ``RESOLUTION``·S (φ′ is zero at the design's resolution: φ(c) = O(c²));
@@ -61,8 +62,8 @@ __all__ = ["MIN_FACTORS", "MIN_STEPS", "OUTCOMES", "RESOLUTION", "DirectionCount
 
 OUTCOMES: tuple[str, ...] = ("holds", "fails, generically", "fails systematically", "not testable")
 REASONS: tuple[str, ...] = ("resolved", "few_seeds", "unresolved", "no_baseline", "above_random", "not_above_random")
-MIN_FACTORS = 3
-"""Factors needed per scaled step: two for φ̂′, a third for its error."""
+MIN_FACTORS = 4
+"""Factors needed per scaled step: three for φ̂′, a fourth for its error."""
 MIN_STEPS = 30
 """Resolved scaled steps a seed needs to count (the full suite scales ≥ 30 steps per run)."""
 RESOLUTION = 1e-3
@@ -73,16 +74,22 @@ _LEGACY = {"holds": "bounded", "fails systematically": "first order", "fails, ge
            "not testable": "not testable"}
 
 
+def _extrapolate(c: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Value at c = 0 of the quadratic through (c_j, s[:, j]), j = 0..2 (Lagrange weights)."""
+    out = np.zeros(s.shape[0])
+    for i in range(3):
+        others = [j for j in range(3) if j != i]
+        weight = np.prod([c[j] / (c[j] - c[i]) for j in others])
+        out = out + weight * s[:, i]
+    return out
+
+
 def phi_prime(c: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(φ̂′, err, S) per row of ``phi`` [steps, factors] at factors ``c`` (largest first)."""
     s = phi / c
-
-    def extrapolate(i: int, j: int) -> np.ndarray:  # through (c_i, s_i), (c_j, s_j), c_i > c_j
-        return (c[i] * s[:, j] - c[j] * s[:, i]) / (c[i] - c[j])
-
     n = c.size
-    estimate = extrapolate(n - 2, n - 1)
-    err = np.abs(estimate - extrapolate(n - 3, n - 2))
+    estimate = _extrapolate(c[n - 3:], s[:, n - 3:])
+    err = np.abs(estimate - _extrapolate(c[n - 4:n - 1], s[:, n - 4:n - 1]))
     return estimate, err, np.abs(s).max(axis=1)
 
 
@@ -138,7 +145,7 @@ class SeedScaling:
 
 def _slope(c: np.ndarray, rho: np.ndarray) -> float:
     ok = np.isfinite(rho) & (rho > 0)
-    if ok.sum() < MIN_FACTORS:
+    if ok.sum() < 3:
         return math.nan
     return float(np.polyfit(np.log(c[ok]), np.log(rho[ok]), 1)[0])
 
