@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyses.proposition import (
@@ -142,6 +142,7 @@ def tables_with_a_new_violation(draw):
     return frames, changed
 
 
+@settings(max_examples=50)  # each example builds two groups of up to 5 runs
 @given(tables_with_a_new_violation())
 def test_adding_a_violation_never_weakens_the_outcome(pair):
     before, after = (_group(frames) for frames in pair)
