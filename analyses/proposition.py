@@ -98,6 +98,22 @@ class PropositionRun:
         """Violations / rising pairs (NaN without rising pairs)."""
         return self.pairs.n_violations / self.pairs.n_rising if self.pairs.n_rising else float("nan")
 
+    # LEGACY names read by reports/sections.py until it reads ``pairs``: the rising pairs' counts
+    @property
+    def n_pairs(self) -> int:
+        """LEGACY: the rising pairs (the only ones tested)."""
+        return self.pairs.n_rising
+
+    @property
+    def n_violations(self) -> int:
+        """LEGACY: the violating (rising) pairs."""
+        return self.pairs.n_violations
+
+    @property
+    def median_slack_ratio(self) -> float | None:
+        """LEGACY: no longer computed (the slack ratio divided by a decrease); always None."""
+        return None
+
 
 def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_REL) -> PropositionRun:
     """Rising pairs of one run (module docstring); ``NotMeasured`` without CE and δ for two chunks."""
