@@ -14,8 +14,9 @@ k = 1..K (else k = 2..K). At float tolerance tol = ``TOL_REL``·max(1, |CE_k|):
 * its **tightness** is (CE_k − CE_{k−1})/δ_k: ≤ 1 where it holds, +inf where δ_k = 0.
 
 Per run (one seed): rising pairs, their share of all pairs, violations, the tightness at each
-rising pair, and the same counts at the first probed step (the baseline: ω^1 when
-``minimizers.every`` divides 0; the closest the probe comes to the untrained model).
+rising pair, and the same counts at the untrained model ω^0 (the baseline, from
+``probe/minimizer/initial/{k}/{ce,gap}``, logged by the probe with step 0); for runs without
+those keys, at the first probed step instead (``baseline_untrained`` False).
 
 Over the seeds (binomial model, ``analyses.shares.cluster_share_interval``): the pooled share
 of rising pairs that violate, with a seed-respecting Clopper–Pearson interval (its upper end
@@ -44,7 +45,7 @@ from analyses.results import Interval, NotMeasured, Result, register
 from analyses.seeds import MIN_SEEDS
 from analyses.shares import cluster_share_interval
 from analyses.verdict import GroupFigures
-from zerolock_theory.metric_keys import minimizer_key, present_chunks
+from zerolock_theory.metric_keys import minimizer_initial_key, minimizer_key, present_chunks
 
 __all__ = ["OUTCOMES", "TOL_REL", "PairCounts", "PropositionGroup", "PropositionRun", "PropositionSet",
            "pair_counts", "proposition_group", "proposition_outcome", "proposition_run"]
@@ -87,8 +88,8 @@ class PropositionRun:
     chunks: list[int]
     steps: list[int]  # the probed steps with finite CE and δ
     pairs: PairCounts
-    baseline_step: int
-    baseline: PairCounts  # at the first probed step
+    baseline_untrained: bool  # True: at ω^0 (``probe/minimizer/initial``); False: at the first probed step
+    baseline: PairCounts
     tightness: list[float]  # (CE_k − CE_{k−1})/δ_k at each rising pair, in (step, k) order
     rising_at: list[list[int]]  # [step, k] of each rising pair
     min_margin: float  # min over all pairs of CE_{k−1} + δ_k − CE_k (descriptive)
@@ -115,6 +116,23 @@ class PropositionRun:
         return None
 
 
+def _untrained(frame: pd.DataFrame, first: int, ks: list[int], tol_rel: float) -> PairCounts | None:
+    """Pair counts at ω^0 from ``probe/minimizer/initial/{k}/{ce,gap}`` (the record of step 0), if logged."""
+    keys = [minimizer_initial_key(k, "ce") for k in [first, *ks]] + [minimizer_initial_key(k, "gap") for k in ks]
+    if not all(key in frame.columns for key in keys):
+        return None
+    row = frame[keys].apply(pd.to_numeric, errors="coerce").dropna()
+    if row.empty:
+        return None
+    values = row.iloc[0]
+    ce = {k: float(values[minimizer_initial_key(k, "ce")]) for k in [first, *ks]}
+    prev = np.array([ce[k - 1] for k in ks])
+    now = np.array([ce[k] for k in ks])
+    gap = np.array([float(values[minimizer_initial_key(k, "gap")]) for k in ks])
+    rising, violating = pair_counts(prev, now, gap, tol_rel)
+    return PairCounts(len(ks), int(rising.sum()), int(violating.sum()))
+
+
 def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_REL) -> PropositionRun:
     """Rising pairs of one run (module docstring); ``NotMeasured`` without CE and δ for two chunks."""
     chunks = present_chunks(frame.columns, lambda k: minimizer_key(k, "gap"))
@@ -136,11 +154,13 @@ def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_
     with np.errstate(divide="ignore", invalid="ignore"):
         tight = np.where(gap > 0, (now - prev) / gap, np.inf)
     where = np.argwhere(rising)
+    untrained = _untrained(frame, first, ks, tol_rel)
+    baseline = untrained or PairCounts(len(ks), int(rising[0].sum()), int(violating[0].sum()))
     return PropositionRun(
         run=run, chunks=ks, steps=[int(s) for s in steps],
         pairs=PairCounts(int(rising.size), int(rising.sum()), int(violating.sum())),
-        baseline_step=int(steps[0]),
-        baseline=PairCounts(len(ks), int(rising[0].sum()), int(violating[0].sum())),
+        baseline_untrained=untrained is not None,
+        baseline=baseline,
         tightness=[float(tight[i, j]) for i, j in where],
         rising_at=[[int(steps[i]), ks[j]] for i, j in where],
         min_margin=float((prev + gap - now).min()),
@@ -164,7 +184,7 @@ class PropositionGroup:
     trained: str
     runs: list[PropositionRun]
     pairs: PairCounts  # over every seed
-    baseline: PairCounts  # at each seed's first probed step, summed
+    baseline: PairCounts  # at each seed's ω^0 (else its first probed step), summed
     violation_share: Interval | None  # violations / rising pairs, seed-respecting Clopper–Pearson
     max_tightness: float | None  # the largest (CE_k − CE_{k−1})/δ_k at a rising pair
     median_tightness: float | None

@@ -25,6 +25,7 @@ __all__ = [
     "chunk_ce",
     "eval_chunk_ce",
     "factor_label",
+    "minimizer_initial_key",
     "minimizer_key",
     "present_chunks",
     "scaling_factors",
@@ -95,6 +96,11 @@ def scaling_factors(columns: Iterable[str], objective: str, direction: str = "ac
 def minimizer_key(chunk: int, field: str) -> str:
     """``probe/minimizer/{k}/{field}`` (kl_p_g, kl_m_p, tv_g, tv_m, gap, ce)."""
     return f"{MINIMIZER}/{chunk}/{field}"
+
+
+def minimizer_initial_key(chunk: int, field: str) -> str:
+    """``probe/minimizer/initial/{k}/{ce|gap}``: CE_k and δ_k at the untrained ω^0 (logged with step 0)."""
+    return f"{MINIMIZER}/initial/{chunk}/{field}"
 
 
 def eval_chunk_ce(chunk: int) -> str:

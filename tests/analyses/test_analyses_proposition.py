@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from analyses.proposition import (
     OUTCOMES,
+    PairCounts,
     PropositionSet,
     proposition_group,
     proposition_outcome,
@@ -48,6 +49,19 @@ def test_no_rising_pair_is_not_tested():
     assert group.outcome == "not tested" and group.pairs.n_rising == 0 and group.pairs.n_pairs == 5 * 20 * 3
     assert group.violation_share is None and group.max_tightness is None
     assert group.baseline.n_pairs == 15 and group.baseline.n_rising == 0
+
+
+def test_the_baseline_is_the_untrained_model_when_logged():
+    frames = [_frame(s, d_ce=0.1, gap=0.4, noise=0.0) for s in range(3)]
+    assert not proposition_run(frames[0]).baseline_untrained  # first probed step instead
+    for f in frames:  # at ω^0 CE falls with depth, except a rise of 0.5 at k = 3 with delta 0.2
+        for k, ce in enumerate([4.0, 3.8, 3.6, 4.1]):
+            f.loc[0, f"probe/minimizer/initial/{k}/ce"] = ce
+        for k in range(1, K + 1):
+            f.loc[0, f"probe/minimizer/initial/{k}/gap"] = 0.2
+    run = proposition_run(frames[0])
+    assert run.baseline_untrained and run.baseline == PairCounts(3, 1, 1)
+    assert _group(frames).baseline == PairCounts(9, 3, 3) and _group(frames).outcome == "holds"
 
 
 def test_rising_pairs_covered_by_the_slack_hold_with_their_tightness():

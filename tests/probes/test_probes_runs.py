@@ -150,6 +150,13 @@ def test_online_phi_equals_recomputation_from_stored_full_distributions(runs):
     labels = labels[labels != -100]
     assert len(labels) == N == batch["n_positions"]
     records = read_records(runs["all"] / "metrics.jsonl")
+    # Proposition 1's step-0 baseline: CE_k at the untrained ω^0, logged once, with step 0
+    untrained = store.dense(0).astype(np.float64)
+    for k in range(K + 1):
+        ce = float(-np.log(untrained[k, np.arange(N), labels]).mean())
+        assert records[0][f"probe/minimizer/initial/{k}/ce"] == pytest.approx(ce, rel=1e-5)
+    assert all(f"probe/minimizer/initial/{k}/gap" in records[0] for k in range(1, K + 1))
+    assert not any("probe/minimizer/initial/1/ce" in r for r in records[1:])
     for t, record in enumerate(records):
         before, after = store.dense(t).astype(np.float64), store.dense(t + 1).astype(np.float64)
         for objective, eps in (("implemented", 0.0), ("paper", 0.1)):
