@@ -1,28 +1,39 @@
-"""Proposition 1 with its slack: CE_k ≤ CE_{k−1} + δ_k (docs/MATH.md, "Proposition 1 and depth").
+"""Proposition 1 on the rising pairs: CE_k ≤ CE_{k−1} + δ_k (docs/MATH.md, "Proposition 1 and depth").
 
-From the ``minimizers`` probe on the probe batch (same positions, same parameters ω^{t+1}):
-CE_k = ``probe/minimizer/{k}/ce`` = CE(e_y, p_k) and δ_k = ``probe/minimizer/{k}/gap``
-(KL(p_k ‖ g_k) reverse, KL(m_k ‖ p_k) forward); CE_0 (``probe/minimizer/0/ce``, the readout
-p_0) when logged, so the pairs are k = 1..K (else k = 2..K).
+Question: where the task loss rises with depth (CE_k > CE_{k−1}), does the local gap δ_k
+cover the rise, as Proposition 1's CE_k ≤ CE_{k−1} + δ_k says? Elsewhere the inequality
+holds because δ_k ≥ 0, for any method, so only rising pairs are tested.
 
-At each probed step and pair, the margin is CE_{k−1} + δ_k − CE_k; the pair holds when the
-margin ≥ −tol with tol = ``TOL_REL``·max(1, |CE_k|) (float tolerance, never exact equality).
-The slack ratio is δ_k / |CE_k − CE_{k−1}| (how much larger the slack is than the change it
-is meant to bound). Per run (one seed): the violation share, the smallest margin and the
-median slack ratio. Over seeds: t-intervals (``analyses.seeds.seed_interval``). Verdict
-(``proposition_verdict``):
+From the ``minimizers`` probe on the probe batch (same positions, parameters ω^{t+1}):
+CE_k = ``probe/minimizer/{k}/ce`` and δ_k = ``probe/minimizer/{k}/gap`` (KL(p_k ‖ g_k)
+reverse, KL(m_k ‖ p_k) forward); CE_0 (the readout p_0) when logged, so the pairs are
+k = 1..K (else k = 2..K). At float tolerance tol = ``TOL_REL``·max(1, |CE_k|):
 
-* ``not testable`` — fewer than 3 seeds;
-* ``violated`` — the violation-share interval lies above 0 (violations in every seed);
-* ``isolated violations`` — some violations, but the share interval reaches 0;
-* ``consistent but vacuous`` — no violation and the slack-ratio interval lies above
-  ``VACUOUS`` (δ_k dwarfs the CE differences: the inequality says nothing);
-* ``consistent`` — no violation otherwise.
+* a pair (t, k) is **rising** when CE_k − CE_{k−1} > tol;
+* a rising pair **violates** when CE_k − CE_{k−1} − δ_k > tol (a violation is always rising);
+* its **tightness** is (CE_k − CE_{k−1})/δ_k: ≤ 1 where it holds, +inf where δ_k = 0.
+
+Per run (one seed): rising pairs, their share of all pairs, violations, the tightness at each
+rising pair, and the same counts at the untrained model ω^0 (the baseline, from
+``probe/minimizer/initial/{k}/{ce,gap}``, logged by the probe with step 0); for runs without
+those keys, at the first probed step instead (``baseline_untrained`` False).
+
+Over the seeds (binomial model, ``analyses.shares.cluster_share_interval``): the pooled share
+of rising pairs that violate, with a seed-respecting Clopper–Pearson interval (its upper end
+bounds the violation rate when none is seen). Outcome (``OUTCOMES``; ``proposition_outcome``):
+
+* ``not testable`` — fewer than ``MIN_SEEDS`` seeds with finite CE_k and δ_k;
+* ``violated`` — at m ≥ 1 of the n rising pairs;
+* ``not tested`` — no rising pair on any seed: the task loss never rises with depth on this
+  run, the slack is never needed;
+* ``holds`` — at the n ≥ 1 rising pairs, none violates (with their tightness).
+
+The rule is monotone: a violation is a rising pair, so adding one never turns "violated"
+into anything else, and "holds" / "not tested" into "violated" (test: hypothesis).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,33 +42,81 @@ import pandas as pd
 
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
-from analyses.seeds import seed_interval, share_interval
-from analyses.verdict import GroupFigures
-from zerolock_theory.metric_keys import minimizer_key, present_chunks
+from analyses.seeds import MIN_SEEDS
+from analyses.shares import cluster_share_interval
+from zerolock_theory.metric_keys import minimizer_initial_key, minimizer_key, present_chunks
 
-__all__ = ["PropositionGroup", "PropositionRun", "PropositionSet", "proposition_group", "proposition_run",
-           "proposition_verdict"]
+__all__ = ["OUTCOMES", "TOL_REL", "PairCounts", "PropositionGroup", "PropositionRun", "PropositionSet",
+           "pair_counts", "proposition_group", "proposition_outcome", "proposition_run"]
 
+OUTCOMES: tuple[str, ...] = ("holds", "violated", "not tested", "not testable")
 TOL_REL = 1e-6
-VACUOUS = 10.0
+"""Float tolerance, relative to max(1, |CE_k|), for a rise and for a violation."""
+# legacy words of analyses/claims.py and reports/findings.py until they read ``outcome``
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Pairs (t, k) of some probed steps: all, rising, violating."""
+
+    n_pairs: int
+    n_rising: int
+    n_violations: int
+
+    @property
+    def rising_share(self) -> float:
+        """n_rising / n_pairs."""
+        return self.n_rising / self.n_pairs if self.n_pairs else float("nan")
+
+
+def pair_counts(ce_prev: np.ndarray, ce: np.ndarray, gap: np.ndarray, tol_rel: float = TOL_REL
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(rising, violating) boolean arrays of the pairs (module docstring)."""
+    tol = tol_rel * np.maximum(1.0, np.abs(ce))
+    rise = ce - ce_prev
+    return rise > tol, rise - gap > tol
 
 
 @dataclass(frozen=True)
 class PropositionRun:
-    """One run's pairs (k−1, k) over its probed steps."""
+    """One run's pairs (k−1, k) over its probed steps, and at its first probed step."""
 
     run: str
     chunks: list[int]
-    n_pairs: int
-    n_violations: int
-    violation_share: float
-    min_margin: float
-    median_slack_ratio: float | None
-    final_margin: list[float]
+    steps: list[int]  # the probed steps with finite CE and δ
+    pairs: PairCounts
+    baseline_untrained: bool  # True: at ω^0 (``probe/minimizer/initial``); False: at the first probed step
+    baseline: PairCounts
+    tightness: list[float]  # (CE_k − CE_{k−1})/δ_k at each rising pair, in (step, k) order
+    rising_at: list[list[int]]  # [step, k] of each rising pair
+    min_margin: float  # min over all pairs of CE_{k−1} + δ_k − CE_k (descriptive)
+
+    @property
+    def violation_share(self) -> float:
+        """Violations / rising pairs (NaN without rising pairs)."""
+        return self.pairs.n_violations / self.pairs.n_rising if self.pairs.n_rising else float("nan")
+
+
+
+def _untrained(frame: pd.DataFrame, first: int, ks: list[int], tol_rel: float) -> PairCounts | None:
+    """Pair counts at ω^0 from ``probe/minimizer/initial/{k}/{ce,gap}`` (the record of step 0), if logged."""
+    keys = [minimizer_initial_key(k, "ce") for k in [first, *ks]] + [minimizer_initial_key(k, "gap") for k in ks]
+    if not all(key in frame.columns for key in keys):
+        return None
+    row = frame[keys].apply(pd.to_numeric, errors="coerce").dropna()
+    if row.empty:
+        return None
+    values = row.iloc[0]
+    ce = {k: float(values[minimizer_initial_key(k, "ce")]) for k in [first, *ks]}
+    prev = np.array([ce[k - 1] for k in ks])
+    now = np.array([ce[k] for k in ks])
+    gap = np.array([float(values[minimizer_initial_key(k, "gap")]) for k in ks])
+    rising, violating = pair_counts(prev, now, gap, tol_rel)
+    return PairCounts(len(ks), int(rising.sum()), int(violating.sum()))
 
 
 def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_REL) -> PropositionRun:
-    """Margins of one run (module docstring); ``NotMeasured`` without CE and δ for two chunks."""
+    """Rising pairs of one run (module docstring); ``NotMeasured`` without CE and δ for two chunks."""
     chunks = present_chunks(frame.columns, lambda k: minimizer_key(k, "gap"))
     if minimizer_key(1, "ce") not in frame.columns or len(chunks) < 1:
         raise NotMeasured(f"{run}: no probe/minimizer/{{k}}/ce and gap (probe 'minimizers' off)")
@@ -66,60 +125,54 @@ def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_
     if not ks:
         raise NotMeasured(f"{run}: fewer than two chunks with CE")
     ce = {k: numeric_column(frame, minimizer_key(k, "ce"), where=run).to_numpy(float) for k in [first, *chunks]}
-    gap = {k: numeric_column(frame, minimizer_key(k, "gap"), where=run).to_numpy(float) for k in ks}
-    margin = np.stack([ce[k - 1] + gap[k] - ce[k] for k in ks], 1)
-    tol = tol_rel * np.maximum(1.0, np.abs(np.stack([ce[k] for k in ks], 1)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slack = np.stack([gap[k] / np.abs(ce[k] - ce[k - 1]) for k in ks], 1)
-    rows = np.isfinite(margin).all(axis=1)
+    gap = np.stack([numeric_column(frame, minimizer_key(k, "gap"), where=run).to_numpy(float) for k in ks], 1)
+    prev, now = np.stack([ce[k - 1] for k in ks], 1), np.stack([ce[k] for k in ks], 1)
+    rows = np.isfinite(prev).all(axis=1) & np.isfinite(now).all(axis=1) & np.isfinite(gap).all(axis=1)
     if not rows.any():
         raise NotMeasured(f"{run}: no probed step with finite CE_k and delta_k")
-    margin, tol, slack = margin[rows], tol[rows], slack[rows]
-    violations = int((margin < -tol).sum())
-    finite_slack = slack[np.isfinite(slack)]
+    steps = (frame["step"].to_numpy() if "step" in frame.columns else np.arange(len(frame)))[rows]
+    prev, now, gap = prev[rows], now[rows], gap[rows]
+    rising, violating = pair_counts(prev, now, gap, tol_rel)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tight = np.where(gap > 0, (now - prev) / gap, np.inf)
+    where = np.argwhere(rising)
+    untrained = _untrained(frame, first, ks, tol_rel)
+    baseline = untrained or PairCounts(len(ks), int(rising[0].sum()), int(violating[0].sum()))
     return PropositionRun(
-        run=run,
-        chunks=ks,
-        n_pairs=int(margin.size),
-        n_violations=violations,
-        violation_share=violations / margin.size,
-        min_margin=float(margin.min()),
-        median_slack_ratio=float(np.median(finite_slack)) if finite_slack.size else None,
-        final_margin=margin[-1].tolist(),
+        run=run, chunks=ks, steps=[int(s) for s in steps],
+        pairs=PairCounts(int(rising.size), int(rising.sum()), int(violating.sum())),
+        baseline_untrained=untrained is not None,
+        baseline=baseline,
+        tightness=[float(tight[i, j]) for i, j in where],
+        rising_at=[[int(steps[i]), ks[j]] for i, j in where],
+        min_margin=float((prev + gap - now).min()),
     )
 
 
-def proposition_verdict(violations: Interval | None, n_violations: int, slack: Interval | None) -> str:
-    """``not testable`` / ``violated`` / ``isolated violations`` / ``consistent but vacuous`` / ``consistent``."""
-    if violations is None:
+def proposition_outcome(n_seeds: int, n_rising: int, n_violations: int, *, min_seeds: int = MIN_SEEDS) -> str:
+    """``not testable`` / ``violated`` / ``not tested`` / ``holds`` from the totals over seeds."""
+    if n_seeds < min_seeds:
         return "not testable"
-    if violations.low > 0.0:
+    if n_violations > 0:
         return "violated"
-    if n_violations:
-        return "isolated violations"
-    if slack is not None and slack.low > VACUOUS:
-        return "consistent but vacuous"
-    return "consistent"
+    return "holds" if n_rising > 0 else "not tested"
 
 
 @dataclass(frozen=True)
 class PropositionGroup:
-    """CE_k ≤ CE_{k−1} + δ_k over the seeds of one group, with its verdict."""
+    """CE_k ≤ CE_{k−1} + δ_k at the rising pairs over the seeds of one group, with its outcome."""
 
     group: str
     trained: str
     runs: list[PropositionRun]
-    violation_share: Interval | None
-    min_margin: Interval | None
-    slack_ratio: Interval | None
-    verdict: str
+    pairs: PairCounts  # over every seed
+    baseline: PairCounts  # at each seed's ω^0 (else its first probed step), summed
+    violation_share: Interval | None  # violations / rising pairs, seed-respecting Clopper–Pearson
+    max_tightness: float | None  # the largest (CE_k − CE_{k−1})/δ_k at a rising pair
+    median_tightness: float | None
+    outcome: str
 
-    def figures(self) -> GroupFigures:
-        """The group's figures (``analyses.verdict.GroupFigures``), stated by ``analyses.claims.text``."""
-        return GroupFigures(self.group, self.trained, "proposition", self.verdict, len(self.runs),
-                            "share of violating (step, k) pairs", self.violation_share,
-                            pairs=sum(r.n_pairs for r in self.runs), violations=sum(r.n_violations for r in self.runs),
-                            margin=self.min_margin, slack=self.slack_ratio)
+
 
 
 @register
@@ -137,20 +190,29 @@ class PropositionSet(Result):
         return self.groups[0]
 
 
+def _sum(counts: Sequence[PairCounts]) -> PairCounts:
+    return PairCounts(*(int(sum(getattr(c, f) for c in counts)) for f in ("n_pairs", "n_rising", "n_violations")))
+
+
 def proposition_group(
-    runs: Sequence[tuple[str, pd.DataFrame]], *, group: str = "", trained: str = "", level: float = 0.95
+    runs: Sequence[tuple[str, pd.DataFrame]], *, group: str = "", trained: str = "", level: float = 0.95,
+    tol_rel: float = TOL_REL,
 ) -> PropositionGroup:
-    """Per-run margins, seed intervals and the verdict; ``NotMeasured`` if no run has the keys."""
+    """Per-run rising pairs, the pooled violation share over seeds and the outcome; ``NotMeasured``
+    if no run has the keys."""
     built, reasons = [], []
     for name, frame in runs:
         try:
-            built.append(proposition_run(frame, name))
+            built.append(proposition_run(frame, name, tol_rel))
         except NotMeasured as exc:
             reasons.append(str(exc))
     if not built:
         raise NotMeasured("; ".join(reasons) or "no run")
-    share = share_interval([r.violation_share for r in built], level)
-    margin = seed_interval([r.min_margin for r in built], level)
-    slack = seed_interval([math.nan if r.median_slack_ratio is None else r.median_slack_ratio for r in built], level)
-    verdict = proposition_verdict(share, sum(r.n_violations for r in built), slack)
-    return PropositionGroup(group, trained, built, share, margin, slack, verdict)
+    pairs = _sum([r.pairs for r in built])
+    share = cluster_share_interval([r.pairs.n_violations for r in built], [r.pairs.n_rising for r in built], level)
+    tight = np.array([t for r in built for t in r.tightness], dtype=float)
+    return PropositionGroup(
+        group, trained, built, pairs, _sum([r.baseline for r in built]), share,
+        float(tight.max()) if tight.size else None, float(np.median(tight)) if tight.size else None,
+        proposition_outcome(len(built), pairs.n_rising, pairs.n_violations),
+    )

@@ -17,10 +17,10 @@ from typing import Any
 
 from analyses.results import Interval, Result, decode
 
-__all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "BoundFigures", "DriftFigures", "Evidence", "GroupFigures",
-           "RhoFigures", "ToyFigures", "Verdict"]
+__all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "BoundFigures", "Evidence", "GroupFigures",
+           "ToyFigures", "Verdict"]
 
-GROUP_ANALYSES: tuple[str, ...] = ("tracking", "scaling", "proposition")
+GROUP_ANALYSES: tuple[str, ...] = ("tracking",)
 BOUND_REASONS: tuple[str, ...] = (
     "no_seed",  # no usable seed
     "short_horizon",  # the horizon is below min_horizon: too short to test a bound
@@ -65,11 +65,6 @@ class GroupFigures:
     interval: Interval | None  # the headline figure over seeds; None below 3 seeds
     measurable: int = 0  # tracking: seeds whose readouts moved at least analyses.tracking.MOVE_FLOOR
     exact: bool = True  # tracking: False when a measurable seed has top-k readouts (TV approximate)
-    share: Interval | None = None  # scaling: share of scaled steps with phi' > 0
-    pairs: int = 0  # proposition: (step, k) pairs over seeds
-    violations: int = 0  # proposition: pairs with CE_k > CE_(k-1) + delta_k at float tolerance
-    margin: Interval | None = None  # proposition: smallest margin CE_(k-1) + delta_k - CE_k
-    slack: Interval | None = None  # proposition: delta_k / |CE_k - CE_(k-1)|
 
     def __post_init__(self) -> None:
         _check_member(self.analysis, GROUP_ANALYSES, "analysis")
@@ -94,22 +89,6 @@ class BoundFigures:
         _check_member(self.reason, BOUND_REASONS, "bound reason")
 
 
-@dataclass(frozen=True)
-class DriftFigures:
-    """Growth exponents of D_T and Σ q_t over seeds (``analyses.drift.DriftCheck``)."""
-
-    runs: int
-    d_exponent: Interval | None
-    q_exponent: Interval | None
-
-
-@dataclass(frozen=True)
-class RhoFigures:
-    """ρ_t along training, total over chunks (``analyses.stability``)."""
-
-    median: float
-    max: float
-    steps: int
 
 
 @dataclass(frozen=True)
@@ -123,10 +102,6 @@ class Evidence:
     excluded: tuple[str, ...] = ()  # runs excluded as diverged
     toy: ToyFigures | None = None
     groups: tuple[GroupFigures, ...] = ()
-    drift: DriftFigures | None = None
-    rho: RhoFigures | None = None
-    bound: BoundFigures | None = None
-    backprop: BoundFigures | None = None
     uncalibrated: tuple[str, ...] = ()  # controls of the rule that failed
     result: Result | None = None  # the analysis result the row read (rows that need no figures above)
 

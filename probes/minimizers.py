@@ -12,6 +12,10 @@ positions:
   for the backprop baseline, that of ``method.direction`` (a diagnostic, not its loss);
 * ``ce`` = CE(e_y, p_k), also for k = 0 (the readout p_0: Proposition 1's CE_0).
 
+A run that starts at step 0 also logs, in the record of step 0, ``ce`` (k = 0..K) and
+``gap`` (k = 1..K) at the untrained ω^0 under ``probe/minimizer/initial/{k}/{ce,gap}``
+(Proposition 1's step-0 baseline), computed by ``minimizer_metrics`` in ``on_start``.
+
 Units: nats (KL, CE), TV in [0, 1]. α comes from ``method.alpha``. ``minimizer_metrics`` is
 the float64 reference; the probe evaluates the same quantities with the fused kernels of
 ``probes.kernels`` (shared with the stability probe at the same step; α = 1 uses the reference).
@@ -28,6 +32,7 @@ import torch
 from probes.batch import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.kernels import MINIMIZER, KernelSums, cached_sums, supported
 from probes.registry import register
+from zerolock_theory.metric_keys import minimizer_initial_key
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["MinimizerProbe", "minimizer_metrics"]
@@ -109,24 +114,37 @@ class MinimizerProbe:
             raise ValueError(f"minimizers.every must be >= 1, got {self.every}")
         if not 0.0 < self.epsilon < 1.0:
             raise ValueError(f"minimizers.epsilon must lie in (0, 1), got {self.epsilon}")
+        self.initial: dict[str, float] = {}  # CE_k and δ_k at ω^0, logged with step 0
 
     def on_start(self, ctx: HookContext) -> None:
-        """Fix the probe batch."""
-        probe_batch(ctx, self.n_positions, self.seed)
+        """Fix the probe batch; at step 0, CE_k and δ_k at the untrained ω^0 (module docstring)."""
+        labels = probe_batch(ctx, self.n_positions, self.seed).targets
+        self.initial = {}
+        if ctx.start_step == 0:
+            method = ctx.config.method
+            log_p = readouts(ctx, 0, self.n_positions, self.seed)
+            with torch.no_grad():
+                found = minimizer_metrics(log_p, labels, smoothing_for_g(method.epsilon, self.epsilon),
+                                          method.epsilon, method.alpha, method.direction)
+            chunks = log_p.shape[0] - 1
+            self.initial = {minimizer_initial_key(k, "ce"): found[f"{PREFIX}/{k}/ce"] for k in range(chunks + 1)}
+            self.initial.update({minimizer_initial_key(k, "gap"): found[f"{PREFIX}/{k}/gap"]
+                                 for k in range(1, chunks + 1)})
 
     def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
         """Metrics at ω^{t+1} every ``every`` steps."""
+        initial, self.initial = self.initial, {}
         if step % self.every:
-            return {}
+            return initial
         method = ctx.config.method
         log_p = readouts(ctx, step + 1, self.n_positions, self.seed)
         labels = probe_batch(ctx, self.n_positions, self.seed).targets
         eps_g = smoothing_for_g(method.epsilon, self.epsilon)
         if not supported(method.alpha, eps_g):
             with torch.no_grad():
-                return minimizer_metrics(log_p, labels, eps_g, method.epsilon, method.alpha, method.direction)
+                return initial | minimizer_metrics(log_p, labels, eps_g, method.epsilon, method.alpha, method.direction)
         sums = cached_sums(ctx.cache, step, None, log_p, labels, method.alpha, eps_g, method.epsilon)
-        return kernel_minimizer_metrics(sums, method.direction)
+        return initial | kernel_minimizer_metrics(sums, method.direction)
 
     def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
         """Stateless."""

@@ -16,20 +16,32 @@ The formulas are ``zerolock_theory.theory.stability``'s. c = 1 uses the exact ω
 First order means φ(c) ≈ c·φ′ and q(c) ≈ c²·q″, so the probe also logs the estimates at the
 smallest factor c_min: ``phi_prime`` = φ(c_min)/c_min and ``q_second`` = q(c_min)/c_min².
 
+**Random-direction baseline** (``random_baseline``, on by default): at the same step, the
+same terms at ω^t + c·u_t for every factor c (c = 1 included), where u_t is a Gaussian
+direction rescaled to the norm of the actual update chunk by chunk: ‖u_{t,k}‖ = ‖Δω_{t,k}‖
+over the trainable parameters of chunk k (trainable parameters outside every chunk form one
+more group). u_t is drawn on the CPU from a private generator seeded by
+``direction_seed(run.seed, t)``: reproducible, the same on resume, and the training RNG is
+never touched. It answers "would any update of this size move the targets like this?".
+
 Keys (``zerolock_theory.metric_keys``): ``probe/scaling/{obj}/c={c}/{phi,q,ratio}``,
-``probe/scaling/{obj}/{phi_prime,q_second,defined}``. Undefined values are null.
+``probe/scaling/{obj}/{phi_prime,q_second,defined}``, and the same under
+``probe/scaling/{obj}/random/...`` for the baseline. Undefined values are null.
 
 Cost per probed step: ``len(factors) − 1`` extra forward passes of the probe batch through
-the model (c = 1 reuses the readouts at ω^{t+1}), and 2·len(factors) evaluations of the
-stability terms on [K, N, V] arrays; nothing at the other steps. Parameters are restored
-by copying the saved ω^{t+1} back, so training is bitwise unaffected.
+the model (c = 1 reuses the readouts at ω^{t+1}), ``len(factors)`` more for the baseline, and
+2·len(factors) (4·len(factors) with the baseline) evaluations of the stability terms on
+[K, N, V] arrays; nothing at the other steps. Parameters are restored by copying the saved
+ω^{t+1} back, so training is bitwise unaffected.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from probes.batch import (
@@ -45,13 +57,49 @@ from zerolock_theory.metric_keys import scaling_key, scaling_step_key
 from zerolock_theory.theory.stability import as_metric, stability_terms
 from zerolock_theory.training.hooks import HookContext
 
-__all__ = ["DEFAULT_FACTORS", "ScalingProbe"]
+__all__ = ["DEFAULT_FACTORS", "ScalingProbe", "chunk_groups", "direction_seed", "random_direction"]
 
 DEFAULT_FACTORS: tuple[float, ...] = tuple(2.0**-i for i in range(7))
+RANDOM_STREAM = 0x5CA1E  # tags the baseline's seed sequence apart from every other use of the run seed
 
 
 def _trainable(ctx: HookContext) -> list[torch.Tensor]:
     return [p for p in ctx.chunked.model.parameters() if p.requires_grad]
+
+
+def direction_seed(run_seed: int, step: int) -> int:
+    """The seed of u_t: a 63-bit integer from ``SeedSequence((RANDOM_STREAM, run_seed, step))``."""
+    state = np.random.SeedSequence((RANDOM_STREAM, int(run_seed), int(step))).generate_state(2, np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1]))
+
+
+def chunk_groups(ctx: HookContext, params: Sequence[torch.Tensor]) -> list[int]:
+    """The group of each trainable parameter: its chunk k (1..K), or 0 outside every chunk."""
+    chunked = ctx.chunked
+    owner: dict[int, int] = {}
+    for k in range(1, int(getattr(chunked, "num_chunks", 0)) + 1):
+        owner.update({id(p): k for p in chunked.chunk_parameters(k)})
+    return [owner.get(id(p), 0) for p in params]
+
+
+def random_direction(
+    deltas: Sequence[torch.Tensor], groups: Sequence[int], seed: int
+) -> list[torch.Tensor]:
+    """u with the shapes of ``deltas``: standard normal entries (CPU generator seeded by ``seed``),
+    rescaled per group so that ‖u_group‖ = ‖Δω_group‖ (float64 norms; u = 0 where Δω = 0)."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    draws = [torch.randn(d.shape, generator=gen, dtype=torch.float64) for d in deltas]
+    out = []
+    for g in sorted(set(groups)):
+        members = [i for i, x in enumerate(groups) if x == g]
+        target = torch.sqrt(sum(deltas[i].double().square().sum().cpu() for i in members))
+        drawn = torch.sqrt(sum(draws[i].square().sum() for i in members))
+        scale = target / drawn if float(drawn) > 0 else torch.zeros((), dtype=torch.float64)
+        for i in members:
+            draws[i] = draws[i] * scale
+    for d, u in zip(deltas, draws, strict=True):
+        out.append(u.to(device=d.device, dtype=d.dtype))
+    return out
 
 
 @register("scaling")
@@ -65,6 +113,7 @@ class ScalingProbe:
     epsilon: float = 0.1  # ε of p_y in the paper's R (g_k) when method.epsilon = 0
     n_positions: int = DEFAULT_N_POSITIONS
     seed: int | None = None
+    random_baseline: bool = True  # also scale a random direction of the same norm per chunk
 
     def __post_init__(self) -> None:
         if self.every < 1:
@@ -99,21 +148,34 @@ class ScalingProbe:
         self.saved = self.before = None
         params = _trainable(ctx)
         final = [p.detach().clone() for p in params]
+        deltas = [w1 - w0 for w0, w1 in zip(start, final, strict=True)]
         scaled: dict[float, torch.Tensor] = {}
+        random: dict[float, torch.Tensor] = {}
         try:
             for c in self.factors:
                 if c == 1.0:
                     scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed).double().exp()
                     continue
-                with torch.no_grad():
-                    for p, w0, w1 in zip(params, start, final, strict=True):
-                        p.copy_(w0 + c * (w1 - w0))
-                scaled[c] = readouts_now(ctx, self.n_positions, self.seed).double().exp()
+                scaled[c] = self._at(ctx, params, start, deltas, c)
+            if self.random_baseline:
+                u = random_direction(deltas, chunk_groups(ctx, params), direction_seed(ctx.config.run.seed, step))
+                random = {c: self._at(ctx, params, start, u, c) for c in self.factors}
         finally:
             with torch.no_grad():
                 for p, w1 in zip(params, final, strict=True):
                     p.copy_(w1)
-        return self._metrics(ctx, before, scaled)
+        out = self._metrics(ctx, before, scaled, "actual")
+        if random:
+            out.update(self._metrics(ctx, before, random, "random"))
+        return out
+
+    def _at(self, ctx: HookContext, params: list[torch.Tensor], start: list[torch.Tensor],
+            direction: list[torch.Tensor], c: float) -> torch.Tensor:
+        """p̃ at ω^t + c·direction (float64 probabilities); the caller restores the parameters."""
+        with torch.no_grad():
+            for p, w0, d in zip(params, start, direction, strict=True):
+                p.copy_(w0 + c * d)
+        return readouts_now(ctx, self.n_positions, self.seed).double().exp()
 
     def _targets(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
         """p_y per objective, [N, V] float64."""
@@ -124,7 +186,9 @@ class ScalingProbe:
             self.targets = {obj: label_targets(labels, vocab, e) for obj, e in eps.items()}
         return self.targets
 
-    def _metrics(self, ctx: HookContext, before: torch.Tensor, scaled: dict[float, torch.Tensor]) -> dict[str, Any]:
+    def _metrics(
+        self, ctx: HookContext, before: torch.Tensor, scaled: dict[float, torch.Tensor], direction: str
+    ) -> dict[str, Any]:
         alpha = ctx.config.method.alpha
         out: dict[str, Any] = {}
         c_min = self.factors[-1]
@@ -133,13 +197,14 @@ class ScalingProbe:
             for c, after in scaled.items():
                 terms = stability_terms(before[:-1], after[:-1], before[1:], p_y, alpha, objective)  # type: ignore[arg-type]
                 defined &= bool(torch.isfinite(terms.phi_total))
-                out[scaling_key(objective, c, "phi")] = as_metric(terms.phi_total)
-                out[scaling_key(objective, c, "q")] = as_metric(terms.q_total)
-                out[scaling_key(objective, c, "ratio")] = as_metric(terms.ratio_total)
-            phi_min, q_min = out[scaling_key(objective, c_min, "phi")], out[scaling_key(objective, c_min, "q")]
-            out[scaling_step_key(objective, "phi_prime")] = None if phi_min is None else phi_min / c_min
-            out[scaling_step_key(objective, "q_second")] = None if q_min is None else q_min / c_min**2
-            out[scaling_step_key(objective, "defined")] = defined
+                out[scaling_key(objective, c, "phi", direction)] = as_metric(terms.phi_total)
+                out[scaling_key(objective, c, "q", direction)] = as_metric(terms.q_total)
+                out[scaling_key(objective, c, "ratio", direction)] = as_metric(terms.ratio_total)
+            phi_min = out[scaling_key(objective, c_min, "phi", direction)]
+            q_min = out[scaling_key(objective, c_min, "q", direction)]
+            out[scaling_step_key(objective, "phi_prime", direction)] = None if phi_min is None else phi_min / c_min
+            out[scaling_step_key(objective, "q_second", direction)] = None if q_min is None else q_min / c_min**2
+            out[scaling_step_key(objective, "defined", direction)] = defined
         return out
 
     def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:

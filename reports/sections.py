@@ -179,13 +179,17 @@ def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
     scaling = suite.get(f"scaling_{obj}")
     if not isinstance(scaling, StepScaling):
         return [Block("p", f"Step scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}.")]
+    def share(x) -> str:
+        return "n/a" if x is None else f"{x.estimate:.0%} [{x.low:.0%}, {x.high:.0%}]"
+
     rows = [
-        [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)),
-         str(g.share_positive) if g.share_positive else "n/a", str(g.slope) if g.slope else "n/a",
-         group_statement(g.figures())]
+        [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)), str(g.n_resolved),
+         share(g.share_positive), share(g.random_share), str(g.difference) if g.difference else "n/a",
+         str(g.slope) if g.slope else "n/a", g.outcome]
         for i, g in enumerate(scaling.groups)
     ]
-    out = [grid(["group", "trained", "seeds", "share phi'>0", "slope log rho(c) on log c", "finding"], rows)]
+    out = [grid(["group", "trained", "seeds", "resolved steps", "share phi'>0", "random direction",
+                 "difference", "slope log rho(c) on log c (smoothness)", "outcome"], rows)]
     drift = suite.get(f"drift_{obj}")
     if isinstance(drift, DriftCheck):
         out.append(Block("p", f"{drift_line(len(drift.runs), drift.d_exponent, drift.q_exponent)} ({drift.group}); D_T / sum q_t at the end: "
@@ -243,15 +247,16 @@ def _proposition_blocks(suite: SuiteAnalysis) -> list[Block]:
     out: list[Block] = []
     test = suite.get("proposition")
     if isinstance(test, PropositionSet):
-        out.append(Block("h3", "CE_k <= CE_(k-1) + delta_k on the probe batch, at float tolerance"))
+        out.append(Block("h3", "CE_k <= CE_(k-1) + delta_k at the pairs where CE rises with depth (float tolerance)"))
         rows = [
-            [g.group, r.run, f"{r.n_pairs - r.n_violations}/{r.n_pairs}", fmt(r.min_margin),
-             fmt(r.median_slack_ratio) if r.median_slack_ratio is not None else "n/a"]
+            [g.group, r.run, str(r.pairs.n_pairs), str(r.pairs.n_rising), str(r.pairs.n_violations),
+             f"{r.baseline.n_rising}/{r.baseline.n_pairs}", fmt(r.min_margin)]
             for g in test.groups
             for r in g.runs
         ]
-        out.append(grid(["group", "run", "pairs holding", "smallest margin", "median delta_k/|dCE|"], rows))
-        out.extend(Block("p", f"{g.group}: {group_statement(g.figures())}.") for g in test.groups)
+        out.append(grid(["group", "run", "pairs", "rising", "violating", "rising at the untrained model",
+                         "smallest margin"], rows))
+        out.extend(Block("p", f"{g.group}: {g.outcome}.") for g in test.groups)
     else:
         out.append(Block("p", f"Proposition 1 not measured: {suite.skipped.get('proposition', 'no data')}."))
     return out

@@ -21,11 +21,13 @@ __all__ = [
     "MAX_CHUNKS",
     "OBJECTIVES",
     "SCALING",
+    "SCALING_DIRECTIONS",
     "STABILITY",
     "STABILITY_FIELDS",
     "chunk_ce",
     "eval_chunk_ce",
     "factor_label",
+    "minimizer_initial_key",
     "minimizer_key",
     "PROOF",
     "PROOF_FIELDS",
@@ -50,6 +52,7 @@ PROOF_FIELDS: tuple[str, ...] = ("surrogate", "descent", "drift")
 """Per objective, in total and per chunk: R^t(ω^t), R^t(ω^{t+1}) − R^t(ω^t), R^{t+1}(ω^{t+1}) − R^t(ω^{t+1})."""
 GLOBAL_GRAD_SQ_UNBIASED = "train/global_grad_sq_unbiased"
 """Ĝ_t of the task loss L = CE(p_y^ε, p_K) by full backprop, from two halves of the training batch."""
+SCALING_DIRECTIONS: tuple[str, ...] = ("actual", "random")  # the update Δω_t, or a random u_t of the same norms
 EVAL_CE = "eval/ce"
 EVAL_CE_INITIAL = "eval/ce_initial"
 MAX_CHUNKS = 256
@@ -70,19 +73,27 @@ def factor_label(c: float) -> str:
     return repr(float(c))
 
 
-def scaling_key(objective: str, c: float, field: str) -> str:
-    """``probe/scaling/{objective}/c={c}/{phi|q|ratio}``: the totals at ω^t + c·Δω_t."""
-    return f"{SCALING}/{objective}/c={factor_label(c)}/{field}"
+def _scaling_root(objective: str, direction: str) -> str:
+    if direction not in SCALING_DIRECTIONS:
+        raise ValueError(f"scaling direction must be one of {SCALING_DIRECTIONS}, got {direction!r}")
+    return f"{SCALING}/{objective}" if direction == "actual" else f"{SCALING}/{objective}/{direction}"
 
 
-def scaling_step_key(objective: str, name: str) -> str:
-    """Per-step summaries of the scaling probe: ``probe/scaling/{objective}/{phi_prime|q_second|defined}``."""
-    return f"{SCALING}/{objective}/{name}"
+def scaling_key(objective: str, c: float, field: str, direction: str = "actual") -> str:
+    """``probe/scaling/{objective}/c={c}/{phi|q|ratio}``: the totals at ω^t + c·Δω_t (the actual
+    update); ``probe/scaling/{objective}/random/c={c}/{field}`` at ω^t + c·u_t (the random
+    direction u_t with ‖u_{t,k}‖ = ‖Δω_{t,k}‖ per chunk)."""
+    return f"{_scaling_root(objective, direction)}/c={factor_label(c)}/{field}"
 
 
-def scaling_factors(columns: Iterable[str], objective: str) -> list[float]:
-    """The factors c with a ``scaling_key(objective, c, "phi")`` column, largest first."""
-    head, tail = f"{SCALING}/{objective}/c=", "/phi"
+def scaling_step_key(objective: str, name: str, direction: str = "actual") -> str:
+    """Per-step summaries of the scaling probe: ``probe/scaling/{objective}[/random]/{phi_prime|q_second|defined}``."""
+    return f"{_scaling_root(objective, direction)}/{name}"
+
+
+def scaling_factors(columns: Iterable[str], objective: str, direction: str = "actual") -> list[float]:
+    """The factors c with a ``scaling_key(objective, c, "phi", direction)`` column, largest first."""
+    head, tail = f"{_scaling_root(objective, direction)}/c=", "/phi"
     found = set()
     for column in map(str, columns):
         if column.startswith(head) and column.endswith(tail):
@@ -110,6 +121,11 @@ def proof_step_key(name: str) -> str:
 def minimizer_key(chunk: int, field: str) -> str:
     """``probe/minimizer/{k}/{field}`` (kl_p_g, kl_m_p, tv_g, tv_m, gap, ce)."""
     return f"{MINIMIZER}/{chunk}/{field}"
+
+
+def minimizer_initial_key(chunk: int, field: str) -> str:
+    """``probe/minimizer/initial/{k}/{ce|gap}``: CE_k and δ_k at the untrained ω^0 (logged with step 0)."""
+    return f"{MINIMIZER}/initial/{chunk}/{field}"
 
 
 def eval_chunk_ce(chunk: int) -> str:

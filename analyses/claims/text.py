@@ -59,39 +59,8 @@ def _tracking(g: GroupFigures) -> str:
     return text if g.exact else text + "; from top-k readouts (approximate TV)"
 
 
-SCALING = {
-    "first order": "no step-size-uniform C_fo: phi_t is first order (slope {slope}); phi' > 0 at {share} of "
-    "scaled steps",
-    "bounded": "consistent: rho stays bounded under step scaling (slope {slope}; phi' > 0 at {share} of scaled steps)",
-    "inconclusive": "inconclusive: slope {slope}, phi' > 0 at {share} of scaled steps",
-    "not testable": "not testable: {seeds} seed(s) with scaled steps, {needed} needed",
-}
-
-
-def _scaling(g: GroupFigures) -> str:
-    """The step-scaling verdict with its slope and share intervals (``analyses.scaling``)."""
-    share = "all" if g.share is None else f"{g.share.estimate:.0%} [{g.share.low:.0%}, {g.share.high:.0%}]"
-    slope = "n/a (rho(c) = 0)" if g.interval is None else str(g.interval)
-    return SCALING[g.outcome].format(slope=slope, share=share, seeds=g.seeds, needed=MIN_SEEDS)
-
-
-def _proposition(g: GroupFigures) -> str:
-    """CE_k <= CE_(k-1) + delta_k: the verdict with its counts, margin or slack (``analyses.proposition``)."""
-    counts = f"{g.pairs - g.violations}/{g.pairs} (step, k) pairs hold at float tolerance"
-    margin, slack = _or_na(g.margin), _or_na(g.slack)
-    return {
-        "not testable": f"not testable: {g.seeds} seed(s), {MIN_SEEDS} needed; {counts}",
-        "violated": f"violated: share of violating pairs {g.interval}; smallest margin {margin}",
-        "isolated violations": f"isolated violations: {counts}; smallest margin {margin}",
-        "consistent but vacuous": f"consistent but vacuous: {counts}; delta_k/|CE_k - CE_k-1| = {slack}",
-        "consistent": f"consistent: {counts}; delta_k/|CE_k - CE_k-1| = {slack}",
-    }[g.outcome]
-
-
 GROUP_TEXT: dict[str, Callable[[GroupFigures], str]] = {
     "tracking": _tracking,
-    "scaling": _scaling,
-    "proposition": _proposition,
 }
 
 

@@ -152,24 +152,35 @@ def minimizer_frame(
 FACTORS = tuple(2.0**-i for i in range(7))
 
 
-def scaling_record(rng, rec, obj: str, order: str, share: float = 0.7, noise: float = 0.2) -> None:
-    """Step-scaling keys of one step: q(c) = c²·q″ and φ(c) = c·φ′ + c²·b ("first", φ′ > 0 with
-    probability ``share``) or φ(c) = c²·a with 0 < a ≤ 2·q″ ("bounded": ρ(c) ≤ 2 at every c)."""
+def _scaled_values(rng, order: str, share: float, noise: float) -> tuple[float, list[float]]:
+    """q″ and φ(c) at ``FACTORS`` for one direction: φ(c) = c·φ′ + c²·b ("first", φ′ > 0 with
+    probability ``share``) or φ(c) = c²·a with 0 < a ≤ 2·q″ ("bounded": φ′ = 0, ρ(c) ≤ 2)."""
     q2 = math.exp(noise * rng.normal()) * 1e-3
     positive = rng.random() < share
     phi1 = (1 if positive else -1) * 1e-3 * math.exp(noise * rng.normal())
     b = 1e-4 * rng.normal()
     a = q2 * rng.uniform(0.1, 2.0)
-    for c in FACTORS:
-        q = c * c * q2
-        phi = c * phi1 + c * c * b if order == "first" else c * c * a
-        rec[scaling_key(obj, c, "phi")] = phi
-        rec[scaling_key(obj, c, "q")] = q
-        rec[scaling_key(obj, c, "ratio")] = max(phi, 0.0) / q
-    rec[scaling_step_key(obj, "phi_prime")] = rec[scaling_key(obj, FACTORS[-1], "phi")] / FACTORS[-1]
+    return q2, [c * phi1 + c * c * b if order == "first" else c * c * a for c in FACTORS]
 
 
-def scaling_frame(order: str, seed: int, steps: int = 12, **kw: Any) -> pd.DataFrame:
+def scaling_record(
+    rng, rec, obj: str, order: str, share: float = 0.7, noise: float = 0.2, random_share: float | None = 0.5
+) -> None:
+    """Step-scaling keys of one step for the actual update (``order``, ``share``) and, unless
+    ``random_share`` is None, the random baseline: first order with φ′ > 0 at rate ``random_share``."""
+    directions = [("actual", order, share)] + ([] if random_share is None else [("random", "first", random_share)])
+    for direction, kind, p in directions:
+        q2, phis = _scaled_values(rng, kind, p, noise)
+        for c, phi in zip(FACTORS, phis, strict=True):
+            q = c * c * q2
+            rec[scaling_key(obj, c, "phi", direction)] = phi
+            rec[scaling_key(obj, c, "q", direction)] = q
+            rec[scaling_key(obj, c, "ratio", direction)] = max(phi, 0.0) / q
+        rec[scaling_step_key(obj, "phi_prime", direction)] = phis[-1] / FACTORS[-1]
+        rec[scaling_step_key(obj, "defined", direction)] = True
+
+
+def scaling_frame(order: str, seed: int, steps: int = 30, **kw: Any) -> pd.DataFrame:
     """A run's scaled steps only (one per row), for the scaling analysis."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -228,6 +239,8 @@ def write_run(
     probes: bool = True,
     final_ce_drop: float = 1.0,
     proof: str | None = "second",
+    scaling_every: int = 2,
+    scaling_share: float = 0.9,
 ) -> Path:
     """Write one synthetic run directory ``root/name`` and return its path."""
     rng = np.random.default_rng(seed * 1000 + int(round(lr * 1e6)) + (direction == "reverse"))
@@ -279,10 +292,10 @@ def write_run(
             _stability(rng, rec, "paper", chunks, lr_t, stability_slope, epsilon > 0)
             if t % 2 == 0:
                 _minimizer(rng, rec, chunks, t, tracks, base)
-            if t % 10 == 0:
-                scaling_record(scaling_rng, rec, "implemented", scaling)
+            if t % scaling_every == 0:
+                scaling_record(scaling_rng, rec, "implemented", scaling, share=scaling_share)
                 if epsilon > 0:
-                    scaling_record(scaling_rng, rec, "paper", scaling)
+                    scaling_record(scaling_rng, rec, "paper", scaling, share=scaling_share)
             if proof is not None:
                 proof_record(proof_rng, rec, lr_t, proof)
         lines.append(json.dumps(rec))

@@ -7,75 +7,116 @@ import pandas as pd
 import pytest
 from synthetic_runs import FACTORS, scaling_frame
 
-from analyses.claims.text import group_statement
 from analyses.drift import drift_check, growth_exponent
-from analyses.results import Interval, NotMeasured
-from analyses.scaling import group_scaling, scaling_verdict, seed_scaling
+from analyses.results import Interval, NotMeasured, load_result
+from analyses.scaling import (
+    NONPOSITIVE,
+    OUTCOMES,
+    POSITIVE,
+    UNRESOLVED,
+    DirectionCounts,
+    StepScaling,
+    classify_steps,
+    group_scaling,
+    phi_prime,
+    scaling_outcome,
+    seed_scaling,
+)
 from reports.wording import drift_line
+from zerolock_theory.metric_keys import scaling_key
 
 
-def _group(order: str, seeds=(0, 1, 2), **kw):
+def _group(order: str, seeds=range(5), **kw):
     return group_scaling([(f"s{s}", scaling_frame(order, s, **kw)) for s in seeds], "implemented")
 
 
-def test_bounded_ratio_at_every_step_is_not_called_first_order():
-    """ρ(c) ≤ C at every step and factor (φ second order): the rule must NOT say "no uniform C_fo"."""
+def test_bounded_phi_holds_with_every_step_resolved():
+    """φ(c) = c²·a (φ′ = 0, ρ(c) ≤ 2 at every c): "holds", although φ(c_min)/c_min > 0."""
     frame = scaling_frame("bounded", 0)
-    rho = frame[[c for c in frame.columns if c.endswith("/ratio")]].to_numpy()
-    assert np.nanmax(rho) <= 2.0  # the synthetic C
+    assert (frame[scaling_key("implemented", FACTORS[-1], "phi")] > 0).all()  # the naive φ′ is positive
     group = _group("bounded")
-    assert group.verdict == "bounded" and "no step-size-uniform" not in group_statement(group.figures())
-    # ρ is constant in c: every seed's slope is 0 up to float rounding (~1e-18, platform-dependent)
-    assert group.slope.low <= 1e-12 and group.slope.high >= -1e-12
-    assert group_statement(group.figures()).startswith("consistent")
+    assert (group.outcome, group.reason) == ("holds", "resolved")
+    assert group.n_counted == 5 and group.n_resolved == 150 and group.n_positive == group.n_unresolved == 0
+    assert group.share_positive.estimate == 0.0 and 0.0 < group.share_positive.high < 0.06
+    assert group.slope is None  # no positive step: no slope to show
 
 
-def test_first_order_phi_is_called_first_order():
-    group = _group("first")
-    assert group.verdict == "first order"
-    assert group.slope.high < -0.5 and group.slope.contains(-1.0)
-    assert group.share_positive.low > 0
-    assert group_statement(group.figures()).startswith("no step-size-uniform C_fo: phi_t is first order (slope -1")
+def test_random_like_updates_fail_generically():
+    """φ′ > 0 on a coin flip for the update and for the random direction: not specific to the method."""
+    group = _group("first", share=0.5)
+    assert (group.outcome, group.reason) == ("fails, generically", "not_above_random")
+    assert group.difference.contains(0.0) and group.share_positive.low > 0.3
+    assert group.slope.contains(-1.0)  # the smoothness check: −1 whenever φ′ > 0
 
 
-def test_nonpositive_phi_prime_everywhere_is_bounded():
-    group = _group("first", share=0.0)
-    assert group.share_positive == Interval(0.0, 0.0, 0.0, 0.95) and group.slope is None
-    assert group.verdict == "bounded"
+def test_systematically_positive_phi_prime_fails_systematically():
+    group = _group("first", share=1.0)
+    assert (group.outcome, group.reason) == ("fails systematically", "above_random")
+    assert group.share_positive.estimate == 1.0 and group.difference.low > 0.3
+    assert group.random_share.contains(0.5)
 
 
-def test_two_seeds_are_not_testable():
-    group = _group("first", seeds=(0, 1))
-    assert group.verdict == "not testable" and group.share_positive is None
-    assert "3 needed" in group_statement(group.figures())
+def test_share_below_random_is_still_a_generic_failure():
+    group = _group("first", share=0.2)
+    assert group.outcome == "fails, generically" and group.difference.high < 0
 
 
-def _interval(v):
-    return None if v is None else Interval(*v)
+def test_too_few_seeds_or_steps_or_no_baseline_are_not_testable():
+    assert _group("first", seeds=(0, 1)).outcome == "not testable"
+    short = _group("first", steps=20)
+    assert (short.outcome, short.reason, short.n_counted) == ("not testable", "few_seeds", 0)
+    assert _group("first", steps=20).seeds[0].actual.n_resolved == 20  # measured, but below MIN_STEPS
+    alone = _group("first", share=1.0, random_share=None)
+    assert (alone.outcome, alone.reason) == ("not testable", "no_baseline")
+    assert _group("bounded", random_share=None).outcome == "holds"  # no positive step: no baseline needed
+
+
+def test_one_unresolved_step_prevents_holds():
+    frames = [scaling_frame("bounded", s) for s in range(5)]
+    frames[2].loc[4, scaling_key("implemented", 0.25, "phi")] = np.nan  # one factor missing at one step
+    group = group_scaling([(f"s{i}", f) for i, f in enumerate(frames)], "implemented")
+    assert (group.outcome, group.reason, group.n_unresolved) == ("not testable", "unresolved", 1)
+
+
+def test_classify_steps_of_known_curves():
+    c = np.asarray(FACTORS)
+    curves = np.stack([
+        2e-3 * c + 5e-2 * c**2,  # tiny φ′ > 0 under a large curvature: still resolved positive
+        -1e-3 * c + 1e-3 * c**2,  # φ′ < 0
+        3e-3 * c**2 - 1e-3 * c**3,  # φ′ = 0
+        1e-6 * (-1.0) ** np.arange(7),  # float noise only: the two extrapolations disagree
+    ])
+    assert classify_steps(c, curves).tolist() == [POSITIVE, NONPOSITIVE, NONPOSITIVE, UNRESOLVED]
+    est, err, scale = phi_prime(c, curves[:1])
+    assert est[0] == pytest.approx(2e-3, rel=1e-9) and err[0] < 1e-12 and scale[0] == pytest.approx(5.2e-2)
+    with pytest.raises(ValueError, match="factors"):
+        classify_steps(c[:3], curves[:, :3])
 
 
 @pytest.mark.parametrize(
-    ("share", "slope", "verdict"),
-    [
-        (None, None, "not testable"),
-        ((0.0, 0.0, 0.0), None, "bounded"),
-        ((0.5, 0.3, 0.7), (-1.0, -1.1, -0.9), "first order"),
-        ((0.5, 0.3, 0.7), (0.0, -0.2, 0.2), "bounded"),
-        ((0.5, -0.1, 0.9), (-1.0, -1.1, -0.9), "inconclusive"),
-        ((0.5, 0.3, 0.7), (-0.5, -1.0, 0.0), "inconclusive"),
-        ((0.5, 0.3, 0.7), None, "inconclusive"),
-    ],
+    ("seeds", "positive", "unresolved", "difference", "outcome"),
+    [(2, 0, 0, None, "not testable"), (5, 0, 0, None, "holds"), (5, 0, 3, None, "not testable"),
+     (5, 4, 0, None, "not testable"), (5, 4, 0, (0.1, -0.1, 0.3), "fails, generically"),
+     (5, 40, 0, (0.4, 0.2, 0.6), "fails systematically")],
 )
-def test_every_verdict_is_reachable(share, slope, verdict):
-    assert scaling_verdict(_interval(share), _interval(slope)) == verdict
+def test_every_outcome_is_reachable(seeds, positive, unresolved, difference, outcome):
+    assert scaling_outcome(seeds, positive, unresolved, None if difference is None else Interval(*difference))[0] == outcome
+    assert outcome in OUTCOMES
 
 
-def test_seed_statistics_of_an_exact_first_order_run():
+def test_seed_counts_and_pairs_of_one_run():
     seed = seed_scaling(scaling_frame("first", 0, share=1.0, noise=0.0), "implemented")
-    assert seed.share_positive == 1.0 and seed.factors == list(FACTORS)
+    assert seed.actual == DirectionCounts(30, 30, 30) and seed.factors == list(FACTORS) and seed.counted
+    assert len(seed.paired_actual) == len(seed.paired_random) == seed.random.n_resolved == 30
     assert seed.slope == pytest.approx(-1.0, abs=0.05)  # φ = c·φ′ + c²·b: close to −1
     with pytest.raises(NotMeasured, match="scaling"):
         seed_scaling(pd.DataFrame({"step": [0]}), "implemented")
+
+
+def test_result_round_trips_through_json():
+    result = StepScaling("implemented", [_group("first", share=1.0), _group("bounded")], ["bad"])
+    again = load_result(result.to_json())
+    assert again == result and again.primary.outcome == "fails systematically"
 
 
 def test_drift_exponents_of_known_sums():

@@ -65,9 +65,11 @@ def test_every_analysis_runs_on_complete_data(suite):
 def test_verdict_rows_follow_the_synthetic_truth(suite):
     assert [v.claim for v in suite.claims] == list(CLAIMS)
     got = {v.claim: v.outcome for v in suite.claims}
-    expected = {LEMMA2: "refuted", LEMMA2_MODEL: "refuted", A5_PAPER: "refuted", A5_IMPLEMENTED: "refuted",
+    expected = {LEMMA2: "refuted", LEMMA2_MODEL: "refuted", A5_PAPER: "fails systematically",
+                A5_IMPLEMENTED: "fails systematically",  # phi' > 0 at 90% of scaled steps, random 50%
                 RATE_REVERSE: "not testable", RATE_FORWARD: "not testable", PROOF_REVERSE: "not testable",
-                PROOF_FORWARD: "not testable", VERSUS: "not testable", "proposition1": "supported"}
+                PROOF_FORWARD: "not testable", VERSUS: "not testable",
+                "proposition1": "not tested"}  # CE falls with depth at every pair: no rising pair to test
     assert {k: got[k] for k in expected} == expected  # 100 steps: below the rate's and the drift's minimum horizon
     assert all(figure(v) and reason(v) for v in suite.claims)
     evidence = {v.claim: v.evidence for v in suite.claims}
@@ -191,18 +193,18 @@ def test_reanalysis_with_another_bootstrap_seed_gives_the_same_verdicts(suite_di
 def test_one_seed_is_not_testable_for_assumption5(tmp_path):
     result = analyze_runs([write_run(tmp_path, "a", steps=60)], n_boot=20)
     row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
-    assert row.outcome == "not testable" and "3 needed" in figure(row) and "rho" in figure(row)
-    assert row.evidence.groups[0].seeds == 1 and row.evidence.groups[0].interval is None
+    assert row.outcome == "not testable" and "fewer than 3 seeds" in reason(row)
+    assert len(row.evidence.result.primary.seeds) == 1 and row.evidence.result.primary.share_positive is None
 
 
-def test_bounded_scaling_is_supported_and_diverged_runs_are_excluded(tmp_path):
+def test_bounded_scaling_holds_and_diverged_runs_are_excluded(tmp_path):
     runs = [write_run(tmp_path, f"b{s}", seed=s, steps=60, scaling="bounded") for s in range(3)]
     runs.append(write_run(tmp_path, "bad", seed=9, steps=60, scaling="first", final_ce_drop=-3.0))
     result = analyze_runs(runs, n_boot=20)
     row = next(v for v in result.claims if v.claim == A5_IMPLEMENTED)
-    assert row.outcome == "supported" and figure(row).startswith("consistent: rho stays bounded")
+    assert row.outcome == "holds" and figure(row).startswith("phi' > 0: 0% [0%, ")
     assert "excluded as diverged: bad" in reason(row) and row.evidence.excluded == ("bad",)
-    assert row.evidence.reason == "scaling" and row.evidence.groups[0].outcome == "bounded"
+    assert row.evidence.reason == "resolved" and row.evidence.result.primary.outcome == "holds"
     assert [s.run for s in result.results["scaling_implemented"].primary.seeds] == ["b0", "b1", "b2"]
     assert "bad" in result.skipped["diverged runs"]
     paper = next(v for v in result.claims if v.claim == A5_PAPER)  # R belongs to reverse training

@@ -97,6 +97,8 @@ def test_probes_change_nothing(runs):
     assert [r["step"] for r in records if "probe/scaling/implemented/c=0.25/phi" in r] == [0, 2, 4]
     assert all(isinstance(r["probe/proof/paper/drift"], float) for r in records)
     assert [r["step"] for r in records if "probe/proof/implemented/smoothness" in r] == [0, 2, 4]
+    # the random-direction baseline moved the parameters too, and was undone bit for bit
+    assert [r["step"] for r in records if "probe/scaling/implemented/random/c=0.25/phi" in r] == [0, 2, 4]
 
 
 def test_scaling_probe_terms(runs):
@@ -115,6 +117,13 @@ def test_scaling_probe_terms(runs):
             phi = r[f"probe/scaling/{obj}/c=0.25/phi"]
             assert r[f"probe/scaling/{obj}/phi_prime"] == pytest.approx(phi / 0.25, rel=1e-12)
             assert r[f"probe/scaling/{obj}/defined"] is True
+            # the random baseline: its own point at every c (c = 1 included), same shapes of q(c)
+            rq = [r[f"probe/scaling/{obj}/random/c={c}/q"] for c in (1.0, 0.5, 0.25)]
+            assert rq[0] > rq[1] > rq[2] > 0 and rq[1] / 0.25 == pytest.approx(rq[0], rel=0.2)
+            assert r[f"probe/scaling/{obj}/random/c=1.0/phi"] != r[f"probe/scaling/{obj}/c=1.0/phi"]
+            random_phi = r[f"probe/scaling/{obj}/random/c=0.25/phi"]
+            assert r[f"probe/scaling/{obj}/random/phi_prime"] == pytest.approx(random_phi / 0.25, rel=1e-12)
+            assert r[f"probe/scaling/{obj}/random/defined"] is True
 
 
 def _phi_by_hand(before: np.ndarray, after: np.ndarray, labels: np.ndarray, epsilon: float, objective: str):
@@ -144,6 +153,13 @@ def test_online_phi_equals_recomputation_from_stored_full_distributions(runs):
     labels = labels[labels != -100]
     assert len(labels) == N == batch["n_positions"]
     records = read_records(runs["all"] / "metrics.jsonl")
+    # Proposition 1's step-0 baseline: CE_k at the untrained ω^0, logged once, with step 0
+    untrained = store.dense(0).astype(np.float64)
+    for k in range(K + 1):
+        ce = float(-np.log(untrained[k, np.arange(N), labels]).mean())
+        assert records[0][f"probe/minimizer/initial/{k}/ce"] == pytest.approx(ce, rel=1e-5)
+    assert all(f"probe/minimizer/initial/{k}/gap" in records[0] for k in range(1, K + 1))
+    assert not any("probe/minimizer/initial/1/ce" in r for r in records[1:])
     for t, record in enumerate(records):
         before, after = store.dense(t).astype(np.float64), store.dense(t + 1).astype(np.float64)
         for objective, eps in (("implemented", 0.0), ("paper", 0.1)):

@@ -45,3 +45,30 @@ def test_parameters_are_restored_exactly_even_when_a_readout_fails(monkeypatch):
     with pytest.raises(RuntimeError, match="readout failed"):
         probe.after_step(ctx, 0, {})
     assert torch.equal(weight, after) and probe.saved is None
+
+
+def test_random_direction_has_the_update_norm_per_chunk_and_is_reproducible():
+    gen = torch.Generator().manual_seed(0)
+    deltas = [torch.randn(3, 4, generator=gen), torch.randn(5, generator=gen), torch.zeros(2), torch.randn(6, generator=gen)]
+    groups = [1, 1, 2, 0]
+    u = scaling.random_direction(deltas, groups, scaling.direction_seed(7, 40))
+    assert [x.shape for x in u] == [d.shape for d in deltas] and all(x.dtype == torch.float32 for x in u)
+    for g in (0, 1, 2):
+        norm_u = torch.sqrt(sum(u[i].double().square().sum() for i, x in enumerate(groups) if x == g))
+        norm_d = torch.sqrt(sum(deltas[i].double().square().sum() for i, x in enumerate(groups) if x == g))
+        assert float(norm_u) == pytest.approx(float(norm_d), rel=1e-6)
+    assert torch.equal(u[2], torch.zeros(2))  # a chunk that did not move gets no random move
+    again = scaling.random_direction(deltas, groups, scaling.direction_seed(7, 40))
+    assert all(torch.equal(a, b) for a, b in zip(u, again, strict=True))
+    other = scaling.random_direction(deltas, groups, scaling.direction_seed(7, 41))
+    assert not torch.equal(u[0], other[0])
+    # not the update itself, nor aligned with it: a fresh direction
+    cos = float(torch.nn.functional.cosine_similarity(u[0].flatten(), deltas[0].flatten(), dim=0))
+    assert abs(cos) < 0.9
+    assert scaling.direction_seed(7, 40) != scaling.direction_seed(8, 40) != scaling.direction_seed(7, 41)
+
+
+def test_chunk_groups_map_parameters_to_their_chunk():
+    a, b, c = (torch.nn.Parameter(torch.zeros(1)) for _ in range(3))
+    chunked = SimpleNamespace(num_chunks=2, chunk_parameters=lambda k: [a] if k == 1 else [b])
+    assert scaling.chunk_groups(SimpleNamespace(chunked=chunked), [a, b, c]) == [1, 2, 0]
