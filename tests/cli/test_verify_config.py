@@ -24,7 +24,8 @@ def test_packaged_suites_equal_the_presets():
 def test_empty_lr_factors_means_no_sweep():
     names = [p.name for p in suite_points(QUICK, 0.1)]
     assert len(names) == 9 and all("lr-0.1_" in n for n in names)  # 3 methods x 3 seeds, nothing swept
-    assert len(suite_points(FULL, 0.1)) == 9 + 4
+    full = [p.name for p in suite_points(FULL, {"zerolock-forward": 0.1, "zerolock-reverse": 0.003, "backprop": 0.2})]
+    assert len(full) == 15 + 3 and full[-3:] == [f"zerolock-forward_lr-0.003_seed-{s}" for s in range(3)]
 
 
 def _captured(monkeypatch, argv: list[str]) -> dict:

@@ -89,14 +89,20 @@ class SuiteSpec:
     smoke: bool = False  # a smoke test: too short for the bound test
     lr: float | None = None  # fixes η_0 and skips the pilot (tests, ``--lr``)
     pilot_backoff: float = 0.5  # η_0 = pilot_backoff × the largest stable η_0 of the pilot (module docstring)
+    scaled_steps: int = 30  # Assumption 5: scaled steps per run (the share's minimum per seed is 30)
+    random_baseline: bool = True  # Assumption 5: the random-direction baseline at every scaled step
+    proof_every: int = 1  # Theorem 1 (b): the proof probe's cadence (0: off; the rule needs 1)
+    global_every: int = 5  # ZeroLock against backprop: the global G-hat_t every so many steps (0: off)
+    matched_seeds: int = 0  # R against R-bar at a matched eta_0: forward runs at the reverse group's eta_0
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
 
 
 # The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).
 QUICK = SuiteSpec(steps=40, seq_len=32, batch_size=4, seeds=(0, 1, 2), lr_grid=(0.1, 0.025), lr_factors=(),
-                  pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, smoke=True)
-FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2),
-                 lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125), lr_factors=(0.25, 4.0),
+                  pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, smoke=True,
+                  scaled_steps=10, random_baseline=True, proof_every=1, global_every=5)
+FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), matched_seeds=3,
+                 lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125), lr_factors=(),
                  pilot_steps=50,
                  sweep_steps=200, eval_every=125, probe_positions=64,
                  gradient_every=25, stability_every=20, minimizer_every=20)
@@ -116,10 +122,13 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "minimizers": {"n_positions": n, "every": spec.minimizer_every},
         "gradients": {"n_positions": n, "every": spec.gradient_every},
         "readouts": {"n_positions": n, "every": max(1, spec.steps // spec.readout_records)},
-        # Assumption 5 by step scaling, 8 probed steps a run; 4 factors: 3 extra probe-batch forwards and
-        # 8 stability evaluations per probed step (~2.3 s at N = 128 on 2 loaded CPU cores)
-        "scaling": {"n_positions": n, "every": max(1, spec.steps // 8), "factors": [1.0, 0.25, 0.0625, 0.015625]},
+        # Assumption 5 by step scaling at the seven factors 1 ... 1/64, ``scaled_steps`` scaled steps a run,
+        # with the random-direction baseline (~0.8 s + 0.9 s per scaled step at N = 64, one core)
+        "scaling": {"n_positions": n, "every": max(1, spec.steps // spec.scaled_steps),
+                    "random_baseline": spec.random_baseline},
     }
+    if spec.proof_every:  # Theorem 1 (b): descent_t and drift_t of both surrogates, every step
+        probes["proof"] = {"n_positions": n, "every": spec.proof_every}
     for name, options in spec.probes.items():
         probes.setdefault(name, {}).update(options)
     return {
@@ -128,7 +137,7 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "method": {"alpha": spec.alpha},
         "optim": {"name": "sgd", "lr": spec.lr_grid[0] if spec.lr is None else spec.lr, "schedule": "inv_sqrt"},
         "run": {"steps": spec.steps, "eval_every": spec.eval_every, "checkpoint_every": spec.steps,
-                "keep_checkpoints": 1, "progress": False,
+                "keep_checkpoints": 1, "progress": False, "global_grad_every": spec.global_every,
                 # One intra-op thread on CPU: the embedded model's ops are too small to gain from
                 # more, and an OpenMP region stalls ~15 ms per op whenever a core is busy.
                 "threads": 1 if device == "cpu" or (device == "auto" and not torch.cuda.is_available()) else None},
@@ -272,6 +281,11 @@ def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -
         for seed in spec.seeds:
             points.append(GridPoint(f"{label}_lr-{lrs[label]:g}_seed-{seed}",
                                     (*VARIANTS[label](spec), *replicate(seed), ("optim.lr", lrs[label]))))
+    for seed in spec.seeds[: spec.matched_seeds]:  # forward at reverse's eta_0: R-bar against R, same step size
+        lr = lrs["zerolock-reverse"]
+        points.append(GridPoint(f"zerolock-forward_lr-{lr:g}_seed-{seed}",
+                                (*VARIANTS["zerolock-forward"](spec), *replicate(seed), ("optim.lr", lr),
+                                 ("probes.scaling.enabled", False), ("probes.proof.enabled", False))))
     sweep_steps = spec.sweep_steps or spec.steps
     for label in ("zerolock-forward", "zerolock-reverse"):
         for factor in spec.lr_factors:
