@@ -57,5 +57,5 @@ def _load_builtin() -> None:
 
 
 BUILTIN_MODULES: tuple[str, ...] = (
-    "probes.readouts", "probes.stability", "probes.minimizers", "probes.gradients", "probes.scaling",
+    "probes.readouts", "probes.stability", "probes.minimizers", "probes.gradients", "probes.scaling", "probes.lemma2",
 )

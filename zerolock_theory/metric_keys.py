@@ -16,6 +16,10 @@ from collections.abc import Callable, Iterable
 __all__ = [
     "EVAL_CE",
     "EVAL_CE_INITIAL",
+    "INITIAL",
+    "LEMMA2",
+    "LEMMA2_FIELDS",
+    "LEMMA2_NULL_FIELDS",
     "MAX_CHUNKS",
     "OBJECTIVES",
     "SCALING",
@@ -24,6 +28,7 @@ __all__ = [
     "chunk_ce",
     "eval_chunk_ce",
     "factor_label",
+    "lemma2_key",
     "minimizer_key",
     "present_chunks",
     "scaling_factors",
@@ -37,6 +42,10 @@ OBJECTIVES: tuple[str, ...] = ("paper", "implemented")
 STABILITY = "probe/stability"
 SCALING = "probe/scaling"
 MINIMIZER = "probe/minimizer"
+LEMMA2 = "probe/lemma2"
+LEMMA2_FIELDS: tuple[str, ...] = ("tv_m_g", "tv_m", "tv_g", "entropy")
+LEMMA2_NULL_FIELDS: tuple[str, ...] = ("null_tv_m", "null_tv_g", "null_temperature")
+INITIAL = "_initial"
 STABILITY_FIELDS: tuple[str, ...] = ("phi", "q", "ratio", "actual", "remainder")
 SCALING_FIELDS: tuple[str, ...] = ("phi", "q", "ratio")
 EVAL_CE = "eval/ce"
@@ -85,6 +94,12 @@ def scaling_factors(columns: Iterable[str], objective: str) -> list[float]:
 def minimizer_key(chunk: int, field: str) -> str:
     """``probe/minimizer/{k}/{field}`` (kl_p_g, kl_m_p, tv_g, tv_m, gap, ce)."""
     return f"{MINIMIZER}/{chunk}/{field}"
+
+
+def lemma2_key(chunk: int | str, field: str) -> str:
+    """``probe/lemma2/{k}/{field}``: a field of ``LEMMA2_FIELDS`` (at ω^{t+1}), the same with
+    ``INITIAL`` appended (at ω^0) or one of ``LEMMA2_NULL_FIELDS`` (last step)."""
+    return f"{LEMMA2}/{chunk}/{field}"
 
 
 def eval_chunk_ce(chunk: int) -> str:
