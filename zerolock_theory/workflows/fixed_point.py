@@ -12,7 +12,8 @@ stops at the first t ≥ ``window`` with B_{t−window} − B_t < ``tolerance``�
 (the best loss improved by less than a relative ``tolerance`` over the last ``window``
 steps: "converged"), or after ``steps_max`` steps ("not converged", counted in the result).
 The reached readout is the one at the best loss B (its adapters are kept). TV to m_k and g_k
-are taken over the full vocabulary (``analyses.fixed_point.reached``), and
+are taken over the full vocabulary, with the entropy-matched null of the start readout
+(``analyses.fixed_point.reached``), and
 ``analyses.fixed_point.fixed_point_decision`` decides.
 """
 
@@ -25,7 +26,13 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from analyses.fixed_point import FixedPointResult, FixedPointSeed, Reached, fixed_point_decision, reached
+from analyses.fixed_point import (
+    FixedPointResult,
+    FixedPointSeed,
+    Reached,
+    fixed_point_decision,
+    reached,
+)
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.models import ChunkedLM, resolve_device
 from zerolock_theory.theory.lemma2 import readout_distances
@@ -94,12 +101,13 @@ def _loss(chunked: ChunkedLM, k: int, hidden: torch.Tensor, ctx, mask: torch.Ten
 
 
 def train_chunk_alone(chunked: ChunkedLM, k: int, hidden: torch.Tensor, ctx, mask: torch.Tensor,
-                      labels: torch.Tensor, log_prev: torch.Tensor, settings: FixedPointSettings,
-                      direction: str) -> tuple[Reached, torch.Tensor]:
+                      labels: torch.Tensor, log_prev: torch.Tensor, log_start: torch.Tensor,
+                      settings: FixedPointSettings, direction: str) -> tuple[Reached, torch.Tensor]:
     """Train chunk k's adapters from where they are on the fixed batch (module docstring).
 
-    Returns the training's ``Reached`` record and the reached log p^d [N, V]; the chunk's
-    parameters are left at the best point.
+    ``log_start``: chunk k's readout before training (the null's base). Returns the
+    training's ``Reached`` record and the reached log p^d [N, V]; the chunk's parameters
+    are left at the best point.
     """
     params = chunked.chunk_parameters(k)
     if not params:
@@ -126,7 +134,7 @@ def train_chunk_alone(chunked: ChunkedLM, k: int, hidden: torch.Tensor, ctx, mas
         for p, q in zip(params, best_params or [], strict=True):
             p.copy_(q)
         _, log_p = _loss(chunked, k, hidden, ctx, mask, labels, log_prev, settings, direction)
-    record = reached(direction, log_prev, log_p, labels, settings.alpha, settings.epsilon, steps=steps,
+    record = reached(direction, log_prev, log_start, log_p, labels, settings.alpha, settings.epsilon, steps=steps,
                      converged=converged, loss_start=start, loss_end=best)
     return record, log_p
 
@@ -155,7 +163,8 @@ def _one_seed(settings: FixedPointSettings, seed: int) -> FixedPointSeed:
         with torch.no_grad():
             for p, q in zip(chunked.chunk_parameters(k), initial, strict=True):
                 p.copy_(q)
-        out[direction], _ = train_chunk_alone(chunked, k, hidden, ctx, mask, labels, log_prev, settings, direction)
+        out[direction], _ = train_chunk_alone(chunked, k, hidden, ctx, mask, labels, log_prev, start_log_p,
+                                            settings, direction)
     return FixedPointSeed(seed, out["forward"], out["reverse"], float(start["tv_m"].mean()),
                          float(start["tv_g"].mean()), float(start["tv_m_g"].mean()), time.perf_counter() - began)
 
