@@ -4,9 +4,10 @@
     Which target does training reach? Chunk k of a K-chunk split is trained alone on a
     fixed batch with the forward loss and, separately, with the reverse loss, until its local
     loss stops falling; the reached readouts are compared with m_k and g_k over the full
-    vocabulary, and the contrast [TV(·,m) − TV(·,g)]_forward − [same]_reverse, each
-    bracket net of its entropy-matched null, is decided with a t-interval over the N seeds
-    (``zerolock_theory.workflows.fixed_point``, ``analyses.fixed_point``).
+    vocabulary, and the contrast [TV(·,m) − TV(·,g)]_forward − [same]_reverse is decided
+    with a t-interval over the N seeds, leaving out seeds whose reached readouts are only
+    the start at another temperature (``zerolock_theory.workflows.fixed_point``,
+    ``analyses.fixed_point``).
     Writes DIR/fixed_point.json (the result, kind "fixed_point") and prints one line per
     seed and the outcome. DIR must not exist or be empty.
 
@@ -80,9 +81,10 @@ def run_fixed_point_command(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
 
     def report(seed) -> None:
-        print(f"seed {seed.seed}: contrast {seed.contrast:+.4f} (raw {seed.raw_contrast:+.4f})  forward TV(m) {seed.forward.tv_m:.4f} "
-              f"TV(g) {seed.forward.tv_g:.4f} ({seed.forward.steps} steps)  reverse TV(m) {seed.reverse.tv_m:.4f} "
-              f"TV(g) {seed.reverse.tv_g:.4f} ({seed.reverse.steps} steps)  {seed.seconds:.1f}s", flush=True)
+        sides = "  ".join(
+            f"{r.direction} TV(m) {r.tv_m:.4f} TV(g) {r.tv_g:.4f} residual {r.residual:.4f} ({r.steps} steps"
+            f"{'' if r.converged else ', limit'})" for r in (seed.forward, seed.reverse))
+        print(f"seed {seed.seed}: contrast {seed.contrast:+.4f}  {sides}  {seed.seconds:.1f}s", flush=True)
 
     try:
         result = run_fixed_point(settings, progress=report)
@@ -93,8 +95,8 @@ def run_fixed_point_command(args: argparse.Namespace) -> int:
 
     write_text_atomic(args.out / RESULT_FILE, result.to_json() + "\n")
     interval = "not testable" if result.contrast is None else str(result.contrast)
-    raw = "not testable" if result.raw_contrast is None else str(result.raw_contrast)
-    print(f"chunk {result.chunk}: contrast {interval} (raw, without the entropy-matched null: {raw}); "
+    print(f"chunk {result.chunk}: contrast {interval} over {result.counted} seeds "
+          f"(label-blind, left out: {result.label_blind or 'none'}); "
           f"{result.converged} of {2 * len(result.seeds)} trainings converged")
     print(f"outcome: {result.outcome}  ({args.out / RESULT_FILE})")
     return 0
