@@ -17,7 +17,12 @@ from zerolock_theory.theory.lemma2 import (
     reverse_identity,
     temper,
 )
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 
 
 def _case(vocab: int, epsilon: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
