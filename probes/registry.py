@@ -58,5 +58,5 @@ def _load_builtin() -> None:
 
 BUILTIN_MODULES: tuple[str, ...] = (
     "probes.readouts", "probes.stability", "probes.minimizers", "probes.gradients", "probes.scaling",
-    "probes.proof",
+    "probes.proof", "probes.lemma2",
 )

@@ -18,6 +18,10 @@ from zerolock_theory.vocab import OBJECTIVES
 __all__ = [
     "EVAL_CE",
     "EVAL_CE_INITIAL",
+    "INITIAL",
+    "LEMMA2",
+    "LEMMA2_FIELDS",
+    "LEMMA2_NULL_FIELDS",
     "MAX_CHUNKS",
     "OBJECTIVES",
     "SCALING",
@@ -27,6 +31,7 @@ __all__ = [
     "chunk_ce",
     "eval_chunk_ce",
     "factor_label",
+    "lemma2_key",
     "minimizer_initial_key",
     "minimizer_key",
     "PROOF",
@@ -45,6 +50,10 @@ __all__ = [
 STABILITY = "probe/stability"
 SCALING = "probe/scaling"
 MINIMIZER = "probe/minimizer"
+LEMMA2 = "probe/lemma2"
+LEMMA2_FIELDS: tuple[str, ...] = ("tv_m_g", "tv_m", "tv_g", "entropy")
+LEMMA2_NULL_FIELDS: tuple[str, ...] = ("null_tv_m", "null_tv_g", "null_temperature")
+INITIAL = "_initial"
 STABILITY_FIELDS: tuple[str, ...] = ("phi", "q", "ratio", "actual", "remainder")
 SCALING_FIELDS: tuple[str, ...] = ("phi", "q", "ratio")
 PROOF = "probe/proof"
@@ -126,6 +135,12 @@ def minimizer_key(chunk: int, field: str) -> str:
 def minimizer_initial_key(chunk: int, field: str) -> str:
     """``probe/minimizer/initial/{k}/{ce|gap}``: CE_k and δ_k at the untrained ω^0 (logged with step 0)."""
     return f"{MINIMIZER}/initial/{chunk}/{field}"
+
+
+def lemma2_key(chunk: int | str, field: str) -> str:
+    """``probe/lemma2/{k}/{field}``: a field of ``LEMMA2_FIELDS`` (at ω^{t+1}), the same with
+    ``INITIAL`` appended (at ω^0) or one of ``LEMMA2_NULL_FIELDS`` (last step)."""
+    return f"{LEMMA2}/{chunk}/{field}"
 
 
 def eval_chunk_ce(chunk: int) -> str:

@@ -48,7 +48,7 @@ def _log_p(seed: int) -> torch.Tensor:
 
 def test_shipped_recipe_turns_every_probe_on():
     config = load_config("zerolock_theory/recipes/probes.toml")
-    assert sorted(p.name for p in build_probes(config.probes)) == ["gradients", "minimizers", "readouts", "stability"]
+    assert sorted(p.name for p in build_probes(config.probes)) == ["gradients", "lemma2", "minimizers", "readouts", "stability"]
 
 
 @pytest.mark.parametrize(

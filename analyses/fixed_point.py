@@ -1,0 +1,148 @@
+"""Which target does training reach? The fixed-point experiment's decision (docs/MATH.md, "Lemma 2").
+
+One chunk k is trained alone (the other chunks frozen) on a fixed batch, its inputs h_{k-1}
+and readouts p_{k-1} computed once, with the forward loss ℓ^F_k and, separately from the
+same start p^0 (chunk k's readout before training), with the reverse loss ℓ^R_k (ε > 0),
+until the local loss stops falling (``zerolock_theory.workflows.fixed_point``). For each
+training d ∈ {F, R}, the reached readout p^d is compared with both targets, exactly (full
+vocabulary, one ε; means over the batch's positions):
+
+    D_d = TV(p^d, m_k) − TV(p^d, g_k),      per seed  C = D_F − D_R
+        = (TV(p^F, m) − TV(p^R, m)) + (TV(p^R, g) − TV(p^F, g))
+
+(C < 0: the forward-trained readout is the closer one to m_k and the reverse-trained one
+the closer one to g_k.) Levels of D_d alone say little (m_k puts mass ≈ α on the label,
+which a chunk rarely reaches); the contrast cancels what both trainings share.
+
+Label-blind guard. TV(·, g_k) also falls when a readout merely flattens (g_k ∝
+(p_y^ε)^α·p_{k-1}^{1-α} is p_{k-1} at temperature 1/(1-α) up to the label), so two trainings
+that flatten by different amounts could move C either way without any label information.
+Each reached readout is therefore compared with its entropy-matched null p̃^d, the start p^0
+at the temperature τ_d whose mean entropy equals that of p^d: the residual
+ρ_d = TV(p^d, p̃^d) is 0 for a readout that is the start at some temperature, and a seed
+counts only when ρ_F and ρ_R both exceed ``RESIDUAL_FLOOR`` (the others are listed as
+label-blind).
+
+Decision, with a t-interval of C over the counted seeds (``analyses.seeds.seed_interval``):
+
+* "each loss reaches its own optimum": the interval lies below −``CONTRAST_FLOOR``;
+* "opposite": the interval lies above +``CONTRAST_FLOOR``;
+* "no difference detected": otherwise;
+* "not testable": fewer than ``MIN_SEEDS`` counted seeds (too few seeds, or label-blind
+  reached readouts: a flattened readout never gives a verdict for either target).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from analyses.results import Interval, Result, register
+from analyses.seeds import MIN_SEEDS, seed_interval
+from zerolock_theory.theory.lemma2 import entropy_matching_temperature, readout_distances, temper
+
+__all__ = ["CONTRAST_FLOOR", "OUTCOMES", "RESIDUAL_FLOOR", "FixedPointResult", "FixedPointSeed", "Reached", "fixed_point_decision",
+           "reached"]
+
+OUTCOMES: tuple[str, ...] = ("each loss reaches its own optimum", "opposite", "no difference detected", "not testable")
+CONTRAST_FLOOR = 1e-3
+"""TV units: a contrast whose interval does not clear this margin is "no difference detected"."""
+RESIDUAL_FLOOR = 1e-2
+"""TV units: a reached readout within this of its entropy-matched null carries no label information."""
+NULL_TOLERANCE = 1e-10
+"""Bisection tolerance (log τ) of the entropy-matched null."""
+
+
+@dataclass(frozen=True)
+class Reached:
+    """One training of one seed: where it stopped, the reached readout's distances, its null residual."""
+
+    direction: str
+    steps: int
+    converged: bool  # the stopping criterion was met before the step limit
+    loss_start: float
+    loss_end: float  # the best local loss seen (the reached readout's)
+    tv_m: float  # TV(p^d, m_k), mean over positions
+    tv_g: float  # TV(p^d, g_k)
+    residual: float  # ρ_d = TV(p^d, p̃^d), p̃^d = p^0 at the entropy-matched temperature
+    temperature: float  # τ_d
+
+    @property
+    def difference(self) -> float:
+        """D_d = TV(p^d, m_k) − TV(p^d, g_k)."""
+        return self.tv_m - self.tv_g
+
+
+def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log_p: torch.Tensor,
+            labels: torch.Tensor, alpha: float, epsilon: float, *, steps: int = 0, converged: bool = True,
+            loss_start: float = float("nan"), loss_end: float = float("nan")) -> Reached:
+    """``Reached`` from log p_{k-1}, the start log p^0 and the reached log p^d ([N, V], full vocabulary)."""
+    dist = readout_distances(log_prev, log_p, labels, alpha, epsilon)
+    tau = entropy_matching_temperature(log_start, float(dist["entropy"].mean()), tol=NULL_TOLERANCE)
+    residual = 0.5 * (log_p.double().exp() - temper(log_start, tau).exp()).abs().sum(-1).mean()
+    return Reached(direction, steps, converged, loss_start, loss_end, float(dist["tv_m"].mean()),
+                   float(dist["tv_g"].mean()), float(residual), tau)
+
+
+@dataclass(frozen=True)
+class FixedPointSeed:
+    """One seed: both trainings from the same start, and the start's own distances."""
+
+    seed: int
+    forward: Reached
+    reverse: Reached
+    start_tv_m: float  # TV(p^0, m_k)
+    start_tv_g: float
+    tv_m_g: float  # TV(m_k, g_k)
+    seconds: float = 0.0
+
+    @property
+    def contrast(self) -> float:
+        """C = D_F − D_R."""
+        return self.forward.difference - self.reverse.difference
+
+    def label_blind(self, floor: float = RESIDUAL_FLOOR) -> bool:
+        """Whether a reached readout is within ``floor`` of its entropy-matched null."""
+        return min(self.forward.residual, self.reverse.residual) <= floor
+
+
+@register
+@dataclass(frozen=True)
+class FixedPointResult(Result):
+    """The fixed-point experiment on one chunk: per-seed records, the contrast's interval, the outcome."""
+
+    kind = "fixed_point"
+    outcome: str
+    chunk: int
+    alpha: float
+    epsilon: float
+    seeds: list[FixedPointSeed]
+    contrast: Interval | None  # over the counted seeds
+    counted: int
+    label_blind: list[int]  # seeds left out by the guard
+    floor: float
+    residual_floor: float
+    converged: int  # trainings (two per seed) that met the stopping criterion
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def fixed_point_decision(seeds: Sequence[FixedPointSeed], chunk: int, alpha: float, epsilon: float,
+                         level: float = 0.95, settings: dict[str, str] | None = None,
+                         floor: float = CONTRAST_FLOOR, residual_floor: float = RESIDUAL_FLOOR) -> FixedPointResult:
+    """The decision of the module docstring over the seeds' records."""
+    blind = [s.seed for s in seeds if s.label_blind(residual_floor)]
+    counted = [s for s in seeds if not s.label_blind(residual_floor)]
+    interval = seed_interval([s.contrast for s in counted], level, min_seeds=MIN_SEEDS)
+    if interval is None:
+        outcome = "not testable"
+    elif interval.high < -floor:
+        outcome = OUTCOMES[0]
+    elif interval.low > floor:
+        outcome = "opposite"
+    else:
+        outcome = "no difference detected"
+    converged = sum(int(s.forward.converged) + int(s.reverse.converged) for s in seeds)
+    return FixedPointResult(outcome, int(chunk), float(alpha), float(epsilon), list(seeds), interval, len(counted),
+                            blind, float(floor), float(residual_floor), converged, dict(settings or {}))
