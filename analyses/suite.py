@@ -19,11 +19,12 @@ import pandas as pd
 from analyses.claims import ClaimInputs, SuiteInputs, claims, decide
 from analyses.depth import depth_set
 from analyses.drift import drift_check
+from analyses.fixed_point import FixedPointResult
 from analyses.io import Run, RunDataError, load_run
 from analyses.minimizers import minimizer_table, toy_check
 from analyses.outcome import compare_outcomes
 from analyses.proposition import PropositionSet, proposition_group
-from analyses.results import NotMeasured, Result
+from analyses.results import NotMeasured, Result, load_result
 from analyses.runinfo import SHARED_SETTINGS, IncomparableRuns, RunInfo, check_comparable, run_info
 from analyses.scaling import StepScaling, group_scaling
 from analyses.seeds import diverged
@@ -73,18 +74,17 @@ def analyze_runs(
     benchmark output (as is ``systems``). Raises ``RunDataError`` for an unreadable run.
     """
     paths = [Path(p) for p in run_dirs]
-    runs_paths = []
+    runs_paths, extra = [], {}
     for path in paths:
-        if (
-            path.is_dir()
-            and (path / "systems.json").is_file()
-            and not (path / "metrics.jsonl").exists()
-        ):
+        if path.is_dir() and (path / "systems.json").is_file() and not (path / "metrics.jsonl").exists():
             systems = systems or path
+        elif path.is_dir() and (path / FIXED_POINT_FILE).is_file() and not (path / "metrics.jsonl").exists():
+            found = _fixed_point(path / FIXED_POINT_FILE)
+            extra[f"fixed_point_chunk{found.chunk}"] = found
         else:
             runs_paths.append(path)
     if not runs_paths:
-        raise RunDataError("no run directory given (only systems benchmark output)")
+        raise RunDataError("no run directory given (only systems or fixed-point output)")
     runs = [load_run(p) for p in runs_paths]
     if systems is None:
         systems = next((p for p in runs_paths if (p / "systems.json").is_file()), None)
@@ -97,7 +97,22 @@ def analyze_runs(
         level=level,
         tail=tail,
         tol=tol,
+        extra=extra,
     )
+
+
+FIXED_POINT_FILE = "fixed_point.json"
+
+
+def _fixed_point(path: Path) -> FixedPointResult:
+    """The fixed-point experiment's result (``zerolock probe fixed-point``); ``RunDataError`` if unreadable."""
+    try:
+        found = load_result(path)
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        raise RunDataError(f"{path}: not a fixed-point result ({exc})") from exc
+    if not isinstance(found, FixedPointResult):
+        raise RunDataError(f"{path}: not a fixed-point result (kind {found.kind!r})")
+    return found
 
 
 def analyze_loaded(
@@ -110,13 +125,16 @@ def analyze_loaded(
     level: float = 0.95,
     tail: float = 0.5,
     tol: float = 0.0,
+    extra: dict[str, Result] | None = None,
 ) -> SuiteAnalysis:
-    """Every analysis that has its data, over already loaded runs; then the claim verdicts."""
+    """Every analysis that has its data, over already loaded runs; then the claim verdicts.
+
+    ``extra``: results computed elsewhere (the fixed-point experiment), handed to the claims."""
     names = list(names) if names is not None else [r.name for r in runs]
     check_comparable(runs, names)
     infos = [run_info(r, n) for r, n in zip(runs, names, strict=True)]
     table = list(zip(infos, [r.metrics for r in runs], strict=True))
-    results: dict[str, Result] = {}
+    results: dict[str, Result] = dict(extra or {})
     skipped: dict[str, str] = {}
 
     def attempt(name: str, fn: Callable[[], Result]) -> None:

@@ -27,7 +27,7 @@ __all__ = ["BUILTIN", "Claim", "ClaimInputs", "Outcome", "SuiteInputs", "claim",
            "measured_text", "reason_text", "register", "unregister"]
 
 BUILTIN: tuple[str, ...] = (
-    "analyses.claims.lemma2_analytic", "analyses.claims.lemma2_model", "analyses.claims.assumption5",
+    "analyses.claims.lemma2", "analyses.claims.assumption5",
     "analyses.claims.theorem1_rate", "analyses.claims.theorem1_proof", "analyses.claims.versus_backprop", "analyses.claims.proposition1",
 )
 for _module in BUILTIN:

@@ -94,14 +94,18 @@ class SuiteSpec:
     proof_every: int = 1  # Theorem 1 (b): the proof probe's cadence (0: off; the rule needs 1)
     global_every: int = 5  # ZeroLock against backprop: the global G-hat_t every so many steps (0: off)
     matched_seeds: int = 0  # R against R-bar at a matched eta_0: forward runs at the reverse group's eta_0
+    fixed_point_chunks: tuple[int, ...] = (1,)  # Lemma 2's fixed-point experiment on these chunks (): off)
+    fixed_point_steps: int = 400  # its step limit per training (it stops earlier when the loss stops falling)
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
 
 
 # The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).
 QUICK = SuiteSpec(steps=40, seq_len=32, batch_size=4, seeds=(0, 1, 2), lr_grid=(0.1, 0.025), lr_factors=(),
                   pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, smoke=True,
-                  scaled_steps=10, random_baseline=True, proof_every=1, global_every=5)
+                  scaled_steps=10, random_baseline=True, proof_every=1, global_every=5,
+                  fixed_point_chunks=(1,), fixed_point_steps=200)
 FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), matched_seeds=3,
+                 fixed_point_chunks=(1, 2),
                  lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125), lr_factors=(),
                  pilot_steps=50,
                  sweep_steps=200, eval_every=125, probe_positions=64,
@@ -127,6 +131,9 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "scaling": {"n_positions": n, "every": max(1, spec.steps // spec.scaled_steps),
                     "random_baseline": spec.random_baseline},
     }
+    # Lemma 2 on the model: TV(m_k, g_k) at the exact readouts, untrained and trained, and the
+    # entropy-matched null of the descriptive tracking statistic at the last step
+    probes["lemma2"] = {"n_positions": n, "every": max(1, spec.steps // spec.readout_records), "null": True}
     if spec.proof_every:  # Theorem 1 (b): descent_t and drift_t of both surrogates, every step
         probes["proof"] = {"n_positions": n, "every": spec.proof_every}
     for name, options in spec.probes.items():
@@ -310,6 +317,32 @@ def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str
     return out
 
 
+def fixed_points(spec: SuiteSpec, base: dict[str, Any], out: Path, log=print) -> list[Path]:
+    """Lemma 2's fixed-point experiment (``workflows.fixed_point``) on ``spec.fixed_point_chunks``,
+    one directory per chunk holding ``fixed_point.json``; a chunk already done is skipped (resume)."""
+    from zerolock_theory.training.resume import write_text_atomic
+    from zerolock_theory.workflows.fixed_point import FixedPointSettings, run_fixed_point
+
+    dirs = []
+    for chunk in spec.fixed_point_chunks:
+        where = out / f"chunk-{chunk}"
+        dirs.append(where)
+        if (where / "fixed_point.json").is_file():
+            log(f"fixed point, chunk {chunk}: done, skipped")
+            continue
+        settings = FixedPointSettings(
+            model=str(base["model"]["path"]), chunks=spec.chunks, chunk=chunk, seeds=len(spec.seeds),
+            first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
+            steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
+            data=str(base["data"]["source"]), device="cpu" if base["model"]["device"] == "auto" else base["model"]["device"])
+        log(f"fixed point, chunk {chunk}: {settings.seeds} seeds, each loss until it stops falling ...")
+        result = run_fixed_point(settings)
+        where.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(where / "fixed_point.json", result.to_json() + "\n")
+        log(f"fixed point, chunk {chunk}: {result.outcome} (contrast {result.contrast})")
+    return dirs
+
+
 @dataclass
 class VerifyResult:
     """Where everything went and what it says."""
@@ -374,8 +407,9 @@ def verify(
         lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
     (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
     run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=log)
+    fixed = fixed_points(spec, base, out / "fixed_point", log=log)
     log("analysing ...")
-    suite = analyze_runs(run_dirs)
+    suite = analyze_runs([*run_dirs, *fixed])
     suite.settings.update(_scope_settings(spec, lrs, pilot, model))
     for stale in ("analysis", "report"):
         shutil.rmtree(out / stale, ignore_errors=True)
