@@ -18,7 +18,7 @@ from typing import Any
 from analyses.results import Interval, Result, decode
 
 __all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "BoundFigures", "Evidence", "GroupFigures",
-           "ToyFigures", "Verdict"]
+           "Verdict"]
 
 GROUP_ANALYSES: tuple[str, ...] = ("tracking",)
 BOUND_REASONS: tuple[str, ...] = (
@@ -36,18 +36,6 @@ def _check_member(value: str, allowed: tuple[str, ...], name: str) -> None:
     """One-line ``ValueError`` unless ``value`` is one of ``allowed`` (the records' fixed codes)."""
     if value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-
-@dataclass(frozen=True)
-class ToyFigures:
-    """The first row of the exact two-token toy (``analyses.minimizers.ToyCheck``)."""
-
-    alpha: float
-    epsilon: float
-    kl_p_py: float
-    ce_py_p: float
-    m: tuple[float, ...]
-    g: tuple[float, ...]
-    tv_m_g: float
 
 
 @dataclass(frozen=True)
@@ -100,7 +88,6 @@ class Evidence:
     skipped: str = ""
     preregistered: str = ""  # the training direction of the pre-registered group
     excluded: tuple[str, ...] = ()  # runs excluded as diverged
-    toy: ToyFigures | None = None
     groups: tuple[GroupFigures, ...] = ()
     uncalibrated: tuple[str, ...] = ()  # controls of the rule that failed
     result: Result | None = None  # the analysis result the row read (rows that need no figures above)

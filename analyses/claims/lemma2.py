@@ -54,7 +54,7 @@ def _forward_frames(inputs: SuiteInputs):
     return group, dict(group.runs)
 
 
-def _mismatch(inputs: SuiteInputs) -> Lemma2Mismatch:
+def _mismatch_analysis(inputs: SuiteInputs) -> Lemma2Mismatch:
     group, frames = _forward_frames(inputs)
     found = lemma2_mismatch(frames, inputs.level)
     if not found.runs:
@@ -62,7 +62,7 @@ def _mismatch(inputs: SuiteInputs) -> Lemma2Mismatch:
     return found
 
 
-def _tracking(inputs: SuiteInputs):
+def _tracking_analysis(inputs: SuiteInputs):
     """Descriptive: r(m) − r(g) against its entropy-matched null, from exact readouts."""
     _, frames = _forward_frames(inputs)
     return lemma2_tracking(frames, "forward", inputs.level)
@@ -189,7 +189,7 @@ MISMATCH = register(Claim(
               "undecided": Outcome("the intervals straddle the threshold", "mixed"),
               "not testable": NOT_TESTABLE, "not measured": NOT_MEASURED},
     rule=_row("lemma2_mismatch", "lemma2_mismatch", Lemma2Mismatch, "mismatch"), measured=_mismatch,
-    short=_mismatch_short, reason=_reason, analyses={"lemma2_mismatch": _mismatch, "lemma2_tracking": _tracking},
+    short=_mismatch_short, reason=_reason, analyses={"lemma2_mismatch": _mismatch_analysis, "lemma2_tracking": _tracking_analysis},
     tests=("tests/analyses/test_analyses_lemma2.py::test_mismatch_outcomes",
            "tests/analyses/test_analyses_lemma2.py::test_mismatch_is_not_testable_with_two_seeds_or_no_keys"),
 ))

@@ -80,7 +80,7 @@ def test_a_claim_registered_from_a_test_reaches_the_table_the_report_and_the_jso
 
 def test_the_rows_are_in_registration_order_and_each_outcome_has_wording():
     keys = [c.key for c in claims()]
-    assert len(keys) == len(set(keys)) and keys[0] == "lemma2_analytic"
+    assert len(keys) == len(set(keys)) and keys[0] == "lemma2_stated"
     for row in claims():
         assert row.title and row.paper and row.question and row.primary, row.key
         assert row.outcomes and all(o.meaning and o.tone in TONES for o in row.outcomes.values()), row.key

@@ -17,6 +17,7 @@ from analyses.claims.text import (
     bound_summary,
     group_statement,
 )
+from analyses.lemma2 import Lemma2Stated
 from analyses.results import Interval
 from analyses.suite import analyze_runs, load_suite
 from analyses.suite_result import SuiteAnalysis
@@ -25,7 +26,6 @@ from analyses.verdict import (
     BoundFigures,
     Evidence,
     GroupFigures,
-    ToyFigures,
     Verdict,
 )
 from reports.wording import figure, reason
@@ -44,14 +44,6 @@ def test_every_outcome_of_every_claim_has_its_wording():
     for row in claims():
         assert row.title and row.paper and row.question and row.primary, row.key
         assert row.outcomes and all(o.meaning for o in row.outcomes.values()), row.key
-
-
-def test_the_toy_row_renders_the_exact_figures():
-    toy = ToyFigures(0.5, 0.1, 0.3, 1.2, (0.75, 0.25), (0.6, 0.4), 0.15)
-    row = Verdict(CLAIMS[0], "refuted", Evidence("toy_differ", toy=toy))
-    assert figure(row) == ("two-token toy (alpha=0.5, eps=0.1): KL(p||p_y) = 0.3, CE(p_y, p) = 1.2; "
-                           "m_k = (0.75, 0.25), g_k = (0.6, 0.4), TV(m_k, g_k) = 0.15")
-    assert "closed form" in reason(row)
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +65,12 @@ def test_the_json_carries_the_evidence_and_rows_reload_alike(suite, tmp_path):
 
 
 def test_undefined_numbers_are_null_and_infinities_inf_in_json():
-    toy = ToyFigures(0.5, 0.0, math.inf, math.nan, (0.75, 0.25), (1.0, 0.0), 0.25)
-    row = Verdict(CLAIMS[0], "refuted", Evidence("toy_differ", toy=toy))
+    stated = Lemma2Stated("holds (exact)", 3, 8, math.nan, math.inf, [0.5], [0.1], [4])
+    row = Verdict("lemma2_stated", "holds (exact)", Evidence("computed", result=stated))
     text = SuiteAnalysis([], {}, [row], {}).to_json()
-    assert '"ce_py_p": null' in text and '"kl_p_py": "inf"' in text and "NaN" not in text
-    back = Verdict.from_dict(json.loads(text)["claims"][0]).evidence.toy
-    assert math.isnan(back.ce_py_p) and back.kl_p_py == math.inf
+    assert '"max_residual": null' in text and '"min_excess": "inf"' in text and "NaN" not in text
+    back = Verdict.from_dict(json.loads(text)["claims"][0]).evidence.result
+    assert isinstance(back, Lemma2Stated) and math.isnan(back.max_residual) and back.min_excess == math.inf
 
 
 def test_an_index_written_before_evidence_gets_its_verdicts_decided_again(suite, tmp_path):
