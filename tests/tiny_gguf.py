@@ -112,3 +112,26 @@ def write_tiny_gguf(path: Path, layers: int = 2, tied: bool = False, f16: bool =
                 if p.dim() > 1:
                     p.copy_(p.half().float())
     return model
+
+
+def refuse_writes(monkeypatch, directory: Path, code: int, reason: str) -> None:
+    """Make every file the model cache creates under ``directory`` fail as the OS would
+    (``EROFS``: a read-only filesystem; as root, ``chmod 555`` does not stop writes)."""
+    import tempfile
+
+    from zerolock_theory.models import model_cache
+
+    def refused(path) -> bool:
+        return path is not None and str(path).startswith(str(directory))
+
+    def wrap(real, where):
+        def fake(*args, **kwargs):
+            path = where(args, kwargs)
+            if refused(path):
+                raise OSError(code, reason, str(path))
+            return real(*args, **kwargs)
+        return fake
+
+    monkeypatch.setattr(model_cache, "open", wrap(open, lambda a, k: a[0]), raising=False)
+    for name in ("mkstemp", "mkdtemp"):
+        monkeypatch.setattr(tempfile, name, wrap(getattr(tempfile, name), lambda a, k: k.get("dir")))

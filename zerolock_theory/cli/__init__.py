@@ -16,7 +16,7 @@ import typing
 from collections.abc import Sequence
 
 COMMANDS: tuple[str, ...] = (
-    "verify", "train", "sweep", "analyze", "report", "theory", "pipeline", "export", "recipes",
+    "verify", "train", "sweep", "analyze", "report", "theory", "pipeline", "export", "recipes", "cache",
 )
 
 

@@ -106,6 +106,10 @@ def inspect_gguf(file: Path, alias: str | None = None) -> GgufInfo:
     _need_gguf()
     from gguf import GGUFReader
 
+    with open(file, "rb") as handle:
+        magic = handle.read(4)
+    if magic != b"GGUF":
+        raise ValueError(f"model file {file} is not a GGUF file (it does not start with the GGUF magic)")
     try:
         reader = GGUFReader(file)
         field = reader.fields.get("general.architecture")
@@ -113,10 +117,11 @@ def inspect_gguf(file: Path, alias: str | None = None) -> GgufInfo:
         end = max((t.data_offset + int(t.n_bytes) for t in reader.tensors), default=0)
     except Exception as exc:  # bad magic, cut header, arrays past the end: numpy and gguf raise many kinds
         reason = " ".join(str(exc).split())[:120] or type(exc).__name__
-        raise ValueError(f"model file {file} is not a readable GGUF file ({reason})") from exc
+        raise ValueError(f"model file {file} is a damaged GGUF file (cut short or corrupt: {reason})") from exc
     size = file.stat().st_size
     if end > size:
-        raise ValueError(f"model file {file} is truncated: its tensors end at byte {end}, the file has {size}")
+        raise ValueError(f"model file {file} is a damaged GGUF file (cut short: its tensors end at byte {end}, "
+                         f"the file has {size})")
     if not reader.tensors:
         raise ValueError(f"model file {file} is a GGUF file without tensors")
     family = family_for_gguf(architecture or "")
