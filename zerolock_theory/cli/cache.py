@@ -28,13 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerolock_theory.models.model_cache import ModelCacheError, cache_dir, clear_entries, list_entries
+    from zerolock_theory.models import model_cache as mc
 
-    cache = cache_dir()
+    cache = mc.cache_dir()
     if args.action == "list":
         if args.key is not None:
             raise CLIError("cache list takes no KEY (cache clear KEY removes one entry)")
-        entries = list_entries(cache)
+        entries = mc.list_entries(cache)
         print(f"model cache: {cache} ({len(entries)} entr{'y' if len(entries) == 1 else 'ies'})")
         for entry in entries:
             marker = entry.marker or {}
@@ -43,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{marker.get('source', '')}".rstrip())
         return 0
     try:
-        removed = clear_entries(args.key, cache)
-    except ModelCacheError as exc:
+        removed = mc.clear_entries(args.key, cache)
+    except mc.ModelCacheError as exc:
         raise CLIError(str(exc)) from exc
     print(f"model cache: {cache}: removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'}"
           + (f" ({', '.join(e.key for e in removed)})" if removed else ""))
