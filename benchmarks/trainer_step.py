@@ -1,6 +1,7 @@
 """Benchmark (not a test): ZeroLock vs backprop step time and saved activations, one run.
 
-Prints, on the embedded model (or ``--model PATH``), for each K in ``--chunks``:
+Prints, on the embedded model (or ``--model``: a directory, a .gguf file, smollm2-135m), for
+each K in ``--chunks``:
 
 * ZeroLock step time ÷ backprop step time (median over interleaved repetitions);
 * peak saved-for-backward activation bytes per step, ZeroLock ÷ backprop
@@ -56,7 +57,8 @@ def _one_step(run, step: int) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--model", default="embedded",
+                        help="model.path: embedded, a model directory, a .gguf file or smollm2-135m")
     parser.add_argument("--chunks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=8)
