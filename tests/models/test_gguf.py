@@ -214,3 +214,9 @@ def test_smollm2_chunks_into_five_with_its_tied_head(cache):
         hiddens = chunked.hiddens(ids)
         torch.testing.assert_close(chunked.readout(hiddens[-1]), expected, atol=1e-4, rtol=0)
     assert tokenizer.decode(expected[0, -1].argmax()).strip() == "Rome"
+
+
+def test_display_names_of_other_sources(tmp_path, tiny_lm):
+    assert model_display_name("embedded") == "embedded Llama (8 layers, d=128, V=4096)"
+    tiny_lm("qwen2").save_pretrained(tmp_path / "my-qwen")
+    assert model_display_name(str(tmp_path / "my-qwen")) == "my-qwen (qwen2, local directory)"
