@@ -158,7 +158,7 @@ def convert_gguf(file: Path, out: Path) -> None:
         loaded = AutoModelForCausalLM.from_pretrained(file.parent, gguf_file=file.name, dtype=torch.float32,
                                                       local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(file.parent, gguf_file=file.name, local_files_only=True)
-    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except (ValueError, KeyError, TypeError, RuntimeError, ImportError) as exc:
         first = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise ValueError(f"cannot convert {file}: {first}") from exc
     config = copy.deepcopy(loaded.config)
@@ -167,6 +167,11 @@ def convert_gguf(file: Path, out: Path) -> None:
     with torch.device("meta"):  # no random init: every parameter comes from the state dict
         model = AutoModelForCausalLM.from_config(config)
     model.load_state_dict(loaded.state_dict(), strict=True, assign=True)
+    buffers = dict(loaded.named_buffers())
+    for name, buffer in list(model.named_buffers()):  # non-persistent ones (rotary inv_freq, ...)
+        if buffer.is_meta and name in buffers:
+            owner, _, attr = name.rpartition(".")
+            setattr(model.get_submodule(owner), attr, buffers[name])
     model.tie_weights()
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
