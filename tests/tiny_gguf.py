@@ -135,3 +135,52 @@ def refuse_writes(monkeypatch, directory: Path, code: int, reason: str) -> None:
     monkeypatch.setattr(model_cache, "open", wrap(open, lambda a, k: a[0]), raising=False)
     for name in ("mkstemp", "mkdtemp"):
         monkeypatch.setattr(tempfile, name, wrap(getattr(tempfile, name), lambda a, k: k.get("dir")))
+
+
+def write_tiny_gpt2_gguf(path: Path) -> torch.nn.Module:
+    """A tiny random GPT-2 (tied head, learned positions) as a float32 GGUF file; returns the model.
+
+    llama.cpp stores the ``Conv1D`` weights transposed (``[out, in]``); transformers undoes it.
+    """
+    import gguf
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    vocab = tokens()
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_embd=32, n_layer=2, n_head=4, n_positions=1024,
+                                       n_inner=128, bos_token_id=len(vocab) - 1, eos_token_id=len(vocab) - 1)).eval()
+    cfg = model.config
+    writer = gguf.GGUFWriter(str(path), "gpt2")
+    writer.add_name("tiny-gpt2")
+    writer.add_block_count(cfg.n_layer)
+    writer.add_context_length(cfg.n_positions)
+    writer.add_embedding_length(cfg.n_embd)
+    writer.add_feed_forward_length(cfg.n_inner)
+    writer.add_head_count(cfg.n_head)
+    writer.add_layer_norm_eps(cfg.layer_norm_epsilon)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(vocab)
+    writer.add_token_types([gguf.TokenType.NORMAL] * (len(vocab) - 1) + [gguf.TokenType.CONTROL])
+    writer.add_token_merges([" ".join(m) for m in VOCAB_MERGES])
+    writer.add_bos_token_id(len(vocab) - 1)
+    writer.add_eos_token_id(len(vocab) - 1)
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    names = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
+             "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
+    writer.add_tensor("token_embd.weight", sd["transformer.wte.weight"])
+    writer.add_tensor("position_embd.weight", sd["transformer.wpe.weight"])
+    for i in range(cfg.n_layer):
+        for ours, theirs in names.items():
+            for kind in ("weight", "bias"):
+                array = sd[f"transformer.h.{i}.{ours}.{kind}"]
+                transpose = kind == "weight" and not ours.startswith("ln_")
+                writer.add_tensor(f"blk.{i}.{theirs}.{kind}", np.ascontiguousarray(array.T) if transpose else array)
+    writer.add_tensor("output_norm.weight", sd["transformer.ln_f.weight"])
+    writer.add_tensor("output_norm.bias", sd["transformer.ln_f.bias"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return model

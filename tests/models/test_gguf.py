@@ -22,7 +22,7 @@ import torch
 
 pytest.importorskip("gguf")
 
-from tiny_gguf import refuse_writes, write_tiny_gguf  # noqa: E402
+from tiny_gguf import refuse_writes, write_tiny_gguf, write_tiny_gpt2_gguf  # noqa: E402
 
 from zerolock_theory.models import gguf_files, loading, model_cache  # noqa: E402
 from zerolock_theory.models.chunking import ChunkedLM  # noqa: E402
@@ -79,6 +79,17 @@ def test_converted_gguf_gives_the_models_logits(tmp_path, cache, monkeypatch, ti
     assert "quantization_config" not in json.loads((entry / "config.json").read_text())
     assert builds == [file]  # the second resolve and the display name reuse the entry
     assert not [p for p in cache.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_converted_gpt2_gguf_gives_the_models_logits(tmp_path, cache):
+    file = tmp_path / "tiny-gpt2.gguf"
+    reference = write_tiny_gpt2_gguf(file)
+    model, _ = load_model(str(file))
+    ids = torch.randint(0, 260, (2, 9))
+    with torch.no_grad():
+        expected = reference(ids).logits
+        torch.testing.assert_close(ChunkedLM(model, 2)(ids), expected, atol=1e-6, rtol=0)
+    assert type(model).__name__ == "GPT2LMHeadModel" and head_is_tied(model)
 
 
 def test_torn_entries_are_rebuilt(tmp_path, cache, monkeypatch):
