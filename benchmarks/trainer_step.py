@@ -29,6 +29,8 @@ from zerolock_theory.config import TrainConfig
 from zerolock_theory.pipeline.memory import SavedTensorMeter
 from zerolock_theory.training.loop import setup
 
+CLOCK = [time.perf_counter]  # --clock cpu: time.process_time (robust to other load on a shared CPU)
+
 
 def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str, slice_size: int | None = None) -> dict:
     runs = {}
@@ -47,11 +49,11 @@ def _one_step(run, step: int) -> tuple[float, int]:
     batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
     run.chunked.train()
     with SavedTensorMeter.for_module(run.chunked.model) as meter:
-        tic = time.perf_counter()
+        tic = CLOCK[0]()
         run.step_fn.train_step(batch, step)
         if run.device.type == "cuda":
             torch.cuda.synchronize()
-        elapsed = time.perf_counter() - tic
+        elapsed = CLOCK[0]() - tic
     return elapsed, meter.peak
 
 
@@ -66,9 +68,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: this process's CPU time (CPU runs on a loaded machine)")
     parser.add_argument("--slice", type=int, default=8, help="readout_chunk_size of the sliced runs (positions)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.clock == "cpu":
+        CLOCK[0] = time.process_time
     sliced = {}
     for chunks in args.chunks:
         runs = _runs(args.model, chunks, args.seq_len, args.batch_size, args.device, args.slice)
