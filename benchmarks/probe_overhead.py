@@ -78,6 +78,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--batch-sizes", type=int, nargs="*", default=[], metavar="B",
                    help="also measure the overhead at these training batch sizes (a plain and a probed run each)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--model", help="model.path (default: the recipe's): a directory, a .gguf file, smollm2-135m")
     args = p.parse_args()
     if args.steps < 1 or args.warmup < 0:
         p.error(f"need --steps >= 1 and --warmup >= 0, got {args.steps} and {args.warmup}")
@@ -236,6 +237,7 @@ def main() -> None:
     table = vocab_table(args.vocab, args.vocab_steps) if args.vocab else []  # before the runs (see vocab_table)
     probes.batch._compute_readouts = _timed_forward(probes.batch._compute_readouts)  # noqa: SLF001
     raw = apply_overrides(read_recipe(args.recipe), [*args.overrides, "run.progress=false"])
+    raw["model"] = {**raw.get("model", {}), **({"path": args.model} if args.model else {})}
     m = measure(raw, args)
     times, parts, skip, cfg = m.times, m.parts, m.skip, m.cfg
     plain_med = m.plain

@@ -127,10 +127,7 @@ class _P0:
         """The dependencies now; None in training mode (GPT-2's embedding dropout)."""
         if chunked.model.training:
             return None
-        modules = [chunked.model.get_input_embeddings(), chunked.norm, chunked.head]
-        if chunked.layout == "gpt2":
-            modules.append(chunked.backbone.wpe)
-        params = [p for m in modules for p in m.parameters()]
+        params = [p for m in chunked.readout_modules() for p in m.parameters()]
         return cls(params, [p._version for p in params], input_ids, mask, autocast)  # noqa: SLF001
 
     def same(self, other: _P0 | None) -> bool:

@@ -1,7 +1,9 @@
 """Probes for any training loop: ``ProbeSession`` (MATH.md, "Assumption 5", "Proposition 1").
 
-Inputs: a Hugging Face causal LM (a Llama-style or GPT-2 layout, as ``ChunkedLM`` supports,
-bare or in a peft ``PeftModel``; its own final norm and LM head are the frozen readout), the
+Inputs: a Hugging Face causal LM (a family of ``models.families``: Llama, Mistral, Qwen2/3,
+GPT-2; bare or in a peft ``PeftModel``; its own final norm and LM head are the frozen readout;
+any ``--model`` source loads with ``zerolock_theory.models.load_model``, e.g.
+``load_model("smollm2-135m")`` or a ``.gguf`` file, converted once into the model cache), the
 chunk boundaries (``chunks`` for an even split, or ``boundaries``), a probe batch and
 optionally the local loss (α, direction, ε). Each ``step(t)`` computes, without touching
 gradients or the RNG, the readouts p̃ at the model's current parameters (the logit lens at

@@ -84,7 +84,7 @@ class ModelConfig:
     """Which model, how it is split into chunks, where it runs."""
 
     path: str = "embedded"
-    """'embedded' or a local Hugging Face model directory."""
+    """'embedded', a local Hugging Face model directory, a .gguf file or smollm2-135m (GGUF, converted once into the model cache)."""
     chunks: int = 4
     """Number of chunks K."""
     boundaries: list[int] | None = None
@@ -371,13 +371,11 @@ def read_recipe(path: str | Path) -> dict[str, Any]:
 
 
 def check_sources(config: TrainConfig) -> None:
-    """The model directory and the data source exist: a one-line ``ValueError`` before any load."""
-    if config.model.path != "embedded":
-        path = Path(config.model.path).expanduser()
-        _require(path.exists(), f"model directory {config.model.path!r} does not exist")
-        _require(path.is_dir(), f"model path {config.model.path!r} is not a directory")
-        _require((path / "config.json").is_file(),
-                 f"model directory {config.model.path!r} has no config.json (not a Hugging Face model directory)")
+    """The model source (``models.loading.check_model_source``) and the data source exist:
+    a one-line ``ValueError`` before any load or write."""
+    from zerolock_theory.models.loading import check_model_source
+
+    check_model_source(config.model.path)
     if config.data.source != "embedded":
         _require(Path(config.data.source).expanduser().exists(),
                  f"data source {config.data.source!r} does not exist")

@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="verify recipe: a file or a packaged name (default: verify_full)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a suite or run-config key, e.g. --set suite.steps=60 --set data.seq_len=64")
-    parser.add_argument("--model", default=None, help="'embedded' (default) or a local Hugging Face model directory")
+    parser.add_argument("--model", default=None, help="'embedded' (default), a local Hugging Face model directory, a .gguf file or smollm2-135m")
     parser.add_argument("--data", default=None, help="'embedded' (default), a file (.txt .md .jsonl .json .csv "
                         ".parquet, optionally .gz), a directory of them, or a datasets save_to_disk directory")
     parser.add_argument("--device", default=None, help="auto (default; cuda when present), cpu, cuda, ...")

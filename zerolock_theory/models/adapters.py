@@ -9,17 +9,15 @@ from torch import nn
 
 from zerolock_theory.config import LoraSettings
 from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.models.families import FAMILIES
 
 __all__ = [
     "DEFAULT_TARGETS", "PEFT_CONFIG", "PEFT_WEIGHTS", "attach_adapters", "init_lora_b", "peft_state_dict",
     "save_peft_adapter", "trainable_state_dict",
 ]
 
-# Attention and MLP projections per layout: every linear map of a decoder layer.
-DEFAULT_TARGETS = {
-    "llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-    "gpt2": ["c_attn", "c_proj", "c_fc"],
-}
+DEFAULT_TARGETS = {family.name: list(family.lora_targets) for family in FAMILIES}
+"""Family name → default LoRA targets (``models.families``): every linear map of a decoder layer."""
 
 
 def attach_adapters(chunked: ChunkedLM, settings: LoraSettings, seed: int = 0) -> None:
@@ -43,16 +41,16 @@ def attach_adapters(chunked: ChunkedLM, settings: LoraSettings, seed: int = 0) -
         return
     from peft import LoraConfig, inject_adapter_in_model
 
-    targets = settings.target_modules or DEFAULT_TARGETS[chunked.layout]
-    layer_prefix = "model.layers" if chunked.layout == "llama" else "transformer.h"
+    family = chunked.family
+    targets = settings.target_modules or list(family.lora_targets)
     config = LoraConfig(
         r=settings.rank,
         lora_alpha=settings.alpha,
         lora_dropout=settings.dropout,
         target_modules=targets,
         layers_to_transform=list(range(len(chunked.layers))),
-        layers_pattern=layer_prefix.split(".")[-1],
-        fan_in_fan_out=chunked.layout == "gpt2",
+        layers_pattern=family.layers_pattern,
+        fan_in_fan_out=family.conv1d,
         bias="none",
     )
     inject_adapter_in_model(config, chunked.model)
@@ -103,8 +101,8 @@ def save_peft_adapter(params: dict[str, torch.Tensor], settings: LoraSettings, b
     """Write ``adapter_config.json`` and ``adapter_model.safetensors`` that peft loads.
 
     ``PeftModel.from_pretrained(base, out)`` then reproduces the trained model: the target
-    modules are read from the tensor names, rank and alpha from ``settings``, and GPT-2's
-    transposed ``Conv1D`` layout sets ``fan_in_fan_out``.
+    modules are read from the tensor names, rank and alpha from ``settings``, and a family with
+    transposed ``Conv1D`` weights (GPT-2, ``Family.conv1d``) sets ``fan_in_fan_out``.
     """
     from peft import LoraConfig
     from safetensors.torch import save_file
@@ -116,7 +114,8 @@ def save_peft_adapter(params: dict[str, torch.Tensor], settings: LoraSettings, b
     config = LoraConfig(
         r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
         target_modules=targets, bias="none", task_type="CAUSAL_LM",
-        fan_in_fan_out=any(key.startswith("base_model.model.transformer.h.") for key in tensors),
+        fan_in_fan_out=any(key.startswith(f"base_model.model.{family.layers}.")
+                           for key in tensors for family in FAMILIES if family.conv1d),
         base_model_name_or_path=base_model,
     )
     out = Path(out)

@@ -3,11 +3,11 @@
 ``ChunkedLM`` exposes exactly the pieces docs/MATH.md names: h_0 = ``embed(batch)``,
 h_k = ``forward_chunk(k, h_{k-1}, ctx)`` and the readout logits W_U·norm(h_k) =
 ``readout(h_k)``. Chaining the chunks and reading out reproduces ``model(input_ids).logits``
-(tested for each supported layout, with and without padding).
+(tested for each supported family, with and without padding).
 
-Supported layouts: Llama-style (``model.layers``: Llama, Qwen2/3, Mistral, …) and GPT-2
-(``transformer.h``), also wrapped in a peft ``PeftModel`` (chunked through its base model,
-whose layers hold the adapters).
+Supported families: the table in ``models.families`` (Llama-style: Llama, Mistral, Qwen2/3;
+GPT-2), also wrapped in a peft ``PeftModel`` (chunked through its base model, whose layers
+hold the adapters). Every architecture-specific piece is looked up there.
 """
 
 from __future__ import annotations
@@ -20,13 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from zerolock_theory.models.families import Family, UnsupportedArchitectureError, family_of, resolve
+
 __all__ = ["ChunkContext", "ChunkedLM", "UnsupportedArchitectureError", "even_boundaries"]
-
-SUPPORTED = "Llama-style decoders with `model.layers` (Llama, Qwen2/3, Mistral, ...) and GPT-2 (`transformer.h`)"
-
-
-class UnsupportedArchitectureError(ValueError):
-    """The model's layout is not one ``ChunkedLM`` knows how to split."""
 
 
 @dataclass
@@ -70,23 +66,18 @@ class ChunkedLM(nn.Module):
         peft = sys.modules.get("peft")  # a PeftModel's adapters live in its base model's layers
         if peft is not None and isinstance(model, peft.PeftModel):
             model = model.get_base_model()
+        family = family_of(model)
         self.model = model
         self.config = model.config
-        if hasattr(model, "model") and hasattr(model.model, "layers"):
-            self.layout = "llama"
-            self.backbone = model.model
-            self.layers = model.model.layers
-            self.norm = model.model.norm
-        elif hasattr(model, "transformer") and hasattr(model.transformer, "h"):
-            self.layout = "gpt2"
-            self.backbone = model.transformer
-            self.layers = model.transformer.h
-            self.norm = model.transformer.ln_f
-        else:
-            raise UnsupportedArchitectureError(
-                f"cannot chunk {type(model).__name__}: supported are {SUPPORTED}"
-            )
+        self.family: Family = family
+        self.backbone = resolve(model, family.backbone)
+        self.layers = resolve(model, family.layers)
+        self.norm = resolve(model, family.norm)
         self.head = model.get_output_embeddings()
+        # embedding-side modules, kept out of the module tree (they are the model's own)
+        self._embed_parts = {name: resolve(model, path) if path else None for name, path in (
+            ("tokens", family.embed), ("positions", family.positions), ("rotary", family.rotary),
+            ("dropout", family.dropout))}
         n = len(self.layers)
         self.boundaries = list(boundaries) if boundaries is not None else even_boundaries(n, chunks)
         if len(self.boundaries) != chunks - 1 or (self.boundaries and self.boundaries[-1] >= n):
@@ -96,6 +87,11 @@ class ChunkedLM(nn.Module):
         self.chunk_layers: list[list[int]] = [list(range(a, b)) for a, b in zip(starts, ends, strict=True)]
         if any(not layers for layers in self.chunk_layers):
             raise ValueError(f"boundaries {self.boundaries} leave an empty chunk")
+
+    @property
+    def layout(self) -> str:
+        """The family's short name (``llama``, ``gpt2``)."""
+        return self.family.name
 
     def train(self, mode: bool = True) -> ChunkedLM:
         """``nn.Module.train`` visiting each module once.
@@ -137,12 +133,11 @@ class ChunkedLM(nn.Module):
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ChunkContext]:
         """h_0 and the shared per-batch context, exactly as the model's own forward builds them."""
-        bb = self.backbone
+        parts = self._embed_parts
         position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0)
-        if self.layout == "llama":
-            hidden = bb.embed_tokens(input_ids)
-        else:
-            hidden = bb.wte(input_ids) + bb.wpe(position_ids)
+        hidden = parts["tokens"](input_ids)
+        if parts["positions"] is not None:
+            hidden = hidden + parts["positions"](position_ids)
         from transformers.masking_utils import create_causal_mask
 
         mask = _call_with_supported(
@@ -156,11 +151,9 @@ class ChunkedLM(nn.Module):
             cache_position=position_ids[0],
             position_ids=position_ids,
         )
-        rotary = None
-        if self.layout == "llama":
-            rotary = bb.rotary_emb(hidden, position_ids)
-        else:
-            hidden = bb.drop(hidden)
+        rotary = parts["rotary"](hidden, position_ids) if parts["rotary"] is not None else None
+        if parts["dropout"] is not None:
+            hidden = parts["dropout"](hidden)
         return hidden, ChunkContext(mask, position_ids, rotary)
 
     def forward_chunk(self, k: int, hidden: torch.Tensor, ctx: ChunkContext) -> torch.Tensor:
@@ -194,11 +187,14 @@ class ChunkedLM(nn.Module):
         """Final-chunk logits: equals ``model(input_ids, attention_mask).logits``."""
         return self.readout(self.hiddens(input_ids, attention_mask)[-1])
 
+    def readout_modules(self) -> list[nn.Module]:
+        """The modules p_0 and every readout depend on: embeddings (tokens, learned positions),
+        final norm and LM head; never trained."""
+        embeds = [self.model.get_input_embeddings(), self._embed_parts["positions"]]
+        return [m for m in (*embeds, self.norm, self.head) if m is not None]
+
     def freeze_readout(self) -> None:
-        """Freeze the embedding, final norm and LM head (the readout is never trained)."""
-        for module in (self.norm, self.head, self.model.get_input_embeddings()):
+        """Freeze the embeddings, final norm and LM head (the readout is never trained)."""
+        for module in self.readout_modules():
             for p in module.parameters():
-                p.requires_grad_(False)
-        if self.layout == "gpt2":
-            for p in self.backbone.wpe.parameters():
                 p.requires_grad_(False)

@@ -1,13 +1,25 @@
-"""Load a causal LM and its tokenizer from a local directory (never from a hub)."""
+"""Load a causal LM and its tokenizer from a local source (never from a hub).
+
+``--model`` (``model.path``) takes ``embedded`` (the packaged tiny model), a local Hugging Face
+directory, a ``.gguf`` file or ``smollm2-135m`` (``models.gguf_files``). Every command that
+takes a model goes through ``resolve_model_path``: a GGUF source is converted once into the
+model cache (``models.model_cache``) and its cached directory is returned from then on.
+``check_model_source`` checks a source without writing anything (before a run's first write)
+and ``model_display_name`` is how reports name the model.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["load_model", "resolve_device", "resolve_model_path"]
+import zerolock_theory.models.gguf_files as gguf_files
+import zerolock_theory.models.model_cache as model_cache
+
+__all__ = ["check_model_source", "load_model", "model_display_name", "resolve_device", "resolve_model_path"]
 
 _DTYPES = {
     "float32": torch.float32,
@@ -31,11 +43,18 @@ def resolve_device(device: str) -> torch.device:
 
 
 def resolve_model_path(path: str) -> Path:
-    """"embedded" → the packaged tiny model; otherwise a local directory with config.json."""
+    """The local Hugging Face directory of ``--model path``.
+
+    "embedded" → the packaged tiny model; a GGUF source → its cache entry, converted on first
+    use; otherwise a local directory with config.json. One-line ``ValueError`` otherwise
+    (``ModelCacheError`` when the cache cannot be written).
+    """
     if path == "embedded":
         from zerolock_theory.embedded import embedded_path
 
         return embedded_path()
+    if gguf_files.is_gguf_source(path):
+        return _gguf_entry(path)[0]
     directory = Path(path).expanduser()
     if not (directory / "config.json").is_file():
         raise ValueError(
@@ -43,6 +62,87 @@ def resolve_model_path(path: str) -> Path:
             "models are never downloaded at run time"
         )
     return directory
+
+
+_INSPECTED: dict[tuple[str, int, int], gguf_files.GgufInfo] = {}
+
+
+def _cached(file: Path) -> Path | None:
+    """The complete cache entry of ``file`` when its checksum is remembered (no hashing, no reading)."""
+    cache = model_cache.cache_dir()
+    sha = model_cache.known_sha256(file, cache)
+    return model_cache.complete_entry(sha, cache) if sha else None
+
+
+def _inspect(file: Path, path: str) -> gguf_files.GgufInfo:
+    """``inspect_gguf``, once per process and file version."""
+    st = file.stat()
+    key = (str(file.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _INSPECTED:
+        _INSPECTED[key] = gguf_files.inspect_gguf(file, path if path in gguf_files.ALIASES else None)
+    return _INSPECTED[key]
+
+
+def _gguf_entry(path: str) -> tuple[Path, bool]:
+    """(cache entry, built now) of a GGUF source."""
+    file = gguf_files.gguf_file(path)
+    found = _cached(file)
+    if found is not None:
+        return found, False
+    info = _inspect(file, path)
+    cache = model_cache.cache_dir()
+    sha = model_cache.file_sha256(file, cache)
+
+    def build(tmp: Path) -> dict[str, Any]:
+        gguf_files.convert_gguf(file, tmp)
+        return {"display_name": info.display_name, "architecture": info.architecture,
+                "quantization": info.quantization, "family": info.family}
+
+    return model_cache.build_entry(file, sha, build, cache)
+
+
+def check_model_source(path: str) -> None:
+    """One-line ``ValueError`` unless ``path`` is a usable model source; writes nothing.
+
+    A GGUF source is checked for the ``gguf`` package, the file, its header and architecture
+    (skipped when its cache entry exists); a directory for ``config.json``.
+    """
+    if path == "embedded":
+        return
+    if gguf_files.is_gguf_source(path):
+        file = gguf_files.gguf_file(path)
+        if _cached(file) is None:
+            _inspect(file, path)
+        return
+    directory = Path(path).expanduser()
+    if not directory.exists():
+        raise ValueError(f"model directory {path!r} does not exist")
+    if not directory.is_dir():
+        raise ValueError(f"model path {path!r} is not a directory (nor a .gguf file)")
+    if not (directory / "config.json").is_file():
+        raise ValueError(f"model directory {path!r} has no config.json (not a Hugging Face model directory)")
+
+
+def model_display_name(path: str) -> str:
+    """How a report names the model of ``--model path``.
+
+    A GGUF source: "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32)" (its title and
+    quantisation); the embedded model: "embedded Llama (8 layers, d=128, V=4096)"; a directory:
+    its name and model type. Reads headers and configs only.
+    """
+    if gguf_files.is_gguf_source(path):
+        file = gguf_files.gguf_file(path)
+        found = _cached(file)
+        marker = model_cache.complete_marker(found) if found is not None else None
+        if marker and marker.get("display_name"):
+            return str(marker["display_name"])
+        return _inspect(file, path).display_name
+    directory = resolve_model_path(path)
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    if path == "embedded":
+        return (f"embedded {config.get('model_type', 'model').capitalize()} ({config.get('num_hidden_layers')} layers, "
+                f"d={config.get('hidden_size')}, V={config.get('vocab_size')})")
+    return f"{directory.name} ({config.get('model_type', 'unknown model type')}, local directory)"
 
 
 def load_model(path: str, dtype: str = "float32", device: str = "cpu") -> tuple[Any, Any]:
