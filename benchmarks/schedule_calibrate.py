@@ -90,22 +90,32 @@ def config(args: argparse.Namespace, K: int, method: str):
     })
 
 
-def measured_period(args: argparse.Namespace, K: int, m: int, schedule: str) -> float:
-    """Mean step time of the last stage over steps warmup .. steps−2 of a real pipelined run."""
+def measured(args: argparse.Namespace, K: int, m: int, schedule: str) -> dict:
+    """A real pipelined run: the last stage's median step time over steps warmup .. steps−2,
+    the largest per-stage median CPU seconds per step, and the load average after the run."""
     from zerolock_theory.pipeline import PipelineOptions, launch
 
     method = "zerolock" if schedule == "zerolock" else "backprop"
     options = PipelineOptions(schedule=schedule, micro_batches=m, warmup_steps=args.warmup, max_restarts=0)
     summary = launch(config(args, K, method), options, args.out / "runs" / f"{schedule}_K{K}_m{m}", overwrite=True)
-    last = max(summary.results, key=lambda r: r["stage"])
-    return statistics.mean(last["step_times"][args.warmup:-1])
+    load = os.getloadavg()[0]
+    results = sorted(summary.results, key=lambda r: r["stage"])
+    window = slice(args.warmup, -1)
+    return {"period_s": statistics.median(results[-1]["step_times"][window]),
+            "cpu_s": max(statistics.median(r["step_cpu_times"][window]) for r in results), "load_average": load}
 
 
-def predicted_period(args: argparse.Namespace, K: int, m: int, schedule: str, costs, devices: int | None) -> float:
+def predicted(args: argparse.Namespace, K: int, m: int, schedule: str, costs, background: float) -> dict:
+    """The model's steady-state step time on --cores shared cores with ``background`` other jobs,
+    on an idle machine, and the largest per-stage work per step."""
     from zerolock_theory.pipeline.schedule_model import simulate
 
-    ends = simulate(schedule, K, m, costs, steps=args.steps, devices=devices).step_end[-1]
-    return (ends[-2] - ends[args.warmup - 1]) / (args.steps - 1 - args.warmup)
+    def period(b: float) -> float:
+        ends = simulate(schedule, K, m, costs, steps=args.steps, devices=args.cores, background=b).step_end[-1]
+        return (ends[-2] - ends[args.warmup - 1]) / (args.steps - 1 - args.warmup)
+
+    tl = simulate(schedule, K, m, costs, steps=1)
+    return {"period_s": period(background), "period_idle_s": period(0.0), "cpu_s": max(tl.busy)}
 
 
 def validate(args: argparse.Namespace) -> dict:
@@ -120,16 +130,18 @@ def validate(args: argparse.Namespace) -> dict:
                 if schedule == "1f1b" and m < K:
                     continue
                 costs = cal.zerolock if schedule == "zerolock" else cal.baseline
-                pred = predicted_period(args, K, m, schedule, costs, args.cores)
-                free = predicted_period(args, K, m, schedule, costs, None)
-                load = os.getloadavg()[0]
-                meas = measured_period(args, K, m, schedule)
-                rows.append({"schedule": schedule, "K": K, "m": m, "predicted_s": pred, "measured_s": meas,
-                             "error": pred / meas - 1, "predicted_one_core_per_stage_s": free,
-                             "load_average": load})
-                print(f"{schedule:<9} K={K} m={m}: predicted {pred * 1e3:8.1f} ms  measured {meas * 1e3:8.1f} ms  "
-                      f"error {pred / meas - 1:+.1%}   (one core per stage {free * 1e3:8.1f} ms; "
-                      f"load average {load:.1f})", flush=True)
+                meas = measured(args, K, m, schedule)
+                background = max(0.0, meas["load_average"] - K)
+                pred = predicted(args, K, m, schedule, costs, background)
+                row = {"schedule": schedule, "K": K, "m": m, "background": background,
+                       **{f"predicted_{k}": v for k, v in pred.items()}, **{f"measured_{k}": v for k, v in meas.items()},
+                       "error": pred["period_s"] / meas["period_s"] - 1, "cpu_error": pred["cpu_s"] / meas["cpu_s"] - 1}
+                rows.append(row)
+                print(f"{schedule:<9} K={K} m={m}: step predicted {pred['period_s'] * 1e3:7.1f} ms  measured "
+                      f"{meas['period_s'] * 1e3:7.1f} ms  error {row['error']:+.1%} | CPU/step predicted "
+                      f"{pred['cpu_s'] * 1e3:6.1f} ms measured {meas['cpu_s'] * 1e3:6.1f} ms error {row['cpu_error']:+.1%}"
+                      f" | idle-machine prediction {pred['period_idle_s'] * 1e3:6.1f} ms, load {meas['load_average']:.1f}",
+                      flush=True)
     return {"validation": rows, "calibrations": calibrations}
 
 

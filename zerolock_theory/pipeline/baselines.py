@@ -25,6 +25,7 @@ from zerolock_theory.pipeline.memory import (
     cuda_peak_bytes,
     memory_split,
     storage_bytes,
+    unneeded_weights,
 )
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
 from zerolock_theory.pipeline.stage import Stage
@@ -124,7 +125,8 @@ def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
         "stage": k, "start_step": start, "steps": cfg.run.steps,
         "peak_saved_bytes": meter.peak if meter is not None else None,
         "memory": memory_split(stage.chunked, step_fn.optimizers, meter.peak if meter is not None else None,
-                               _recv_buffer_bytes(pstage)),
+                               _recv_buffer_bytes(pstage),
+                               unneeded=unneeded_weights(stage.chunked, k, K, readout_everywhere=False)),
         "cuda_max_memory_allocated": cuda_peak_bytes(stage.device),
-        "tokens_per_s": timer.tokens_per_s, "step_times": timer.step_times, "recovery": None,
+        "tokens_per_s": timer.tokens_per_s, "step_times": timer.step_times, "step_cpu_times": timer.cpu_times, "recovery": None,
     }

@@ -2,7 +2,8 @@
 
 ``measure_costs(config, micro_batches)`` builds the model as every stage does
 (``training.loop.build_components``), cuts one batch into m micro-batches and times, for each
-chunk k on one micro-batch (median of ``repeats`` after one untimed call):
+chunk k on one micro-batch (median CPU seconds of ``repeats`` calls after one untimed call;
+the stages run one intra-op thread, so a cost is the CPU time of the calling thread):
 
 * forward: ``embed`` + ``forward_chunk(k)`` with autograd recording;
 * backward: ``h_k.backward(g)`` through the chunk (adapter gradients included);
@@ -68,14 +69,15 @@ class Calibration:
 
 
 def _timed(run: Callable[[], None], repeats: int, setup: Callable[[], Any] | None = None) -> float:
-    """Median seconds of ``run(setup())`` over ``repeats`` calls after one untimed call."""
+    """Median CPU seconds of this thread in ``run(setup())`` over ``repeats`` calls after one
+    untimed call (CPU time, so other jobs on the machine do not inflate the costs)."""
     samples = []
     for i in range(repeats + 1):
         state = setup() if setup is not None else None
-        tic = time.perf_counter()
+        tic = time.thread_time()
         run(state) if setup is not None else run()
         if i:
-            samples.append(time.perf_counter() - tic)
+            samples.append(time.thread_time() - tic)
     return statistics.median(samples)
 
 

@@ -25,8 +25,9 @@ ZeroLock stage s may start step t only once stage s+1 has completed t − L step
 with lead L, plus ``receive`` for the acknowledgement). Steps follow each other on a stage.
 
 ``devices``: None gives each stage its own device; an integer C models C shared CPU cores by
-processor sharing (n busy stages run at min(1, C/n) of full speed each). Sends are CPU time
-of the sender; the wire delay ``receive`` occupies no device.
+processor sharing: with n busy stages and ``background`` other runnable jobs on the machine,
+each stage runs at min(1, C/(n + background)) of full speed. Sends are CPU time of the
+sender; the wire delay ``receive`` occupies no device.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def _dependency(schedule: str, K: int, lead: int, step: int, action: _Action,
 
 
 def simulate(schedule: str, K: int, m: int, costs: StageCosts | list[StageCosts], steps: int = 1,
-             devices: int | None = None, lead: int = 2) -> Timeline:
+             devices: int | None = None, lead: int = 2, background: float = 0.0) -> Timeline:
     """Run ``steps`` training steps of ``schedule`` on K stages with m micro-batches.
 
     ``costs``: one ``StageCosts`` for every stage, or a list of K. Exact with ``Fraction``
@@ -171,8 +172,9 @@ def simulate(schedule: str, K: int, m: int, costs: StageCosts | list[StageCosts]
     ZeroLock's period is non-decreasing in every cost term.
     """
     _check(schedule, K, m)
-    if steps < 1 or lead < 1 or (devices is not None and devices < 1):
-        raise ValueError(f"need steps >= 1, lead >= 1, devices >= 1 or None; got {steps}, {lead}, {devices}")
+    if steps < 1 or lead < 1 or (devices is not None and devices < 1) or not background >= 0:
+        raise ValueError(f"need steps >= 1, lead >= 1, devices >= 1 or None, background >= 0; "
+                         f"got {steps}, {lead}, {devices}, {background}")
     per = list(costs) if isinstance(costs, list) else [costs] * K
     if len(per) != K:
         raise ValueError(f"{len(per)} StageCosts for {K} stages")
@@ -208,7 +210,8 @@ def simulate(schedule: str, K: int, m: int, costs: StageCosts | list[StageCosts]
         running = [s for s in range(K) if remaining[s] is not None]
         if not running and not waits:
             raise RuntimeError(f"{schedule} schedule deadlocked at time {now}")
-        rate = 1 if devices is None or len(running) <= devices else Fraction(devices, len(running))
+        crowd = len(running) + Fraction(background)
+        rate = 1 if devices is None or crowd == 0 else min(1, devices / crowd)
         if not isinstance(zero, Fraction):
             rate = float(rate)
         finish = {s: now + remaining[s] / rate for s in running}
