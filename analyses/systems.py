@@ -42,6 +42,7 @@ __all__ = [
     "CLAIMED_MEMORY_RATIO",
     "CLAIMED_THROUGHPUT_GAIN",
     "MEMORY_OUTCOMES",
+    "SPLIT_PARTS",
     "MemoryClaim",
     "MemoryRatioRow",
     "SystemsComparison",
