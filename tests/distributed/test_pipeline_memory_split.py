@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
+from zerolock_theory.pipeline import PipelineOptions, launch
+from zerolock_theory.pipeline.fixtures import small_config
 from zerolock_theory.pipeline.memory import (
     MEMORY_PARTS,
     memory_split,
@@ -60,3 +63,25 @@ def test_tied_head_is_needed_wherever_the_embedding_or_readout_is() -> None:
     module = torch.nn.ModuleDict({"embed": embed, "norm": norm})
     split = memory_split(module, [], activations=0, unneeded=unneeded_weights(chunked, 2, 3, False))
     assert split["weights_held"] == (16 * 4 + 8) * 4 and split["weights"] == 0
+
+
+@pytest.mark.distributed
+@pytest.mark.timeout(240)
+def test_pipelined_runs_report_the_split(pipeline_inputs, tmp_path) -> None:
+    """ZeroLock and 1F1B stages report every component; ZeroLock's first stage also needs the
+    readout's norm (and head), which 1F1B's first stage does not."""
+    model, corpus = pipeline_inputs
+    splits = {}
+    for schedule, method in (("zerolock", "zerolock"), ("1f1b", "backprop")):
+        options = PipelineOptions(schedule=schedule, micro_batches=2, measure_memory=True, max_restarts=0,
+                                  comm_timeout_s=60)
+        summary = launch(small_config(model, 2, 3, method=method, data_source=corpus), options, tmp_path / schedule)
+        splits[schedule] = {r["stage"]: r["memory"] for r in summary.results}
+    for per_stage in splits.values():
+        for split in per_stage.values():
+            assert split["total"] == sum(split[k] for k in MEMORY_PARTS)
+            assert 0 < split["weights"] <= split["weights_held"]
+            assert split["activations"] > 0 and split["optimizer"] == 0  # SGD without momentum keeps no state
+    assert splits["zerolock"][1]["weights"] > splits["1f1b"][1]["weights"]
+    assert splits["zerolock"][1]["replay"] > 0 and splits["zerolock"][2]["communication"] > 0
+    assert splits["1f1b"][1]["communication"] > 0  # the engine's gradient receive buffers
