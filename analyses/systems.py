@@ -13,6 +13,18 @@ A per-stage list is reduced to its maximum (the stage that bounds device memory)
 
 For each K and baseline b ∈ {1f1b, gpipe}: memory reduction = 1 − peak_zerolock / peak_b,
 throughput gain = tps_zerolock / tps_b − 1.
+
+``memory_claim`` reads the per-stage memory split the benchmark records for every repeat
+(``{method: {K: {"memory": [[{weights, gradients, optimizer, activations, communication,
+total}, ... per stage], ... per repeat]}}}``) and answers: is ZeroLock's per-stage peak memory
+lower than 1F1B's at the same K, micro-batches and batch, and by as much as the paper's
+26.5% (ratio 0.735)? Per repeat r the peak is the largest stage total (the stage that bounds a
+device), ratio_r = peak_ZeroLock,r / peak_1F1B,r; the same for activations alone. The spread
+is [min, max] over repeats, estimate the median. The decision uses the total (what the paper
+states): every repeat ≤ 0.735 → "lower than 1F1B, as the paper claims"; every repeat < 1 →
+"lower than 1F1B, less than the paper claims"; every repeat ≥ 1 → "not lower than 1F1B";
+otherwise "undecided"; no split recorded → "not measured". The activations-only ratio (the
+part the schedule changes; weights are fixed by the model and LoRA) is shown beside it.
 """
 
 from __future__ import annotations
@@ -23,20 +35,30 @@ from pathlib import Path
 from typing import Any
 
 from analyses.io import RunDataError
-from analyses.results import Result, register
+from analyses.results import Interval, Result, register
 
 __all__ = [
     "CLAIMED_MEMORY_REDUCTION",
+    "CLAIMED_MEMORY_RATIO",
     "CLAIMED_THROUGHPUT_GAIN",
+    "MEMORY_OUTCOMES",
+    "SPLIT_PARTS",
+    "MemoryClaim",
+    "MemoryRatioRow",
     "SystemsComparison",
     "SystemsRatio",
     "SystemsRow",
     "read_systems",
+    "memory_claim",
     "systems_comparison",
 ]
 
 CLAIMED_MEMORY_REDUCTION = 0.265
 CLAIMED_THROUGHPUT_GAIN = 0.049
+CLAIMED_MEMORY_RATIO = 1.0 - CLAIMED_MEMORY_REDUCTION  # 0.735
+MEMORY_OUTCOMES: tuple[str, ...] = ("lower than 1F1B, as the paper claims", "lower than 1F1B, less than the paper claims",
+                                    "not lower than 1F1B", "undecided", "not measured")
+SPLIT_PARTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations", "communication")
 METHODS: tuple[str, ...] = ("zerolock", "gpipe", "1f1b")
 BASELINES: tuple[str, ...] = ("1f1b", "gpipe")
 
@@ -157,3 +179,102 @@ def systems_comparison(path: str | Path) -> SystemsComparison:
                 )
             )
     return SystemsComparison(str(path), rows, ratios)
+
+
+@dataclass(frozen=True)
+class MemoryRatioRow:
+    """ZeroLock ÷ 1F1B per-stage peak memory at one K, over the repeats."""
+
+    chunks: int
+    repeats: int
+    total: Interval  # median [min, max] over repeats of max-stage totals' ratio
+    activations: Interval
+    zerolock_split: dict[str, float]  # bytes, the peak stage of the first repeat
+    baseline_split: dict[str, float]
+    outcome: str
+
+
+@register
+@dataclass(frozen=True)
+class MemoryClaim(Result):
+    """Peak memory, ZeroLock against 1F1B, with the paper's 0.735 beside it (module docstring)."""
+
+    kind = "systems_memory"
+    question: str
+    outcome: str  # one of MEMORY_OUTCOMES, at ``primary_chunks``
+    primary_chunks: int
+    rows: list[MemoryRatioRow]
+    claimed_ratio: float = CLAIMED_MEMORY_RATIO
+    decided_on: str = "total"
+    reason: str = ""
+
+
+QUESTION = ("Is ZeroLock's per-stage peak memory lower than 1F1B's at the same K, micro-batches and batch, "
+            "by as much as the paper's 26.5% (ZeroLock/1F1B = 0.735)?")
+
+
+def _peak(stages: list[dict[str, Any]], key: str, where: str) -> tuple[float, dict[str, float]]:
+    """The largest stage value of ``key`` and that stage's split."""
+    if not stages or not all(isinstance(s, dict) for s in stages):
+        raise RunDataError(f"{where}: expected a list of per-stage memory splits")
+    values = [_number(s.get(key), f"{where}: {key}") for s in stages]
+    top = max(range(len(values)), key=values.__getitem__)
+    return values[top], {k: _number(stages[top].get(k), f"{where}: {k}") for k in (*SPLIT_PARTS, "total")}
+
+
+def memory_outcome(ratios: list[float]) -> str:
+    """The outcome word for the total ratios of every repeat (module docstring)."""
+    if not ratios:
+        return "not measured"
+    if max(ratios) <= CLAIMED_MEMORY_RATIO:
+        return MEMORY_OUTCOMES[0]
+    if max(ratios) < 1.0:
+        return MEMORY_OUTCOMES[1]
+    if min(ratios) >= 1.0:
+        return MEMORY_OUTCOMES[2]
+    return "undecided"
+
+
+def _interval(values: list[float]) -> Interval:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+    return Interval(median, ordered[0], ordered[-1], level=1.0)
+
+
+def _memory_row(K: int, zl_runs: list, bp_runs: list, where: str) -> MemoryRatioRow:
+    totals, acts, splits = [], [], []
+    for r, (zl, bp) in enumerate(zip(zl_runs, bp_runs, strict=False)):
+        (zt, zs), (bt, bs) = _peak(zl, "total", f"{where} repeat {r + 1}"), _peak(bp, "total", f"{where} repeat {r + 1}")
+        za, _ = _peak(zl, "activations", where)
+        ba, _ = _peak(bp, "activations", where)
+        if bt <= 0 or ba <= 0:
+            raise RunDataError(f"{where}: 1F1B peak is not positive")
+        totals.append(zt / bt)
+        acts.append(za / ba)
+        splits.append((zs, bs))
+    return MemoryRatioRow(K, len(totals), _interval(totals), _interval(acts), splits[0][0], splits[0][1],
+                          memory_outcome(totals))
+
+
+def memory_claim(path: str | Path) -> MemoryClaim:
+    """ZeroLock ÷ 1F1B peak memory per K from ``systems.json`` (module docstring).
+
+    Guarantees (tests): the ratio of each repeat is max-stage total ZeroLock / max-stage total
+    1F1B exactly; the outcome is one of ``MEMORY_OUTCOMES``, decided at the largest K with both
+    methods measured; a file without memory splits gives "not measured".
+    """
+    path = Path(path)
+    path = path / "systems.json" if path.is_dir() else path
+    read_systems(path)  # the same errors as the throughput rows for a missing or malformed file
+    data = json.loads(path.read_text(encoding="utf-8"))
+    zl, bp = data.get("zerolock", {}), data.get("1f1b", {})
+    rows = []
+    for K in sorted({int(k) for k in zl} & {int(k) for k in bp}):
+        z, b = zl[str(K)].get("memory"), bp[str(K)].get("memory")
+        if isinstance(z, list) and isinstance(b, list) and z and b:
+            rows.append(_memory_row(K, z, b, f"{path}: K={K}"))
+    if not rows:
+        return MemoryClaim(QUESTION, "not measured", 0, [], reason="no_memory_split")
+    primary = rows[-1]
+    return MemoryClaim(QUESTION, primary.outcome, primary.chunks, rows)

@@ -10,9 +10,14 @@ subset of V), and trained with LoRA at K = 4 under bf16 autocast. Measured, in o
 2. the probe overhead: training step + every probe's ``after_step`` (readouts top-k store,
    stability, minimizers every step; gradients every 10), ÷ the plain step; and the probe
    forward alone (the floor);
-3. a 50-step probed training run (``probed_train``): wall time, records, first/last CE.
+3. a 50-step probed training run (``probed_train``): wall time, records, first/last CE;
+4. a 2-stage ZeroLock pipeline (``zerolock_theory.pipeline.launch``, K = 2, M = 2, 6 steps):
+   on one GPU both stages share it and the links run on gloo through host memory (NCCL
+   refuses two ranks on one device); with two GPUs or more, on NCCL, and 1F1B beside it.
+   Reports the final CE, tokens/s and each stage's memory split and
+   ``torch.cuda.max_memory_allocated``.
 
-Everything prints as one table. Budget: about 5 minutes on one H200 (model build ~1 min).
+Everything prints as one table. Budget: about 6 minutes on one H200 (model build ~1 min).
 ``--tiny`` shrinks everything (2-layer-per-chunk, d = 64, V = 8192, CPU allowed) to check
 the script itself in a few seconds::
 
@@ -150,6 +155,33 @@ def probed_run(model: Path, device: str, steps: int, seq_len: int, batch: int, t
             "ce_last": ce[-1] if ce else float("nan")}
 
 
+def pipeline_check(model: Path, device: str, seq_len: int, batch: int, tmp: Path) -> list[tuple[str, str]]:
+    """Rows of the 2-stage pipeline check (module docstring, item 4)."""
+    from zerolock_theory.pipeline import PipelineOptions, launch
+
+    gpus = torch.cuda.device_count() if device == "cuda" else 0
+    backend = "nccl" if gpus >= 2 else "gloo"
+    rows = [("pipeline", f"K=2, M=2, 6 steps, {max(gpus, 1)} {'GPU' if gpus else 'CPU'}(s), links on {backend}")]
+    for schedule in ("zerolock", "1f1b") if gpus >= 2 or device == "cpu" else ("zerolock",):
+        method = "zerolock" if schedule == "zerolock" else "backprop"
+        raw = config(model, method, device, 6, seq_len, batch).to_dict()
+        raw["model"]["chunks"], raw["run"]["checkpoint_every"] = 2, 6
+        options = PipelineOptions(schedule=schedule, micro_batches=2, backend=backend, measure_memory=True,
+                                  max_restarts=0, warmup_steps=2)
+        tic = time.perf_counter()
+        summary = launch(TrainConfig.from_dict(raw), options, tmp / f"pipe_{schedule}")
+        wall = time.perf_counter() - tic
+        rate = summary.results[-1].get("tokens_per_s") or float("nan")
+        ce = summary.final_train_ce if summary.final_train_ce is not None else float("nan")
+        rows.append((f"{schedule} pipeline", f"{wall:.1f} s, final CE {ce:.3f}, {rate:.0f} tok/s"))
+        for r in sorted(summary.results, key=lambda r: r["stage"]):
+            mem, cuda = r["memory"], r.get("cuda_max_memory_allocated")
+            parts = " ".join(f"{k[:4]} {mem[k] / 2**20:.0f}" for k in ("weights", "optimizer", "activations",
+                                                                         "communication", "total"))
+            rows.append((f"  stage {r['stage']} MiB", parts + (f", cuda max {cuda / 2**20:.0f}" if cuda else "")))
+    return rows
+
+
 def main() -> int:
     """Run the three measurements and print one table."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -172,6 +204,7 @@ def main() -> int:
         methods = compare_methods(model, args.device, steps, seq_len, batch, tmp)
         overhead = probe_overhead(model, args.device, steps, seq_len, batch, tmp)
         run = probed_run(model, args.device, train_steps, seq_len, batch, tmp)
+        pipeline_rows = pipeline_check(model, args.device, seq_len, batch, tmp)
     name = "torch.cuda" if args.device == "cuda" else "cpu"
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     zl, bp = methods["zerolock"], methods["backprop"]
@@ -192,6 +225,7 @@ def main() -> int:
         ("floor: probe forward ms", f"{overhead['forward'] * 1e3:.1f} (ratio {1 + overhead['forward'] / overhead['plain']:.3f})"),
         (f"probed train {train_steps} steps s", f"{run['wall']:.1f} ({run['records']} records)"),
         ("chunk-K CE first -> last", f"{run['ce_first']:.3f} -> {run['ce_last']:.3f}"),
+        *pipeline_rows,
         ("total s", f"{time.perf_counter() - start:.1f}"),
     ]
     width = max(len(k) for k, _ in rows)

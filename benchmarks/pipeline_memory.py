@@ -1,16 +1,21 @@
 """Peak activation memory and throughput: pipelined ZeroLock against GPipe and 1F1B.
 
-For each method in {zerolock, gpipe, 1f1b} and K in --stages, one pipelined run (one process
-per stage, same model, stages, micro-batches, adapters and optimizer) with
-``measure_memory``: every stage counts the bytes autograd saves for backward while they are
-alive (``torch.autograd.graph.saved_tensors_hooks``, weights excluded) and reports the peak;
-on CUDA also ``torch.cuda.max_memory_allocated``. Throughput is labelled tokens per second at
-the last stage over the steps after the warm-up.
+For each method in {zerolock, gpipe, 1f1b} and K in --stages, --repeats pipelined runs (one
+process per stage, same model, stages, micro-batches, batch, adapters and optimizer) with
+``measure_memory``. Every stage reports its memory split (``pipeline/memory.py``):
+weights, gradients and optimizer state accounted from tensor sizes; activations measured as
+the peak of bytes autograd saves for backward while they are alive
+(``torch.autograd.graph.saved_tensors_hooks``); communication buffers accounted (receive
+buffers); ZeroLock's replay buffer (host memory) beside them; on CUDA also
+``torch.cuda.max_memory_allocated`` (measured). Throughput is labelled tokens per second at
+the last stage over the steps after the warm-up (meaningless on shared CPU cores).
 
 Prints a table and ZeroLock's ratios next to the paper's claims (26.5% lower peak memory and
 4.9% higher throughput than PipeDream-style 1F1B), and writes ``systems.json`` to --out::
 
-    {"zerolock": {"2": {"peak_saved_bytes": [per stage], "tokens_per_s": x, ...}, "4": ...},
+    {"zerolock": {"2": {"peak_saved_bytes": [per stage], "tokens_per_s": x,
+                        "memory": [[{"weights": b, ..., "total": b} per stage] per repeat], ...},
+                  "4": ...},
      "gpipe": {...}, "1f1b": {...}, "setup": {...}}
 
 which ``analyses/systems.py`` reads. Usage::
@@ -49,6 +54,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=2, help="steps left out of the timing")
     p.add_argument("--threads", type=int, default=1, help="CPU threads per stage process")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--optim", default="adamw", choices=("adamw", "sgd"))
+    p.add_argument("--repeats", type=int, default=3, help="runs per method and K (the spread)")
     return p.parse_args()
 
 
@@ -62,16 +69,22 @@ def run_one(args: argparse.Namespace, model: str, method: str, K: int) -> dict:
         "data": {"source": args.data, "seq_len": args.seq_len, "batch_size": args.batch_size,
                  "eval_batches": 1},
         "method": {"name": "zerolock" if method == "zerolock" else "backprop"},
-        "optim": {"name": "sgd", "lr": 0.01},
+        "optim": {"name": args.optim, "lr": 1e-3 if args.optim == "adamw" else 0.01},
         "run": {"steps": args.steps, "checkpoint_every": args.steps, "eval_every": 10_000, "progress": False},
     })
     options = PipelineOptions(schedule=method, micro_batches=args.micro_batches, threads=args.threads,
                               measure_memory=True, warmup_steps=args.warmup, max_restarts=0)
-    summary = launch(config, options, args.out / "runs" / f"{method}_K{K}", overwrite=True)
-    results = sorted(summary.results, key=lambda r: r["stage"])
+    memory, rates = [], []
+    for _ in range(args.repeats):
+        summary = launch(config, options, args.out / "runs" / f"{method}_K{K}", overwrite=True)
+        results = sorted(summary.results, key=lambda r: r["stage"])
+        memory.append([r["memory"] for r in results])
+        rates.append(float(results[-1]["tokens_per_s"]))
     return {
         "peak_saved_bytes": [int(r["peak_saved_bytes"]) for r in results],
-        "tokens_per_s": float(results[-1]["tokens_per_s"]),
+        "tokens_per_s": float(sorted(rates)[len(rates) // 2]),
+        "tokens_per_s_runs": rates,
+        "memory": memory,
         "cuda_max_memory_allocated": [r.get("cuda_max_memory_allocated") for r in results],
         "micro_batches": args.micro_batches,
         "bytes_sent_per_step": [int(r.get("bytes_sent", 0) / args.steps) for r in results],
@@ -97,8 +110,25 @@ def print_table(systems: dict, stages: list[int]) -> None:
             print(f"  K={K} vs {base:<5}: peak memory {-mem:+.1%} (ours)   throughput {tps:+.1%} (ours)")
 
 
+def print_split(systems: dict, stages: list[int]) -> None:
+    """Per-stage memory split of the first repeat, MiB, and the spread of the totals."""
+    mib = 2.0 ** 20
+    parts = ("weights", "gradients", "optimizer", "activations", "communication", "total", "replay")
+    print(f"\n{'method':<9} {'K':>2} {'stage':>5} " + " ".join(f"{p[:12]:>12}" for p in parts) + "  total spread")
+    for method in METHODS:
+        for K in stages:
+            runs = systems[method][str(K)]["memory"]
+            for s, split in enumerate(runs[0]):
+                totals = [run[s]["total"] for run in runs]
+                print(f"{method:<9} {K:>2} {s + 1:>5} " + " ".join(f"{split[p] / mib:12.2f}" for p in parts)
+                      + f"  {(max(totals) - min(totals)) / mib:.3f}")
+
+
 def main() -> None:
     args = parse_args()
+    if args.repeats < 1:
+        print("pipeline_memory: error: --repeats must be >= 1", file=sys.stderr)
+        sys.exit(2)
     args.out.mkdir(parents=True, exist_ok=True)
     model = args.model
     systems: dict = {m: {} for m in METHODS}
@@ -108,9 +138,11 @@ def main() -> None:
             print(f"{method} K={K}: {systems[method][str(K)]}", flush=True)
     systems["setup"] = {"model": model, "batch_size": args.batch_size, "seq_len": args.seq_len,
                         "micro_batches": args.micro_batches, "steps": args.steps, "warmup": args.warmup,
-                        "threads_per_stage": args.threads, "device": args.device}
+                        "threads_per_stage": args.threads, "device": args.device, "optim": args.optim,
+                        "repeats": args.repeats}
     (args.out / "systems.json").write_text(json.dumps(systems, indent=1))
     print_table(systems, args.stages)
+    print_split(systems, args.stages)
     print(f"\nwrote {args.out / 'systems.json'}")
 
 

@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         default="zerolock", help="ZeroLock pipeline, or a backprop baseline on "
                         "torch.distributed.pipelining (--schedule is the learning-rate schedule)")
     add_field_flags(parser, PIPELINE_OPTIONS, OPTION_FLAGS)
-    parser.add_argument("--measure-memory", action="store_true", help="count saved-for-backward bytes")
+    parser.add_argument("--measure-memory", action="store_true",
+                        help="count saved-for-backward bytes; print each stage's memory split")
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", action="store_true",
@@ -94,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     config, options = _config(args), _options(args)
     from zerolock_theory.pipeline import PipelineError, launch, launch_torchrun
     from zerolock_theory.pipeline.launch import under_torchrun
+    from zerolock_theory.pipeline.memory import MEMORY_PARTS
     from zerolock_theory.training.state import CheckpointError
 
     try:
@@ -112,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     rate = f"{rates[-1]:.0f} tok/s" if rates else "n/a"
     print(f"run: {summary.run_dir}  schedule: {options.schedule}  stages: {summary.stages}  "
           f"steps: {summary.steps}  final train CE: {ce}  throughput: {rate}  time: {summary.seconds:.1f}s")
+    for r in sorted(summary.results, key=lambda r: r.get("stage", 0)):
+        mem = r.get("memory") or {}
+        if mem.get("total") is not None:
+            parts = "  ".join(f"{key} {mem[key] / 2**20:.2f}" for key in (*MEMORY_PARTS, "total", "replay"))
+            print(f"stage {r['stage']} memory MiB: {parts}")
     for rec in summary.recoveries:
         print(f"recovery: stage {rec['stage']} failed in step {rec['failed_at_step']}, restarted from "
               f"checkpoint step {rec['restart_step']}, replayed {rec['replayed_steps']} step(s); caught up "

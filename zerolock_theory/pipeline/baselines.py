@@ -20,7 +20,13 @@ from torch import nn
 
 from zerolock_theory.models import ChunkedLM
 from zerolock_theory.pipeline.checkpoints import resume_stage, save_stage, stage_dir
-from zerolock_theory.pipeline.memory import SavedTensorMeter, cuda_peak_bytes
+from zerolock_theory.pipeline.memory import (
+    SavedTensorMeter,
+    cuda_peak_bytes,
+    memory_split,
+    storage_bytes,
+    unneeded_weights,
+)
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
 from zerolock_theory.pipeline.stage import Stage
 from zerolock_theory.training.gradients import labelled_tokens
@@ -59,6 +65,12 @@ def _init_group(stage: Stage, rt: Runtime) -> None:
         rt.settings.backend, store=dist.PrefixStore(f"baseline/{rt.options.schedule}", rt.store),
         rank=stage.k - 1, world_size=stage.K, timeout=datetime.timedelta(seconds=rt.options.comm_timeout_s),
     )
+
+
+def _recv_buffer_bytes(pstage: Any) -> int:
+    """The engine's receive buffers: activations from upstream and gradients from downstream."""
+    infos = [*getattr(pstage, "args_recv_info", {}).values(), *getattr(pstage, "grad_recv_info", {}).values()]
+    return storage_bytes(getattr(info, "buffer", None) for group in infos for info in group)
 
 
 def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
@@ -112,6 +124,9 @@ def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
     return {
         "stage": k, "start_step": start, "steps": cfg.run.steps,
         "peak_saved_bytes": meter.peak if meter is not None else None,
+        "memory": memory_split(stage.chunked, step_fn.optimizers, meter.peak if meter is not None else None,
+                               _recv_buffer_bytes(pstage),
+                               unneeded=unneeded_weights(stage.chunked, k, K, readout_everywhere=False)),
         "cuda_max_memory_allocated": cuda_peak_bytes(stage.device),
-        "tokens_per_s": timer.tokens_per_s, "step_times": timer.step_times, "recovery": None,
+        "tokens_per_s": timer.tokens_per_s, "step_times": timer.step_times, "step_cpu_times": timer.cpu_times, "recovery": None,
     }

@@ -6,6 +6,17 @@ total and subtracts them when the graph releases it. Parameters and buffers are 
 (they are weights, not activations); a storage saved several times counts once. ``peak`` is
 the largest total seen: the activation memory the schedule needs, independent of allocator
 caching. On CUDA, ``cuda_peak_bytes`` adds ``torch.cuda.max_memory_allocated``.
+
+``memory_split`` reports a stage's memory by component (bytes): ``weights`` (the parameters
+and buffers the schedule needs on stage k, counted once per storage: chunk k's layers; the
+embedding on stage 1; the norm and head on the last stage, and on every stage for ZeroLock,
+whose local losses read out everywhere), ``weights_held`` (what this implementation keeps:
+every stage also holds the embedding, norm and head), ``gradients`` (the adapters' ``.grad``), ``optimizer`` (optimizer state
+tensors), ``activations`` (the meter's peak: measured while the steps ran), ``communication``
+(receive buffers and in-flight messages) and ``replay`` (ZeroLock's fault-tolerance replay
+buffer, held in host memory, so outside the device total). Everything but ``activations`` is
+accounted from tensor sizes at the end of the run; ``total`` = weights + gradients +
+optimizer + activations + communication, an upper bound on the simultaneous peak.
 """
 
 from __future__ import annotations
@@ -15,7 +26,10 @@ from typing import Any
 
 import torch
 
-__all__ = ["SavedTensorMeter", "cuda_peak_bytes"]
+__all__ = ["MEMORY_PARTS", "SavedTensorMeter", "cuda_peak_bytes", "memory_split", "storage_bytes", "unneeded_weights"]
+
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "communication")
+"""The components summed into a stage's ``total`` (``replay`` is reported beside them)."""
 
 
 class _Held:
@@ -93,3 +107,44 @@ def cuda_peak_bytes(device: torch.device) -> int | None:
     if device.type != "cuda":
         return None
     return int(torch.cuda.max_memory_allocated(device))
+
+
+def storage_bytes(tensors: Iterable[torch.Tensor | None]) -> int:
+    """Bytes of the distinct non-empty storages behind ``tensors``."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        if t is None or not isinstance(t, torch.Tensor) or t.numel() == 0 or t.device.type == "meta":
+            continue
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
+
+
+def unneeded_weights(chunked: Any, k: int, K: int, readout_everywhere: bool) -> list[torch.Tensor]:
+    """Embedding / norm / head tensors stage k holds but its schedule never uses (module docstring)."""
+    embed = list(chunked.model.get_input_embeddings().parameters())
+    head = [*chunked.head.parameters(), *chunked.norm.parameters()]
+    needed = (embed if k == 1 else []) + (head if readout_everywhere or k == K else [])
+    keep = {t.untyped_storage().data_ptr() for t in needed}
+    return [t for t in embed + head if t.untyped_storage().data_ptr() not in keep]
+
+
+def memory_split(module: torch.nn.Module, optimizers: Iterable[torch.optim.Optimizer], activations: int | None,
+                 communication: int = 0, replay: int = 0,
+                 unneeded: Iterable[torch.Tensor] = ()) -> dict[str, int | None]:
+    """A stage's memory by component in bytes (module docstring); ``total`` when all are known."""
+    params = list(module.parameters())
+    optimizers = list(optimizers)
+    state = [v for opt in optimizers for per in opt.state.values() for v in per.values() if isinstance(v, torch.Tensor)]
+    held = storage_bytes([*params, *module.buffers()])
+    split: dict[str, int | None] = {
+        "weights": held - storage_bytes(unneeded),
+        "weights_held": held,
+        "gradients": storage_bytes(p.grad for p in params),
+        "optimizer": storage_bytes(state),
+        "activations": activations,
+        "communication": int(communication),
+        "replay": int(replay),
+    }
+    split["total"] = None if activations is None else sum(int(split[k] or 0) for k in MEMORY_PARTS)
+    return split

@@ -77,16 +77,20 @@ class StepTimer:
         self.tokens = 0
         self.t1: float | None = None
         self.step_times: list[float] = []
+        self.cpu_times: list[float] = []  # CPU seconds of the stage process per step (all its threads)
         self._tic = time.perf_counter()
+        self._cpu = time.process_time()
 
     def begin(self) -> None:
         """Mark the start of a step."""
         self._tic = time.perf_counter()
+        self._cpu = time.process_time()
 
     def end(self, step: int, tokens: int) -> float:
         """Mark the end of ``step``; returns its duration."""
         now = time.perf_counter()
         self.step_times.append(now - self._tic)
+        self.cpu_times.append(time.process_time() - self._cpu)
         if step + 1 == self.warmup:
             self.t0 = now
         elif self.t0 is not None and step >= self.warmup:

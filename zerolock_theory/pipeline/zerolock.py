@@ -31,7 +31,12 @@ from zerolock_theory.pipeline.checkpoints import (
     stage_dir,
 )
 from zerolock_theory.pipeline.links import Link
-from zerolock_theory.pipeline.memory import SavedTensorMeter, cuda_peak_bytes
+from zerolock_theory.pipeline.memory import (
+    SavedTensorMeter,
+    cuda_peak_bytes,
+    memory_split,
+    unneeded_weights,
+)
 from zerolock_theory.pipeline.replay import ReplayBuffer
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
 from zerolock_theory.pipeline.stage import Stage, split_batch
@@ -86,6 +91,12 @@ def _micro_step(stage: Stage, rt: Runtime, t: int, m: int, mb: dict, n: int,
     return sums
 
 
+def _receive_bytes(stage: Stage, micro_batches: int) -> int:
+    """One received h_{k-1} message: (B/M)·T·d values of the links' dtype."""
+    rows = stage.config.data.batch_size // micro_batches
+    return rows * stage.config.data.seq_len * stage.hidden_size * stage.hidden_dtype.itemsize
+
+
 def run_zerolock_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
     """Train chunk k for ``run.steps`` steps in the pipeline; returns the stage's report."""
     k, cfg, opts = stage.k, stage.config, rt.options
@@ -131,8 +142,12 @@ def run_zerolock_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
     return {
         "stage": k, "start_step": start, "steps": cfg.run.steps,
         "peak_saved_bytes": meter.peak if meter is not None else None,
+        "memory": memory_split(stage.chunked, stage.step.optimizers, meter.peak if meter is not None else None,
+                               _receive_bytes(stage, opts.micro_batches) if receiver is not None else 0,
+                               sender.buffer.peak_bytes if sender else 0,
+                               unneeded_weights(stage.chunked, k, stage.K, readout_everywhere=True)),
         "cuda_max_memory_allocated": cuda_peak_bytes(stage.device),
-        "tokens_per_s": timer.tokens_per_s, "step_times": timer.step_times,
+        "tokens_per_s": timer.tokens_per_s, "step_times": timer.step_times, "step_cpu_times": timer.cpu_times,
         "bytes_sent": sender.bytes_sent if sender else 0,
         "replayed_messages": sender.replayed if sender else 0,
         "replay_peak_steps": sender.buffer.peak_steps if sender else 0,
