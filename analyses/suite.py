@@ -172,7 +172,7 @@ def analyze_loaded(
         attempt("systems", lambda: systems_comparison(systems))
     else:
         skipped["systems"] = "no systems.json given"
-    inputs = SuiteInputs(table, zl, excluded, level)
+    inputs = SuiteInputs(table, zl, excluded, level, None if systems is None else Path(systems))
     for row in claims():
         for name, analysis in row.analyses.items():
             attempt(name, partial(analysis, inputs))

@@ -38,7 +38,7 @@ except ModuleNotFoundError:  # run from a checkout without ``pip install -e .``
 
 CLAIMED_MEMORY_REDUCTION = 0.265
 CLAIMED_THROUGHPUT_GAIN = 0.049
-METHODS = ("zerolock", "gpipe", "1f1b")
+from zerolock_theory.workflows.systems import METHODS  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -57,38 +57,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--optim", default="adamw", choices=("adamw", "sgd"))
     p.add_argument("--repeats", type=int, default=3, help="runs per method and K (the spread)")
     return p.parse_args()
-
-
-def run_one(args: argparse.Namespace, model: str, method: str, K: int) -> dict:
-    """One pipelined run with memory measurement; returns its systems.json entry."""
-    from zerolock_theory.config import TrainConfig
-    from zerolock_theory.pipeline import PipelineOptions, launch
-
-    config = TrainConfig.from_dict({
-        "model": {"path": model, "chunks": K, "device": args.device},
-        "data": {"source": args.data, "seq_len": args.seq_len, "batch_size": args.batch_size,
-                 "eval_batches": 1},
-        "method": {"name": "zerolock" if method == "zerolock" else "backprop"},
-        "optim": {"name": args.optim, "lr": 1e-3 if args.optim == "adamw" else 0.01},
-        "run": {"steps": args.steps, "checkpoint_every": args.steps, "eval_every": 10_000, "progress": False},
-    })
-    options = PipelineOptions(schedule=method, micro_batches=args.micro_batches, threads=args.threads,
-                              measure_memory=True, warmup_steps=args.warmup, max_restarts=0)
-    memory, rates = [], []
-    for _ in range(args.repeats):
-        summary = launch(config, options, args.out / "runs" / f"{method}_K{K}", overwrite=True)
-        results = sorted(summary.results, key=lambda r: r["stage"])
-        memory.append([r["memory"] for r in results])
-        rates.append(float(results[-1]["tokens_per_s"]))
-    return {
-        "peak_saved_bytes": [int(r["peak_saved_bytes"]) for r in results],
-        "tokens_per_s": float(sorted(rates)[len(rates) // 2]),
-        "tokens_per_s_runs": rates,
-        "memory": memory,
-        "cuda_max_memory_allocated": [r.get("cuda_max_memory_allocated") for r in results],
-        "micro_batches": args.micro_batches,
-        "bytes_sent_per_step": [int(r.get("bytes_sent", 0) / args.steps) for r in results],
-    }
 
 
 def print_table(systems: dict, stages: list[int]) -> None:
@@ -125,25 +93,22 @@ def print_split(systems: dict, stages: list[int]) -> None:
 
 
 def main() -> None:
+    from zerolock_theory.workflows.systems import MemorySettings, measure_memory
+
     args = parse_args()
-    if args.repeats < 1:
-        print("pipeline_memory: error: --repeats must be >= 1", file=sys.stderr)
+    try:
+        settings = MemorySettings(model=args.model, data=args.data, stages=tuple(args.stages),
+                                  micro_batches=args.micro_batches, batch_size=args.batch_size, seq_len=args.seq_len,
+                                  steps=args.steps, warmup=args.warmup, threads=args.threads, device=args.device,
+                                  optim=args.optim, repeats=args.repeats)
+    except ValueError as exc:
+        print(f"pipeline_memory: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    args.out.mkdir(parents=True, exist_ok=True)
-    model = args.model
-    systems: dict = {m: {} for m in METHODS}
-    for K in args.stages:
-        for method in METHODS:
-            systems[method][str(K)] = run_one(args, model, method, K)
-            print(f"{method} K={K}: {systems[method][str(K)]}", flush=True)
-    systems["setup"] = {"model": model, "batch_size": args.batch_size, "seq_len": args.seq_len,
-                        "micro_batches": args.micro_batches, "steps": args.steps, "warmup": args.warmup,
-                        "threads_per_stage": args.threads, "device": args.device, "optim": args.optim,
-                        "repeats": args.repeats}
-    (args.out / "systems.json").write_text(json.dumps(systems, indent=1))
+    path = measure_memory(settings, args.out)
+    systems = json.loads(path.read_text())
     print_table(systems, args.stages)
     print_split(systems, args.stages)
-    print(f"\nwrote {args.out / 'systems.json'}")
+    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":

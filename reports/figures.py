@@ -23,23 +23,13 @@ from analyses.minimizers import MinimizerTable
 from analyses.outcome import OutcomeComparison
 from analyses.scaling import StepScaling
 from analyses.suite import SuiteAnalysis
+from reports.style import COLORS, METADATA, RC
+from reports.systems_figures import memory_split_figure, throughput_ratio_figure
 from reports.theorem1 import convergence_figure
 from reports.wording import drift_line
 
 __all__ = ["FIGURES", "RC", "render_figure", "render_figures", "save_figure"]
 
-RC = {
-    "svg.hashsalt": "zerolock-theory",
-    "svg.fonttype": "path",
-    "figure.dpi": 100,
-    "savefig.dpi": 100,
-    "font.family": "DejaVu Sans",
-    "font.size": 9,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-}
-METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
 
 
 def _figure(ncols: int, width: float = 4.2, height: float = 3.4) -> tuple[Figure, list]:
@@ -240,6 +230,9 @@ FIGURES: dict[str, Callable[[SuiteAnalysis], Figure | None]] = {
     "depth": depth_figure,
     "outcome": outcome_figure,
     "minimizers": minimizers_figure,
+    # the systems rows: the memory split and the modelled throughput ratio over (K, m)
+    "systems_memory": lambda suite: memory_split_figure(suite.get("systems_memory")),
+    "systems_throughput": lambda suite: throughput_ratio_figure(suite.get("systems_throughput")),
 }
 
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from analyses.systems import SPLIT_PARTS, MemoryClaim
 from analyses.systems_throughput import CLAIMED_THROUGHPUT_RATIO, ThroughputPrediction
-from reports.figures import COLORS, RC
+from reports.style import COLORS, RC
 
 __all__ = ["SYSTEMS_FIGURES", "memory_split_figure", "render", "throughput_ratio_figure"]
 

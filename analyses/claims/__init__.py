@@ -29,6 +29,7 @@ __all__ = ["BUILTIN", "Claim", "ClaimInputs", "Outcome", "SuiteInputs", "claim",
 BUILTIN: tuple[str, ...] = (
     "analyses.claims.lemma2", "analyses.claims.assumption5",
     "analyses.claims.theorem1_rate", "analyses.claims.theorem1_proof", "analyses.claims.versus_backprop", "analyses.claims.proposition1",
+    "analyses.claims.systems",
 )
 for _module in BUILTIN:
     importlib.import_module(_module)

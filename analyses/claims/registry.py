@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, TypeVar, get_args
 
 import pandas as pd
@@ -69,12 +70,13 @@ class ClaimInputs:
 @dataclass(frozen=True)
 class SuiteInputs:
     """What an analysis reads: every run with its metrics, the ZeroLock runs kept (diverged ones
-    excluded, ``"name: reason"`` in ``excluded``) and the interval level."""
+    excluded, ``"name: reason"`` in ``excluded``), the interval level and the systems output."""
 
     table: Sequence[tuple[RunInfo, pd.DataFrame]]
     zerolock: Sequence[tuple[RunInfo, pd.DataFrame]]
     excluded: Sequence[str]
     level: float = 0.95
+    systems: Path | None = None  # a directory or file of the systems benchmark (``systems.json``), if given
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,8 @@ class SuiteSpec:
     matched_seeds: int = 0  # R against R-bar at a matched eta_0: forward runs at the reverse group's eta_0
     fixed_point_chunks: tuple[int, ...] = (1,)  # Lemma 2's fixed-point experiment on these chunks (): off)
     fixed_point_steps: int = 400  # its step limit per training (it stops earlier when the loss stops falling)
+    memory_stages: tuple[int, ...] = ()  # the systems row: pipelined peak memory at these K (): off)
+    memory_repeats: int = 3  # its repeats per method and K (the spread)
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
 
 
@@ -103,9 +105,9 @@ class SuiteSpec:
 QUICK = SuiteSpec(steps=40, seq_len=32, batch_size=4, seeds=(0, 1, 2), lr_grid=(0.1, 0.025), lr_factors=(),
                   pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, smoke=True,
                   scaled_steps=10, random_baseline=True, proof_every=1, global_every=5,
-                  fixed_point_chunks=(1,), fixed_point_steps=200)
+                  fixed_point_chunks=(1,), fixed_point_steps=200, memory_stages=(2,), memory_repeats=2)
 FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), matched_seeds=3,
-                 fixed_point_chunks=(1, 2),
+                 fixed_point_chunks=(1, 2), memory_stages=(2, 4), memory_repeats=3,
                  lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125), lr_factors=(),
                  pilot_steps=50,
                  sweep_steps=200, eval_every=125, probe_positions=64,
@@ -343,6 +345,25 @@ def fixed_points(spec: SuiteSpec, base: dict[str, Any], out: Path, log=print) ->
     return dirs
 
 
+def memory_runs(spec: SuiteSpec, base: dict[str, Any], out: Path, log=print) -> Path | None:
+    """The systems row's memory runs (``workflows.systems``): ZeroLock, GPipe and 1F1B pipelines at
+    ``spec.memory_stages``; ``out/systems.json``, skipped when already written (resume)."""
+    if not spec.memory_stages:
+        return None
+    if (out / "systems.json").is_file():
+        log("memory runs: done, skipped")
+        return out
+    from zerolock_theory.workflows.systems import MemorySettings, measure_memory
+
+    settings = MemorySettings(model=str(base["model"]["path"]), data=str(base["data"]["source"]),
+                              stages=spec.memory_stages, micro_batches=4, batch_size=spec.batch_size,
+                              seq_len=spec.seq_len, steps=4, warmup=1, repeats=spec.memory_repeats)
+    log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
+        f"{spec.memory_repeats} repeats ...")
+    measure_memory(settings, out, log=log)
+    return out
+
+
 @dataclass
 class VerifyResult:
     """Where everything went and what it says."""
@@ -408,8 +429,9 @@ def verify(
     (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
     run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=log)
     fixed = fixed_points(spec, base, out / "fixed_point", log=log)
+    systems = memory_runs(spec, base, out / "systems", log=log)
     log("analysing ...")
-    suite = analyze_runs([*run_dirs, *fixed])
+    suite = analyze_runs([*run_dirs, *fixed], systems=systems)
     suite.settings.update(_scope_settings(spec, lrs, pilot, model))
     for stale in ("analysis", "report"):
         shutil.rmtree(out / stale, ignore_errors=True)

@@ -1,0 +1,87 @@
+"""Peak memory of pipelined ZeroLock against GPipe and 1F1B, measured (``systems.json``).
+
+For each K and method, ``repeats`` pipelined runs (one process per stage; the same model,
+stages, micro-batches, batch, adapters and optimizer) with ``measure_memory``: every stage
+reports its memory split (``pipeline/memory.py``: weights, gradients and optimizer state
+accounted from tensor sizes, activations measured with saved-tensor hooks, communication
+buffers accounted). ``analyses.systems.memory_claim`` reads the file; ``zerolock verify``
+runs it (``SuiteSpec.memory_stages``) and ``benchmarks/pipeline_memory.py`` prints it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["METHODS", "MemorySettings", "measure_memory", "run_one"]
+
+METHODS = ("zerolock", "gpipe", "1f1b")
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """What the memory runs share."""
+
+    model: str = "embedded"
+    data: str = "embedded"
+    stages: tuple[int, ...] = (2, 4)
+    micro_batches: int = 8
+    batch_size: int = 8
+    seq_len: int = 128
+    steps: int = 8
+    warmup: int = 2
+    threads: int = 1
+    device: str = "cpu"
+    optim: str = "adamw"
+    repeats: int = 3
+
+    def __post_init__(self) -> None:
+        if self.repeats < 1 or self.steps <= self.warmup or not self.stages or min(self.stages) < 2:
+            raise ValueError("memory runs need repeats >= 1, steps > warmup and stages >= 2")
+
+
+def run_one(settings: MemorySettings, method: str, K: int, out: Path) -> dict:
+    """One method at one K, ``repeats`` times; returns its ``systems.json`` entry."""
+    from zerolock_theory.config import TrainConfig
+    from zerolock_theory.pipeline import PipelineOptions, launch
+
+    config = TrainConfig.from_dict({
+        "model": {"path": settings.model, "chunks": K, "device": settings.device},
+        "data": {"source": settings.data, "seq_len": settings.seq_len, "batch_size": settings.batch_size,
+                 "eval_batches": 1},
+        "method": {"name": "zerolock" if method == "zerolock" else "backprop"},
+        "optim": {"name": settings.optim, "lr": 1e-3 if settings.optim == "adamw" else 0.01},
+        "run": {"steps": settings.steps, "checkpoint_every": settings.steps, "eval_every": 10_000, "progress": False},
+    })
+    options = PipelineOptions(schedule=method, micro_batches=settings.micro_batches, threads=settings.threads,
+                              measure_memory=True, warmup_steps=settings.warmup, max_restarts=0)
+    memory, rates = [], []
+    for _ in range(settings.repeats):
+        summary = launch(config, options, out / "runs" / f"{method}_K{K}", overwrite=True)
+        results = sorted(summary.results, key=lambda r: r["stage"])
+        memory.append([r["memory"] for r in results])
+        rates.append(float(results[-1]["tokens_per_s"]))
+    return {
+        "peak_saved_bytes": [int(r["peak_saved_bytes"]) for r in results],
+        "tokens_per_s": float(sorted(rates)[len(rates) // 2]),
+        "tokens_per_s_runs": rates,
+        "memory": memory,
+        "cuda_max_memory_allocated": [r.get("cuda_max_memory_allocated") for r in results],
+        "micro_batches": settings.micro_batches,
+        "bytes_sent_per_step": [int(r.get("bytes_sent", 0) / settings.steps) for r in results],
+    }
+
+
+def measure_memory(settings: MemorySettings, out: Path, log=print) -> Path:
+    """Every method at every K; writes and returns ``out/systems.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    systems: dict = {m: {} for m in METHODS}
+    for K in settings.stages:
+        for method in METHODS:
+            systems[method][str(K)] = run_one(settings, method, K, out)
+            log(f"memory: {method} K={K} done")
+    systems["setup"] = {**asdict(settings), "stages": list(settings.stages), "threads_per_stage": settings.threads}
+    path = out / "systems.json"
+    path.write_text(json.dumps(systems, indent=1))
+    return path
