@@ -233,7 +233,10 @@ def choose_lr(
         from concurrent.futures import ProcessPoolExecutor
 
         out.mkdir(parents=True, exist_ok=True)
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        from zerolock_theory.workflows.worker import die_with_parent
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=die_with_parent) as pool:
             chains = list(pool.map(pilot_chain, *zip(*[(spec, base, out / label, label) for label in PRIMARY],
                                                      strict=True)))
     else:
@@ -349,20 +352,35 @@ def verify(
     check_out_dir(out, overwrite)
     started = time.perf_counter()
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
-    from zerolock_theory.training.rundir import prepare_kind, write_marker
+    from zerolock_theory.training.rundir import prepare_kind, run_kind, write_marker
+    from zerolock_theory.workflows.progress import SuiteProgress
+    from zerolock_theory.workflows.verify_plan import resume_line, suite_plan
 
     validate_grid(base, suite_points(spec))  # every config and input checked before the first write
     model = str(base["model"].get("path", model))
+    resumed = out.is_dir() and run_kind(out) == "verify"
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
-    if spec.lr is None:
-        lrs, pilot = choose_lr(spec, base, out / "pilot", log=log, jobs=jobs)
-        log(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
-            "whose pilot's held-out CE does not rise; see verify.json)")
-    else:
-        lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
-    (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
-    run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=log)
+    progress = SuiteProgress(suite_plan(spec, base, out))
+    say = log if progress.bar.disable else progress.write
+    try:
+        if spec.lr is None:
+            if resumed:
+                say(resume_line(suite_plan(spec, base, out), "pilot"))
+            lrs, pilot = choose_lr(spec, base, out / "pilot", log=say, jobs=jobs)
+            say(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
+                "whose pilot's held-out CE does not rise; see verify.json)")
+        else:
+            lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
+        (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
+        progress.plan(suite_plan(spec, base, out, lrs))
+        if resumed:
+            say(resume_line(suite_plan(spec, base, out, lrs), "runs"))
+        run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say)
+    finally:
+        progress.close()
+    if progress.first_estimate is not None:
+        log(progress.summary())
     log("analysing ...")
     suite = analyze_runs(run_dirs)
     suite.settings.update(_scope_settings(spec, lrs, pilot, model))
