@@ -7,7 +7,8 @@ step), or all of its steps once its final checkpoint is ``COMPLETE``.
 
 The estimate weighs each run by its expected cost ``PlannedRun.cost`` (``SETUP_STEPS`` +
 steps, times the run's per-step weight: the method's weight from ``workflows.verify._cost``,
-and ``UNPROBED`` for runs without probes such as the pilots). With C the total cost, C_0 the
+and ``UNPROBED`` for runs without probes such as the pilots); a run that has logged s ≥ 1 steps
+has done (``SETUP_STEPS`` + s) × weight of it. With C the total cost, C_0 the
 cost already done when this process started (a resumed suite) and C_t the cost done now after
 an elapsed time e, the time left is e · (C − C_t) / (C_t − C_0): the pace of this session,
 extrapolated. ``first_estimate`` keeps the estimated total time (e + time left) at the first
@@ -59,7 +60,8 @@ def steps_done(run: PlannedRun) -> int:
 
 
 def _done_cost(run: PlannedRun, steps: int) -> float:
-    return run.cost if steps >= run.steps else steps * run.weight
+    """The cost a run has done: its setup counts from its first logged step (the setup comes first)."""
+    return run.cost if steps >= run.steps else (SETUP_STEPS + steps) * run.weight if steps else 0.0
 
 
 def _clock(seconds: float) -> str:
