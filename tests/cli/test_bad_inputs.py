@@ -331,7 +331,8 @@ def readout_run(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize(("command", "step"), [("analyze", 1), ("report", 3)], ids=["analyze-middle", "report-last"])
+@pytest.mark.parametrize(("command", "step"), [("analyze", 1), ("analyze", 0), ("report", 3)],
+                         ids=["analyze-middle", "analyze-first", "report-last"])
 def test_damaged_readout_shard_warns(command, step, readout_run, tmp_path, monkeypatch, capsys) -> None:
     """A shard whose footer is cut (anywhere in the store) is named on stderr; the run is left as it was."""
     run = tmp_path / "R"
