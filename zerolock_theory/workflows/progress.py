@@ -25,13 +25,14 @@ from pathlib import Path
 
 from zerolock_theory.training.state import MARKER
 
-__all__ = ["POLL_S", "SETUP_STEPS", "UNPROBED", "PlannedRun", "SuiteProgress", "steps_done"]
+__all__ = ["PILOT", "POLL_S", "SETUP_STEPS", "UNPROBED", "PlannedRun", "SuiteProgress", "steps_done"]
 
 POLL_S = 1.0
 """Seconds between two reads of the run directories."""
 SETUP_STEPS = 10.0
 """Fixed cost of a run (model load, initial evaluation, final checkpoint) in steps of its own weight."""
 UNPROBED = 0.5
+PILOT = "pilot"
 """Per-step weight of a run without probes (the pilots) relative to a probed run of the same method."""
 
 
@@ -77,11 +78,11 @@ class SuiteProgress:
     once it ends); ``write`` prints a line above the bar; ``close`` stops the thread.
     """
 
-    def __init__(self, runs: Sequence[PlannedRun], *, enabled: bool | None = None, desc: str = "suite",
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, runs: Sequence[PlannedRun], *, resumed: bool = False, enabled: bool | None = None,
+                 desc: str = "suite", clock: Callable[[], float] = time.perf_counter) -> None:
         from tqdm.auto import tqdm
 
-        self._clock, self._started = clock, clock()
+        self._clock, self._started, self.resumed = clock, clock(), resumed
         self._lock = threading.Lock()
         self._runs: list[PlannedRun] = []
         self._base = 0.0
@@ -131,6 +132,19 @@ class SuiteProgress:
         self.bar.n = complete
         self.bar.set_postfix_str("" if left is None else f", about {_clock(left)} left", refresh=False)
         self.bar.refresh()
+
+    def announce(self, part: str, say: Callable[[str], None]) -> None:
+        """On a resumed suite, say what is already done: ``resuming: 7 of 9 runs already complete,
+        skipped`` (``part`` "runs": the planned runs outside ``pilot/``), or the number of complete
+        pilot runs (``part`` "pilot": how many the pilot needs is known only as it goes)."""
+        if not self.resumed:
+            return
+        with self._lock:
+            pilot = [r.run_dir.parent.parent.name == PILOT for r in self._runs]
+            runs = [r for r, is_pilot in zip(self._runs, pilot, strict=True) if is_pilot == (part == PILOT)]
+        done = sum(steps_done(r) >= r.steps for r in runs)
+        say(f"resuming: {done} pilot run(s) already complete, skipped" if part == PILOT
+            else f"resuming: {done} of {len(runs)} runs already complete, skipped")
 
     def summary(self) -> str:
         """How far the estimate after 10% of the work was from the time the runs took."""

@@ -58,6 +58,7 @@ from typing import Any
 
 import torch
 
+from zerolock_theory.workflows.progress import UNPROBED, PlannedRun, SuiteProgress
 from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
 
 __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_base", "suite_points", "verify"]
@@ -263,6 +264,14 @@ def _cost(base: dict[str, Any], point: GridPoint) -> float:
     return (1.4 if over.get("method.direction") == "reverse" else 1.0) * steps
 
 
+def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float] | None = None) -> list[PlannedRun]:
+    """The runs ``workflows.progress`` weighs: the grid's pilots (those run, once ``lrs`` is known), the suite's runs."""
+    pilots = [] if spec.lr is not None else [(out / "pilot" / m / p.name, p, UNPROBED) for m in PRIMARY
+                                             for p in (pilot_points(spec, lr, m) for lr in spec.lr_grid)]
+    runs = [x for x in pilots if lrs is None or x[0].is_dir()] + [(out / "runs" / p.name, p, 1.0) for p in suite_points(spec, lrs)]
+    return [PlannedRun(d, n, w * _cost(base, p) / n) for d, p, w in runs for n in [dict(p.overrides).get("run.steps", base["run"]["steps"])]]
+
+
 def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -> list[GridPoint]:
     """The primary groups and the sweep, named ``{method}-{direction}_lr-{η}_seed-{s}``.
 
@@ -353,34 +362,29 @@ def verify(
     started = time.perf_counter()
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
     from zerolock_theory.training.rundir import prepare_kind, run_kind, write_marker
-    from zerolock_theory.workflows.progress import SuiteProgress
-    from zerolock_theory.workflows.verify_plan import resume_line, suite_plan
 
     validate_grid(base, suite_points(spec))  # every config and input checked before the first write
     model = str(base["model"].get("path", model))
     resumed = out.is_dir() and run_kind(out) == "verify"
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
-    progress = SuiteProgress(suite_plan(spec, base, out))
+    progress = SuiteProgress(_plan(spec, base, out), resumed=resumed)
     say = log if progress.bar.disable else progress.write
     try:
         if spec.lr is None:
-            if resumed:
-                say(resume_line(suite_plan(spec, base, out), "pilot"))
+            progress.announce("pilot", say)
             lrs, pilot = choose_lr(spec, base, out / "pilot", log=say, jobs=jobs)
             say(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
                 "whose pilot's held-out CE does not rise; see verify.json)")
         else:
             lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
         (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
-        progress.plan(suite_plan(spec, base, out, lrs))
-        if resumed:
-            say(resume_line(suite_plan(spec, base, out, lrs), "runs"))
+        progress.plan(_plan(spec, base, out, lrs))
+        progress.announce("runs", say)
         run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say)
     finally:
         progress.close()
-    if progress.first_estimate is not None:
-        log(progress.summary())
+    log(progress.summary())
     log("analysing ...")
     suite = analyze_runs(run_dirs)
     suite.settings.update(_scope_settings(spec, lrs, pilot, model))
