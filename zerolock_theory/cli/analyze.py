@@ -107,8 +107,7 @@ def damaged_input_warnings(command: str, inputs: Sequence[str | Path]) -> Iterat
                 named.append(file)
                 print(f"zerolock {command}: warning: {file}: damaged readout shard, {reason}; "
                       "the analyses do not use it", file=sys.stderr)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force still apply
         yield
     shown: set[str] = set()
     for item in caught:
