@@ -26,6 +26,7 @@ from zerolock_theory.jsonio import read_records
 SMALL = ["--quick", "--set", "suite.steps=5", "--set", "suite.pilot_steps=5", "--set", "suite.lr_grid=[0.1]",
          "--set", "suite.probe_positions=16", "--set", "probes.scaling.every=5", "--jobs", "2"]
 TIMING = ("time", "per_s", "seconds")  # wall-clock figures differ between any two runs
+PROVENANCE = ("manifest", "path")  # each run's start time, git commit and directory
 
 
 def _env() -> dict[str, str]:
@@ -75,8 +76,9 @@ def _verdict_table(stdout: str) -> list[str]:
 
 
 def _untimed(value):
+    """``value`` without timing keys and the runs' provenance (which differ between any two suites)."""
     if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if not any(t in k for t in TIMING)}
+        return {k: _untimed(v) for k, v in value.items() if not any(t in k for t in TIMING) and k not in PROVENANCE}
     if isinstance(value, list):
         return [_untimed(v) for v in value]
     return value
