@@ -130,7 +130,7 @@ class SuiteProgress:
         if left is not None and self.first_estimate is None and done - self._base >= 0.1 * (total - self._base):
             self.first_estimate = self.elapsed() + left
         self.bar.n = complete
-        self.bar.set_postfix_str("" if left is None else f", about {_clock(left)} left", refresh=False)
+        self.bar.set_postfix_str("" if left is None else f"about {_clock(left)} left", refresh=False)
         self.bar.refresh()
 
     def announce(self, part: str, say: Callable[[str], None]) -> None:
