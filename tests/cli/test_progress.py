@@ -99,3 +99,26 @@ def test_replanning_keeps_the_base_and_pilots_are_announced_apart(tmp_path: Path
     fresh.announce("pilot", quiet.append)
     fresh.close()
     assert quiet == []
+
+
+def test_verify_plan_orders_each_phase_as_it_starts(tmp_path: Path) -> None:
+    """The pilot chains start side by side from the largest eta_0, the suite's runs longest first; with 2 jobs
+    the first 2 runs of each phase wait for a new process."""
+    from zerolock_theory.workflows.progress import START_STEPS, UNPROBED
+    from zerolock_theory.workflows.verify import QUICK, _plan, base_config
+
+    base = base_config(QUICK, "embedded", "embedded", "cpu", "float32", None)
+    plan = _plan(QUICK, base, tmp_path, jobs=2)
+    pilots = [r for r in plan if r.run_dir.parent.parent.name == "pilot"]
+    assert [r.run_dir.name for r in pilots[:3]] == [f"{m}_lr-0.1_seed-0" for m in
+                                                     ("zerolock-forward", "zerolock-reverse", "backprop")]
+    assert len(pilots) == 3 * len(QUICK.lr_grid) and len(plan) == len(pilots) + 9
+    assert [r.start for r in pilots] == [START_STEPS, START_STEPS] + [0.0] * (len(pilots) - 2)
+    runs = plan[len(pilots):]
+    assert [r.run_dir.name.split("_")[0] for r in runs[:3]] == ["zerolock-reverse"] * 3  # costliest first
+    assert [r.start for r in runs] == [START_STEPS, START_STEPS] + [0.0] * 7
+    assert pilots[0].weight == UNPROBED and runs[0].weight == 1.4 and runs[0].steps == QUICK.steps
+    assert all(r.start == 0.0 for r in _plan(QUICK, base, tmp_path, jobs=1))
+    (tmp_path / "pilot" / "backprop" / "backprop_lr-0.1_seed-0").mkdir(parents=True)  # the pilot ran one run
+    assert [r.run_dir.name for r in _plan(QUICK, base, tmp_path, {"zerolock-forward": 0.05, "zerolock-reverse": 0.05,
+                                                                     "backprop": 0.05})][:1] == ["backprop_lr-0.1_seed-0"]

@@ -20,34 +20,46 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from zerolock_theory.training.state import MARKER
 
-__all__ = ["PILOT", "POLL_S", "SETUP_STEPS", "UNPROBED", "PlannedRun", "SuiteProgress", "steps_done"]
+__all__ = ["PILOT", "POLL_S", "SETUP_STEPS", "START_STEPS", "UNPROBED", "PlannedRun", "SuiteProgress", "starting",
+           "steps_done"]
 
 POLL_S = 1.0
 """Seconds between two reads of the run directories."""
 SETUP_STEPS = 10.0
 """Fixed cost of a run (model load, initial evaluation, final checkpoint) in steps of its own weight."""
 UNPROBED = 0.5
-PILOT = "pilot"
 """Per-step weight of a run without probes (the pilots) relative to a probed run of the same method."""
+START_STEPS = 25.0
+"""Start-up of a worker or pool process (Python, torch, the model) in steps of weight 1: the first
+``jobs`` runs of each phase wait for one each."""
+PILOT = "pilot"
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run of the suite: where it writes, how many steps, and its per-step weight."""
+    """One run of the suite: where it writes, how many steps, its per-step weight, and the start-up
+    of a process it waits for (``START_STEPS`` for the first runs of a phase on new processes)."""
 
     run_dir: Path
     steps: int
     weight: float = 1.0
+    start: float = 0.0
 
     @property
     def cost(self) -> float:
-        """Expected cost: (``SETUP_STEPS`` + steps) × weight."""
-        return (SETUP_STEPS + self.steps) * self.weight
+        """Expected cost: (``SETUP_STEPS`` + steps) × weight + start."""
+        return (SETUP_STEPS + self.steps) * self.weight + self.start
+
+
+def starting(runs: Sequence[PlannedRun], jobs: int) -> list[PlannedRun]:
+    """``runs`` of one phase in the order they start, the first ``jobs`` waiting for a new process
+    each when ``jobs`` > 1 (worker or pool processes; with ``jobs`` = 1 they run in this one)."""
+    return [replace(r, start=START_STEPS) if jobs > 1 and i < jobs else r for i, r in enumerate(runs)]
 
 
 def steps_done(run: PlannedRun) -> int:
@@ -61,8 +73,8 @@ def steps_done(run: PlannedRun) -> int:
 
 
 def _done_cost(run: PlannedRun, steps: int) -> float:
-    """The cost a run has done: its setup counts from its first logged step (the setup comes first)."""
-    return run.cost if steps >= run.steps else (SETUP_STEPS + steps) * run.weight if steps else 0.0
+    """The cost a run has done: its start-up and setup count from its first logged step (they come first)."""
+    return run.cost if steps >= run.steps else (SETUP_STEPS + steps) * run.weight + run.start if steps else 0.0
 
 
 def _clock(seconds: float) -> str:

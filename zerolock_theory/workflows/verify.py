@@ -58,8 +58,9 @@ from typing import Any
 
 import torch
 
-from zerolock_theory.workflows.progress import UNPROBED, PlannedRun, SuiteProgress
+from zerolock_theory.workflows.progress import UNPROBED, PlannedRun, SuiteProgress, starting
 from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
+from zerolock_theory.workflows.worker import die_with_parent
 
 __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_base", "suite_points", "verify"]
 
@@ -234,8 +235,6 @@ def choose_lr(
         from concurrent.futures import ProcessPoolExecutor
 
         out.mkdir(parents=True, exist_ok=True)
-        from zerolock_theory.workflows.worker import die_with_parent
-
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=die_with_parent) as pool:
             chains = list(pool.map(pilot_chain, *zip(*[(spec, base, out / label, label) for label in PRIMARY],
@@ -264,12 +263,14 @@ def _cost(base: dict[str, Any], point: GridPoint) -> float:
     return (1.4 if over.get("method.direction") == "reverse" else 1.0) * steps
 
 
-def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float] | None = None) -> list[PlannedRun]:
-    """The runs ``workflows.progress`` weighs: the grid's pilots (those run, once ``lrs`` is known), the suite's runs."""
-    pilots = [] if spec.lr is not None else [(out / "pilot" / m / p.name, p, UNPROBED) for m in PRIMARY
-                                             for p in (pilot_points(spec, lr, m) for lr in spec.lr_grid)]
-    runs = [x for x in pilots if lrs is None or x[0].is_dir()] + [(out / "runs" / p.name, p, 1.0) for p in suite_points(spec, lrs)]
-    return [PlannedRun(d, n, w * _cost(base, p) / n) for d, p, w in runs for n in [dict(p.overrides).get("run.steps", base["run"]["steps"])]]
+def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float] | None = None, jobs: int = 1) -> list:
+    grid, steps = sorted(spec.lr_grid, reverse=True), base["run"]["steps"]  # workflows.progress's plan, in start order:
+    chains = [[(out / "pilot" / m / p.name, p, UNPROBED) for p in (pilot_points(spec, lr, m) for lr in grid)]
+              for m in ([] if spec.lr is not None else PRIMARY)]
+    pilots = [x for i in range(len(grid)) for c in chains for x in c[i:i + 1] if lrs is None or x[0].is_dir()]  # side by side
+    runs = [(out / "runs" / p.name, p, 1.0) for p in sorted(suite_points(spec, lrs), key=lambda p: -_cost(base, p))]  # then
+    return [r for part in (pilots, runs) for r in starting([PlannedRun(d, n, w * _cost(base, p) / n) for d, p, w in part
+                                                            for n in [dict(p.overrides).get("run.steps", steps)]], jobs)]
 
 
 def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -> list[GridPoint]:
@@ -368,7 +369,7 @@ def verify(
     resumed = out.is_dir() and run_kind(out) == "verify"
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
-    progress = SuiteProgress(_plan(spec, base, out), resumed=resumed)
+    progress = SuiteProgress(_plan(spec, base, out, jobs=jobs), resumed=resumed)
     say = log if progress.bar.disable else progress.write
     try:
         if spec.lr is None:
@@ -379,7 +380,7 @@ def verify(
         else:
             lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
         (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
-        progress.plan(_plan(spec, base, out, lrs))
+        progress.plan(_plan(spec, base, out, lrs, jobs))
         progress.announce("runs", say)
         run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say)
     finally:
