@@ -21,8 +21,8 @@ comparable to the probe forward:
   scatter, nothing kept between steps), with expm1 in a form inductor keeps exact. The
   eager path (``_block``) instead keeps features from one step for the next.
 
-``step_sums`` returns per-chunk float64 means over positions; ``probes.stability`` and
-``probes.minimizers`` turn them into metrics. q_t = ‖Δp̃_t‖² is the per-position mean
+``step_sums`` returns per-chunk float64 means over positions; ``probes.stability.kernel_metrics``
+turns them into the logged keys. q_t = ‖Δp̃_t‖² is the per-position mean
 (1/N) Σ_n Σ_k ‖Δp_{k-1}(n)‖². α = 1 and ε_g = 0 (where R is +inf) are left to the
 reference: ``supported`` says whether the fast path applies.
 
