@@ -94,7 +94,10 @@ def run_tracking(run_dir: str | Path, alpha: float, epsilon: float, run: str = "
     if len(store.steps) < 2 or store.steps[0] != 0:
         raise NotMeasured(f"{run}: the readouts store needs step 0 and a later step")
     eps = epsilon if epsilon > 0 else EPSILON
-    first, last = _normalized(store, 0), _normalized(store, store.steps[-1])
+    try:
+        first, last = _normalized(store, 0), _normalized(store, store.steps[-1])
+    except ValueError as exc:  # a damaged shard (``zerolock analyze`` names it on stderr)
+        raise NotMeasured(f"{run}: unreadable readout shard: {exc}") from exc
     labels = labels[labels != -100]
     vocab = first.shape[-1]
     p_y = np.full((labels.size, vocab), eps / vocab)

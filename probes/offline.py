@@ -2,7 +2,7 @@
 
 ``recompute(run_dir)`` reads ``config.json``, ``probe_batch.json`` and ``readouts/`` and, for
 every pair of consecutive stored steps (t, t+1), evaluates the same functions the online
-probes ran (``probes.kernels.cached_sums`` → ``kernel_terms`` / ``kernel_minimizer_metrics``):
+probes ran (``probes.kernels.cached_sums`` → ``probes.stability.kernel_metrics``):
 the minimizer keys at ω^{t+1} and the stability keys of the step t → t+1, as the record of
 step t. With a full float32 store (``[probes.readouts] mode = "full", dtype = "float32"``)
 the inputs are the online log-readouts exactly, so the numbers equal the online ones; a
@@ -22,9 +22,8 @@ import torch
 
 from probes.batch import BATCH_FILE, smoothing_for_g
 from probes.kernels import cached_sums, supported, use_compiled
-from probes.minimizers import kernel_minimizer_metrics
 from probes.readouts import STORE_DIR
-from probes.stability import kernel_terms, stability_metrics
+from probes.stability import kernel_metrics
 from probes.store import ReadoutStore
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.models.loading import resolve_device
@@ -67,11 +66,7 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
         before = torch.from_numpy(store.log_dense(t).copy())
         after = torch.from_numpy(store.log_dense(t + 1).copy())
         sums = cached_sums(cache, t, before, after, labels, method.alpha, eps_g, method.epsilon, compiled=compiled)
-        record: dict[str, Any] = {"step": t}
-        for objective in ("paper", "implemented"):
-            record.update(stability_metrics(kernel_terms(sums, method.alpha, objective), objective))
-        record.update(kernel_minimizer_metrics(sums, method.direction))
-        out.append(record)
+        out.append({"step": t, **kernel_metrics(sums, method.alpha, stability=True, direction=method.direction)})
     return out
 
 

@@ -26,8 +26,8 @@ Example (a user's own loop)::
 the target of each position (already shifted: ``labels[b, t]`` is the token after
 ``input_ids[b, t]``), −100 where a position is not probed (``ProbeSession.shift_labels``
 turns Hugging Face style labels into these). The computation is the one the package's own
-probes run (``probes.batch.log_readouts``, ``probes.kernels``, ``probes.stability.kernel_terms``,
-``probes.minimizers.kernel_minimizer_metrics``). ``store`` appends p̃ to a new readout store
+probes run (``probes.batch.log_readouts``, ``probes.kernels``,
+``probes.stability.kernel_metrics``). ``store`` appends p̃ to a new readout store
 (``probes.store``; a path that exists and is not an empty directory is refused).
 ``compile`` ("auto": on a CPU) runs the kernels through ``torch.compile``
 (``probes.kernels.use_compiled``); ``autocast`` ("bfloat16" or "float16") runs the probe
@@ -44,8 +44,7 @@ import torch
 
 from probes.batch import log_readouts
 from probes.kernels import cached_sums, supported, use_compiled
-from probes.minimizers import kernel_minimizer_metrics
-from probes.stability import kernel_terms, stability_metrics
+from probes.stability import kernel_metrics
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.training.losses import Readout
 
@@ -166,10 +165,7 @@ class ProbeSession:
             self.cache, step, before, current, self.labels, self.alpha, self.eps_g, self.eps_m, compiled=self.compiled
         )
         out: dict[str, Any] = {"step": step}
-        if before is not None:
-            for objective in ("paper", "implemented"):
-                out.update(stability_metrics(kernel_terms(sums, self.alpha, objective), objective))
-        out.update(kernel_minimizer_metrics(sums, self.direction))
+        out.update(kernel_metrics(sums, self.alpha, stability=before is not None, direction=self.direction))
         self._store(step, current)
         self.previous = (step, current)
         return out

@@ -30,15 +30,17 @@ import torch
 
 from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
 from probes.kernels import KernelSums, cached_sums, supported, use_compiled
+from probes.minimizers import kernel_minimizer_metrics
 from probes.registry import register
 from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
 from zerolock_theory.theory import stability as reference
 from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
 from zerolock_theory.training.hooks import HookContext
 
-__all__ = ["FIELDS", "StabilityProbe", "stability_metrics"]
+__all__ = ["FIELDS", "OBJECTIVES", "StabilityProbe", "kernel_metrics", "stability_metrics"]
 
 FIELDS = STABILITY_FIELDS
+OBJECTIVES = ("paper", "implemented")
 
 
 def stability_metrics(terms: StabilityTerms, objective: str) -> dict[str, Any]:
@@ -64,6 +66,20 @@ def kernel_terms(sums: KernelSums, alpha: float, objective: str) -> StabilityTer
     q = sums["dp_sq"]
     rows = {"r_before": r_before, "r_after": r_before + actual, "phi": sums[f"{pre}_phi"], "auto": None, "q": q, "dp": q}
     return reference._assemble(rows, float(alpha), objective)  # noqa: SLF001 (one assembly rule)
+
+
+def kernel_metrics(sums: KernelSums, alpha: float, *, stability: bool, direction: str | None) -> dict[str, Any]:
+    """The logged keys from the kernels' per-chunk sums (``probes.kernels.cached_sums``), in one
+    place for the online probes, ``ProbeSession`` and the offline recomputation: the stability
+    keys of both objectives (``stability``: the sums hold a step t → t+1), then the minimizer
+    keys at the ``after`` readouts of training direction ``direction`` (None: none)."""
+    out: dict[str, Any] = {}
+    if stability:
+        for objective in OBJECTIVES:
+            out.update(stability_metrics(kernel_terms(sums, alpha, objective), objective))
+    if direction is not None:
+        out.update(kernel_minimizer_metrics(sums, direction))
+    return out
 
 
 @register("stability")
@@ -132,9 +148,7 @@ class StabilityProbe:
         sums = cached_sums(
             ctx.cache, step, before, after, labels, method.alpha, eps["paper"], eps["implemented"], compiled=compiled
         )
-        for objective in ("paper", "implemented"):
-            out.update(stability_metrics(kernel_terms(sums, method.alpha, objective), objective))
-        return out
+        return kernel_metrics(sums, method.alpha, stability=True, direction=None)
 
     def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
         """Nothing to save: ``on_start`` recomputes p̃ at the resumed step."""

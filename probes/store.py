@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["META_FILE", "ReadoutStore", "ReadoutWriter", "payload_bytes", "shard_name"]
+__all__ = ["META_FILE", "ReadoutStore", "ReadoutWriter", "damaged_shards", "payload_bytes", "shard_name"]
 
 META_FILE = "_meta.json"
 _SHARD = re.compile(r"^step-(\d{8,})\.parquet$")
@@ -97,6 +97,28 @@ def _read_shard(file: Path, step: int, meta: dict[str, Any]) -> dict[str, np.nda
         else:
             flat = column.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
             out[name] = flat.reshape(rows, n, width)
+    return out
+
+
+def damaged_shards(path: str | Path) -> list[tuple[Path, str]]:
+    """Every shard of the store at ``path`` whose footer cannot be read or whose row count is
+    wrong, with the reason: a cheap check (footers only) that names damage anywhere in the store,
+    where ``ReadoutStore`` reads only the last shard unless asked to verify them all."""
+    path = Path(path)
+    try:
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        expected = int(meta["rows"]) * int(meta["n_positions"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [(path / META_FILE, f"unreadable ({exc})")]
+    out = []
+    for _step, file in _shards(path):
+        try:
+            rows = pq.read_metadata(file).num_rows
+        except Exception as exc:  # noqa: BLE001 (any parse failure means a torn or foreign file)
+            out.append((file, f"unreadable ({' '.join(str(exc).split())})"))
+            continue
+        if rows != expected:
+            out.append((file, f"{rows} rows, expected {expected}"))
     return out
 
 

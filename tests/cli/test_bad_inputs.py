@@ -81,6 +81,13 @@ def _edit_config(**changes) -> Callable[[Path], None]:
     return edit
 
 
+def _break_line(path: Path, index: int) -> None:
+    """Replace line ``index`` (0-based) of a JSON-lines file with a torn record, mid-file."""
+    lines = path.read_text().splitlines(keepends=True)
+    lines[index] = lines[index][: len(lines[index]) // 2] + "\n"
+    path.write_text("".join(lines))
+
+
 def model_dir(name: str, config_text: str | None) -> Callable[[Path, Path], None]:
     """A model directory: a garbage config.json, or the embedded config and tokenizer but no weights."""
     def make(root: Path, _run: Path) -> None:
@@ -132,6 +139,8 @@ CASES = [
     Case("resume-data-gone", (*T, "run", "--resume", "--steps", "3"), "data source 'gone.txt' does not exist",
          run_copy(edit=_edit_config(data__source="gone.txt"))),
     Case("resume-and-overwrite", (*T, "run", "--resume", "--overwrite"), "not allowed with"),
+    Case("resume-metrics-broken-mid-file", (*T, "run", "--resume", "--steps", "3"), "line 2: invalid JSON",
+         run_copy(edit=lambda r: _break_line(r / "metrics.jsonl", 1))),
     # --- train: config values are type-checked ---------------------------------------------
     Case("set-steps-float", (*T, "r", "--set", "run.steps=2.5"), "run.steps=2.5: expected an integer"),
     Case("set-steps-1e20", (*T, "r", "--set", "run.steps=1e20"), "run.steps=1e+20: expected an integer"),
@@ -240,6 +249,12 @@ CASES = [
     Case("analyze-n-boot", ("analyze", "R", "--out", "o", "--n-boot", "0"), "--n-boot must be >= 1"),
     Case("report-duplicate", ("report", "R", "R", "--out", "o"), "given twice", run_copy("R")),
     Case("report-missing", ("report", "nope", "--out", "o"), "no such directory"),
+    Case("report-overwrite-user-dir", ("report", "R", "--out", "u", "--overwrite"), "only replaces our own",
+         both(run_copy("R"), user_dir("u"))),
+    Case("analyze-overwrite-user-dir", ("analyze", "R", "--out", "u", "--overwrite"), "only replaces our own",
+         both(run_copy("R"), user_dir("u"))),
+    Case("analyze-overwrite-report-dir", ("analyze", "R", "--out", "u", "--overwrite"), "only replaces our own",
+         both(run_copy("R"), user_dir("u", {"report.html": "mine"}))),
     Case("theory-alpha", ("theory", "toy", "--alpha", "2"), "--alpha must lie in [0, 1]"),
     Case("theory-p-y-sum", ("theory", "minimizers", "--p-y", "0.5,0.6", "--p-prev", "0.2,0.8"), "sum to 1"),
     Case("no-command", (), "required: COMMAND"),
@@ -305,3 +320,31 @@ def test_read_only_out_is_one_line(argv, tmp_path, monkeypatch, capsys) -> None:
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "Permission denied" in lines[0] and "not writable" in lines[0], lines
     assert not (tmp_path / "ro").exists()
+
+
+@pytest.fixture(scope="module")
+def readout_run(tmp_path_factory) -> Path:
+    """A tiny 3-step run with the readout store on (4 shards: steps 0..3)."""
+    out = tmp_path_factory.mktemp("readouts") / "run"
+    assert main(["train", "--out", str(out), "--steps", "3", *TINY, "--set", "probes.readouts.every=1",
+                 "--set", "probes.n_positions=8"]) == 0
+    return out
+
+
+@pytest.mark.parametrize(("command", "step"), [("analyze", 1), ("analyze", 0), ("report", 3)],
+                         ids=["analyze-middle", "analyze-first", "report-last"])
+def test_damaged_readout_shard_warns(command, step, readout_run, tmp_path, monkeypatch, capsys) -> None:
+    """A shard whose footer is cut (anywhere in the store) is named on stderr; the run is left as it was."""
+    run = tmp_path / "R"
+    shutil.copytree(readout_run, run)
+    shard = run / "readouts" / f"step-{step:08d}.parquet"
+    shard.write_bytes(shard.read_bytes()[:-20])
+    before = snapshot(run)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert call([command, "R", "--out", "o", "--n-boot", "20"]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"zerolock {command}: warning: ") and f"R/readouts/{shard.name}" in lines[0], lines
+    assert "footer" in lines[0], lines
+    assert snapshot(run) == before

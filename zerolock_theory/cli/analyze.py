@@ -18,7 +18,11 @@ A run directory literally named ``rate`` or ``drift`` is analysed with ``./rate`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from zerolock_theory.cli import CLIError
@@ -70,16 +74,61 @@ def check_bootstrap_options(args: argparse.Namespace) -> None:
         raise CLIError(f"--level must lie in (0, 1), got {args.level}")
 
 
-def check_out(path: Path, overwrite: bool) -> Path:
-    """Refuse a file, or a non-empty directory unless ``overwrite`` (files are then replaced).
+def _our_files(kind: str) -> tuple[str, ...]:
+    """Files that mark a directory as one of our ``kind`` outputs (any one of them)."""
+    from analyses.suite_result import INDEX
+
+    return {"analysis": (INDEX,), "report": ("report.html", "report.md", f"analysis/{INDEX}"),
+            "recomputed": ("recomputed.jsonl",)}[kind]
+
+
+def check_out(path: Path, overwrite: bool, kind: str = "analysis") -> Path:
+    """Refuse a file, or a non-empty directory unless ``overwrite`` and it holds our own ``kind``
+    output (``analysis.json`` for an analysis, ``report.html``/``report.md`` for a report,
+    ``recomputed.jsonl`` for ``--from-store``): ``--overwrite`` replaces only our own files.
 
     Creates nothing: callers create ``path`` only once there is something to write.
     """
     if path.exists() and not path.is_dir():
         raise CLIError(f"--out {path} exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not overwrite:
-        raise CLIError(f"--out {path} is not empty; pass --overwrite to write into it")
+    if path.is_dir() and any(path.iterdir()):
+        if not overwrite:
+            raise CLIError(f"--out {path} is not empty; pass --overwrite to write into it")
+        files = _our_files(kind)
+        if not any((path / name).is_file() for name in files):
+            raise CLIError(f"--out {path} is not empty and holds no {kind} of ours ({' or '.join(files)} "
+                           "missing); --overwrite only replaces our own outputs, nothing was written")
     return path
+
+
+@contextlib.contextmanager
+def damaged_input_warnings(command: str, inputs: Sequence[str | Path]) -> Iterator[None]:
+    """Warn on stderr, one line each, about every damaged readout shard of the input runs
+    (``probes.store.damaged_shards``: a cut footer anywhere in the store), then about the
+    warnings the analysis raised (same one-line form; a shard already named is not repeated).
+
+    The analyses read a store up to its last whole shard, so a damaged shard is never used;
+    the warning says that the input is damaged. On an error nothing more is printed.
+    """
+    from probes.store import damaged_shards
+
+    named: list[Path] = []
+    for run in inputs:
+        store = Path(run) / "readouts"
+        if store.is_dir():
+            for file, reason in damaged_shards(store):
+                named.append(file)
+                print(f"zerolock {command}: warning: {file}: damaged readout shard, {reason}; "
+                      "the analyses do not use it", file=sys.stderr)
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force still apply
+        yield
+    shown: set[str] = set()
+    for item in caught:
+        text = " ".join(str(item.message).split())
+        if text in shown or any(str(f.parent) in text and f.name in text for f in named):
+            continue
+        shown.add(text)
+        print(f"zerolock {command}: warning: {text}", file=sys.stderr)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -94,7 +143,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="RUN_DIR", help="run directories, or 'rate' or 'drift'")
     parser.add_argument("--out", type=Path, metavar="DIR", help="output directory (run form)")
-    parser.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace our earlier output in a non-empty --out (never a directory of yours)")
     parser.add_argument(
         "--systems", type=Path, metavar="FILE", help="systems.json of the systems benchmark"
     )
@@ -262,9 +312,10 @@ def _runs(args: argparse.Namespace) -> int:
     from analyses.suite import analyze_runs
     from reports.wording import verdict_lines
 
-    suite = analyze_runs(
-        args.inputs, systems=args.systems, n_boot=args.n_boot, seed=args.seed, level=args.level
-    )
+    with damaged_input_warnings("analyze", args.inputs):
+        suite = analyze_runs(
+            args.inputs, systems=args.systems, n_boot=args.n_boot, seed=args.seed, level=args.level
+        )
     index = suite.save(out)
     print("\n".join(verdict_lines(suite.claims)))
     print(f"{len(suite.results)} analyses written, {len(suite.skipped)} skipped; index: {index}")
@@ -288,7 +339,7 @@ def _from_store(args: argparse.Namespace) -> int:
     metrics = run_dir / "metrics.jsonl"
     worst = compare(records, read_records(metrics)) if metrics.is_file() else {}
     if args.out is not None:
-        out = check_out(args.out, args.overwrite)
+        out = check_out(args.out, args.overwrite, "recomputed")
         out.mkdir(parents=True, exist_ok=True)
         with open(out / "recomputed.jsonl", "w", encoding="utf-8") as fh:
             for record in records:

@@ -3,7 +3,8 @@
 ``zerolock report RUN_DIR... --out DIR`` analyses the runs first (saved under DIR/analysis);
 ``zerolock report ANALYSIS_DIR --out DIR`` reads a saved analysis (``zerolock analyze``
 output, recognised by its ``analysis.json``). Writes DIR/report.html (self-contained),
-DIR/report.md and DIR/figures/. A non-empty DIR is refused unless ``--overwrite``.
+DIR/report.md and DIR/figures/. A non-empty DIR is refused unless ``--overwrite`` and it holds
+an earlier report (``--overwrite`` never writes into a directory of yours).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from zerolock_theory.cli.analyze import (
     check_bootstrap_options,
     check_inputs,
     check_out,
+    damaged_input_warnings,
 )
 
 
@@ -35,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run directories, or one analysis directory (with analysis.json)",
     )
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
-    parser.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace our earlier output in a non-empty --out (never a directory of yours)")
     parser.add_argument(
         "--systems", type=Path, metavar="FILE", help="systems.json (run directories only)"
     )
@@ -59,16 +62,17 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in inputs if not p.exists()]
     if missing:
         raise CLIError(f"{missing[0]}: no such directory")
-    out = check_out(args.out, args.overwrite)
+    out = check_out(args.out, args.overwrite, "report")
     try:
         if analyses_dirs:
             if args.systems is not None:
                 raise CLIError("--systems applies to run directories; the analysis is already done")
             suite = load_suite(analyses_dirs[0])
         else:
-            suite = analyze_runs(
-                inputs, systems=args.systems, n_boot=args.n_boot, seed=args.seed, level=args.level
-            )
+            with damaged_input_warnings("report", inputs):
+                suite = analyze_runs(
+                    inputs, systems=args.systems, n_boot=args.n_boot, seed=args.seed, level=args.level
+                )
             suite.save(out / "analysis")
     except RunDataError as exc:
         raise CLIError(str(exc)) from exc

@@ -18,13 +18,20 @@ shorthands for suite.steps, suite.seeds, suite.chunks and suite.lr.
 
 η_0 of each primary group is chosen by a pilot: half the largest η_0 of the grid whose short
 pilot's held-out CE does not rise (suite.pilot_backoff = 0.5), unless --lr fixes it. Re-running with the same --out
-resumes: finished runs are skipped.
+resumes (also after a kill): finished runs are skipped, and it says how many. Ctrl-C prints the
+command that resumes and exits with 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from zerolock_theory.cli import CLIError
@@ -105,6 +112,38 @@ def _default_jobs(device: str) -> int:
     return 1 if on_gpu else max(1, min(2, os.cpu_count() or 1))
 
 
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that resumes this suite: the same suite, flags and overrides (without --overwrite,
+    which a re-run does not need: it continues its own verify directory)."""
+    parts = ["zerolock", "verify", *(["--quick"] if args.quick else []),
+             *(["--config", str(args.config)] if args.config else []), "--out", str(args.out)]
+    for flag in ("model", "data", "device", "dtype", "steps", "seeds", "chunks", "jobs", "lr"):
+        if getattr(args, flag) is not None:
+            parts += [f"--{flag}", str(getattr(args, flag))]
+    for override in args.overrides:
+        parts += ["--set", override]
+    return shlex.join(parts)
+
+
+@contextlib.contextmanager
+def _interrupts(seen: list[int]) -> Iterator[None]:
+    """Record a SIGINT in ``seen`` (then raise ``KeyboardInterrupt`` as usual), so that an error it
+    causes on its way out (a worker that died of it) still reads as the interrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run(args: argparse.Namespace) -> int:
     from reports.wording import verdict_lines
     from zerolock_theory.training.state import CheckpointError
@@ -117,10 +156,17 @@ def run(args: argparse.Namespace) -> int:
     model_table = tables.get("model") if isinstance(tables.get("model"), dict) else {}
     device = str(model_table.get("device", "auto"))
     jobs = args.jobs if args.jobs is not None else _default_jobs(device)
+    interrupted: list[int] = []
     try:
-        result = verify(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
-    except (FileExistsError, ValueError, NonFiniteLossError, CheckpointError) as exc:
-        raise CLIError(str(exc)) from exc
+        with _interrupts(interrupted):
+            result = verify(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
+    except BaseException as exc:
+        if interrupted or isinstance(exc, KeyboardInterrupt):  # an interrupt, whatever it broke on its way
+            print(f"zerolock verify: interrupted; resume with: {resume_command(args)}", file=sys.stderr)
+            return 130
+        if isinstance(exc, (FileExistsError, ValueError, NonFiniteLossError, CheckpointError)):
+            raise CLIError(str(exc)) from exc
+        raise
     if result.scope:
         print(f"\n{result.scope}")
     print("\n" + "\n".join(verdict_lines(result.verdicts)))

@@ -26,7 +26,12 @@ from zerolock_theory.training.gradients import count_labelled
 from zerolock_theory.training.hooks import Hook, HookContext
 from zerolock_theory.training.logger import open_loggers
 from zerolock_theory.training.manifest import write_manifest
-from zerolock_theory.training.resume import check_resume, read_saved_config, write_text_atomic
+from zerolock_theory.training.resume import (
+    check_metrics,
+    check_resume,
+    read_saved_config,
+    write_text_atomic,
+)
 from zerolock_theory.training.rundir import OutDirError, check_out, prepare_out
 from zerolock_theory.training.state import (
     TrainState,
@@ -114,6 +119,8 @@ def setup(
     saved = read_saved_config(out) if action == "resume" else None
     if saved is not None:
         check_resume(saved, config, checkpoint_step(checkpoint))
+    if action == "resume":
+        check_metrics(out)  # a log broken mid-file is refused before config.json is rewritten
     device = resolve_device(config.model.device)
     if config.run.threads is not None:
         torch.set_num_threads(config.run.threads)

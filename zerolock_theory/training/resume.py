@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from zerolock_theory.config import TrainConfig
+from zerolock_theory.jsonio import TornLineWarning, read_jsonl
 
-__all__ = ["RESUMABLE_CHANGES", "check_resume", "config_differences", "read_saved_config", "write_text_atomic"]
+__all__ = [
+    "RESUMABLE_CHANGES", "check_metrics", "check_resume", "config_differences", "read_saved_config",
+    "write_text_atomic",
+]
 
 RESUMABLE_CHANGES = (
     "run.steps", "run.progress", "run.eval_every", "run.checkpoint_every", "run.keep_checkpoints", "run.threads",
@@ -69,6 +74,20 @@ def read_saved_config(out: Path) -> TrainConfig | None:
     except ValueError as exc:  # JSONDecodeError is a ValueError
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"{path} is not a valid run config: {first}") from exc
+
+
+def check_metrics(out: Path) -> None:
+    """The run's ``metrics.jsonl`` must parse (a torn last line is allowed: the logger drops it).
+
+    Called before a resume writes anything, so a run whose log is broken mid-file is refused
+    with ``config.json`` and ``manifest.json`` untouched; raises ``JsonlError`` (a ``ValueError``)
+    naming the line.
+    """
+    path = Path(out) / "metrics.jsonl"
+    if path.is_file():
+        with warnings.catch_warnings():  # the logger reports a torn last line when it drops it
+            warnings.simplefilter("ignore", TornLineWarning)
+            read_jsonl(path)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

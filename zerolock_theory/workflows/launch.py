@@ -113,11 +113,14 @@ class _Worker:
         self.log.close()
 
 
-def _serve(slot: int, gpu: str | None, tasks: queue.Queue, scratch: Path, report: Callable) -> None:
-    """Worker slot: train tasks from the queue until it is empty (a new process after a crash)."""
+def _serve(slot: int, gpu: str | None, tasks: queue.Queue, scratch: Path, report: Callable,
+           stop: threading.Event, procs: list) -> None:
+    """Worker slot: train tasks from the queue until it is empty (a new process after a crash)
+    or until ``stop`` is set (an interrupt: the parent kills the processes in ``procs``)."""
     worker = _Worker(gpu, scratch, slot)
+    procs.append(worker.proc)
     try:
-        while True:
+        while not stop.is_set():
             try:
                 task = tasks.get_nowait()
             except queue.Empty:
@@ -125,10 +128,13 @@ def _serve(slot: int, gpu: str | None, tasks: queue.Queue, scratch: Path, report
             try:
                 report(task, worker.run(task), None)
             except RuntimeError as exc:
+                if stop.is_set():
+                    return
                 report(task, None, exc)
                 if worker.proc.poll() is not None:  # the process is gone: start another
                     worker.close()
                     worker = _Worker(gpu, scratch, slot)
+                    procs.append(worker.proc)
     finally:
         worker.close()
 
@@ -156,13 +162,22 @@ def run_local_parallel(tasks: Sequence[PointTask], jobs: int, device: str,
                 summaries[task.name] = summary
                 log(f"{task.name}: done, {describe(summary)}")
 
+    stop, procs = threading.Event(), []
     with tempfile.TemporaryDirectory(prefix="zerolock-sweep-") as scratch:
-        threads = [threading.Thread(target=_serve, args=(i, gpu, pending, Path(scratch), report))
+        threads = [threading.Thread(target=_serve, args=(i, gpu, pending, Path(scratch), report, stop, procs))
                    for i, gpu in enumerate(_gpu_slots(workers, device))]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.join()
+        except BaseException:  # Ctrl-C: end the workers (their runs resume on a re-run), then re-raise
+            stop.set()
+            for proc in list(procs):
+                proc.kill()
+            for thread in threads:
+                thread.join()
+            raise
     if errors:
         raise errors[0]
     return summaries

@@ -58,7 +58,9 @@ from typing import Any
 
 import torch
 
+from zerolock_theory.workflows.progress import UNPROBED, PlannedRun, SuiteProgress, starting
 from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
+from zerolock_theory.workflows.worker import die_with_parent
 
 __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_base", "suite_points", "verify"]
 
@@ -248,7 +250,8 @@ def choose_lr(
         from concurrent.futures import ProcessPoolExecutor
 
         out.mkdir(parents=True, exist_ok=True)
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=die_with_parent) as pool:
             chains = list(pool.map(pilot_chain, *zip(*[(spec, base, out / label, label) for label in PRIMARY],
                                                      strict=True)))
     else:
@@ -273,6 +276,16 @@ def _cost(base: dict[str, Any], point: GridPoint) -> float:
     if over.get("method.name") == "backprop":
         return 0.7 * steps
     return (1.4 if over.get("method.direction") == "reverse" else 1.0) * steps
+
+
+def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float] | None = None, jobs: int = 1) -> list:
+    grid, steps = sorted(spec.lr_grid, reverse=True), base["run"]["steps"]  # workflows.progress's plan, in start order:
+    chains = [[(out / "pilot" / m / p.name, p, UNPROBED) for p in (pilot_points(spec, lr, m) for lr in grid)]
+              for m in ([] if spec.lr is not None else PRIMARY)]
+    pilots = [x for i in range(len(grid)) for c in chains for x in c[i:i + 1] if lrs is None or x[0].is_dir()]  # side by side
+    runs = [(out / "runs" / p.name, p, 1.0) for p in sorted(suite_points(spec, lrs), key=lambda p: -_cost(base, p))]  # then
+    return [r for part in (pilots, runs) for r in starting([PlannedRun(d, n, w * _cost(base, p) / n) for d, p, w in part
+                                                            for n in [dict(p.overrides).get("run.steps", steps)]], jobs)]
 
 
 def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -> list[GridPoint]:
@@ -414,22 +427,32 @@ def verify(
     check_out_dir(out, overwrite)
     started = time.perf_counter()
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
-    from zerolock_theory.training.rundir import prepare_kind, write_marker
+    from zerolock_theory.training.rundir import prepare_kind, run_kind, write_marker
 
     validate_grid(base, suite_points(spec))  # every config and input checked before the first write
     model = str(base["model"].get("path", model))
+    resumed = out.is_dir() and run_kind(out) == "verify"
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
-    if spec.lr is None:
-        lrs, pilot = choose_lr(spec, base, out / "pilot", log=log, jobs=jobs)
-        log(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
-            "whose pilot's held-out CE does not rise; see verify.json)")
-    else:
-        lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
-    (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
-    run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=log)
-    fixed = fixed_points(spec, base, out / "fixed_point", log=log)
-    systems = memory_runs(spec, base, out / "systems", log=log)
+    progress = SuiteProgress(_plan(spec, base, out, jobs=jobs), resumed=resumed)
+    say = log if progress.bar.disable else progress.write
+    try:
+        if spec.lr is None:
+            progress.announce("pilot", say)
+            lrs, pilot = choose_lr(spec, base, out / "pilot", log=say, jobs=jobs)
+            say(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
+                "whose pilot's held-out CE does not rise; see verify.json)")
+        else:
+            lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
+        (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
+        progress.plan(_plan(spec, base, out, lrs, jobs))
+        progress.announce("runs", say)
+        run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say)
+        fixed = fixed_points(spec, base, out / "fixed_point", log=say)
+        systems = memory_runs(spec, base, out / "systems", log=say)
+    finally:
+        progress.close()
+    log(progress.summary())
     log("analysing ...")
     suite = analyze_runs([*run_dirs, *fixed], systems=systems)
     suite.settings.update(_scope_settings(spec, lrs, pilot, model))

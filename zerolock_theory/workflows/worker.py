@@ -16,6 +16,23 @@ import sys
 from pathlib import Path
 
 
+def die_with_parent() -> None:
+    """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL), so an
+    interrupted suite leaves no run half-trained by an orphan while it is resumed; elsewhere a
+    no-op. Also turns Ctrl-C into a quiet exit (130): the parent prints the one line."""
+    import ctypes
+    import signal
+
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os._exit(1)
+
+
 def _train(task_file: Path) -> dict:
     from zerolock_theory.workflows.launch import PointTask, train_point
 
@@ -28,6 +45,7 @@ def _train(task_file: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     """Serve tasks from stdin until it closes; report each on file descriptor ``argv[0]``."""
+    die_with_parent()
     import torch
 
     if not torch.cuda.is_available():
