@@ -42,6 +42,7 @@ __all__ = [
     "apply_values",
     "check_sources",
     "load_config",
+    "merge_tables",
     "parse_value",
 ]
 
@@ -385,3 +386,14 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     """Recipe file (optional) + overrides → validated ``TrainConfig``."""
     raw = read_recipe(path) if path is not None else {}
     return TrainConfig.from_dict(apply_overrides(raw, overrides or []))
+
+
+def merge_tables(base: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``tables`` merged in key by key (nested tables merged, values replaced); a new dict."""
+    out = dict(base)
+    for key, value in tables.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_tables(out[key], value)
+        else:
+            out[key] = value
+    return out

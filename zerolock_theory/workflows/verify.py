@@ -2,50 +2,31 @@
 
 The suite (docs/MATH.md names):
 
-1. **Pilot** (η_0 of each primary group, chosen by code, not by hand): for each method
-   (ZeroLock forward, ZeroLock reverse, backprop) and each η_0 of ``lr_grid`` from the
-   largest down, a ``pilot_steps``-step run (seed ``seeds[0]``, SGD, η_t = η_0/√(t+1), no
-   probes), stopping at the first **stable** η_0: every loss finite and the final held-out
-   CE not above its start (``eval/ce`` ≤ ``eval/ce_initial``). The method's η_0 is
-   ``pilot_backoff`` (default ½) × that largest stable η_0. Why ½: Theorem 1's proof is the
-   standard non-convex SGD argument, whose descent step needs η_t ≤ 1/L (L the smoothness
-   constant); on a locally quadratic loss a step is stable only below 2/L, so a stable η_0
-   bounds 2/L from below and half of it lies inside η ≤ 1/L. Measured on the embedded
-   model: without the back-off the reverse group's pilot chose η_0 = 0.0125, whose runs
-   raised held-out CE by 1.6 nats over 1000 steps; at 0.003125 it rose 0.06. If no η_0 of
-   the grid is stable, the smallest is used, recorded as "none qualified" (such runs may then
-   be flagged diverged and excluded). Pilots live under ``out/pilot/METHOD`` and are not analysed.
-2. **Primary group** (one per claim, pre-registered): ZeroLock forward (the implemented CE
-   loss), ZeroLock reverse (the paper's objective, ε = 0.1) and backprop, each over
-   ``seeds`` at the chosen η_0, ``steps`` steps, every probe on. Ĝ_t is logged every step by
-   the training step itself (``train/grad_sq_unbiased``); backprop under the same schedule is
-   Theorem 1's positive control on the model.
-3. **Sweep** (descriptive, Assumption 5's scaling slope): ZeroLock forward and reverse at
-   η_0 × ``lr_factors``, seed ``seeds[0]``, ``sweep_steps`` steps.
+1. **Pilot** (η_0 of each primary group, chosen by code): for each method (ZeroLock forward,
+   ZeroLock reverse, backprop) and each η_0 of ``lr_grid`` from the largest down, a
+   ``pilot_steps``-step run (seed ``seeds[0]``, SGD, η_t = η_0/√(t+1), no probes), stopping at
+   the first **stable** η_0: judged on the run's own training objective (every loss finite and
+   its mean over the last tenth not above the first tenth; held-out CE is recorded as an
+   outcome only). The method's η_0 is ``pilot_backoff`` (½) × that η_0: a stable step is below
+   2/L, so half of it lies inside η ≤ 1/L, the descent regime of Theorem 1's proof. If none is
+   stable, the smallest is used ("none qualified"). Pilots live under ``out/pilot/METHOD``.
+2. **Primary groups** (one per claim, pre-registered): ZeroLock forward (the implemented CE
+   loss), ZeroLock reverse (the paper's objective, ε = 0.1) and backprop, each over ``seeds``
+   at the chosen η_0, ``steps`` steps, with the probes of ``base_config``: Ĝ_t every step (the
+   training step), the global Ĝ_t every ``global_every`` steps, the proof probe every
+   ``proof_every`` step, step scaling with its random baseline at ``scaled_steps`` steps, the
+   lemma2, stability, minimizer, gradient and readout probes.
+3. **Matched η_0** (``matched_seeds``): ZeroLock forward at the reverse group's η_0, so R and R̄
+   are also compared at one step size (descriptive).
+4. **Side runs** (``workflows.side_runs``): Lemma 2's fixed-point experiment on
+   ``fixed_point_chunks``, and the pipelined memory runs at ``memory_stages``.
+5. **Sweep** (optional, descriptive): η_0 × ``lr_factors``, seed ``seeds[0]``.
 
-Sizing of ``FULL`` (target ≤ 20 min on 2 CPU cores, ``jobs = 2`` single-threaded runs at
-once). Costs per call with 1 thread, embedded model, batch 8 × 32 tokens, K = 4, 64 probe
-positions (fastest of 12–25 repetitions on a shared machine, so close to an idle core):
-train step 155 ms (ZeroLock forward), ~210 ms (reverse, 1.36× forward in paired runs),
-108 ms (backprop); stability probe 100–170 ms, minimizer probe 30–40 ms, gradients probe
-~100 ms, held-out eval ~410 ms, setup 1–3 s. With the cadences below (stability and
-minimizers every 20 steps, gradients every 25, eval every 125) a 1000-step run costs about
-176 s (forward), 240 s (reverse), 124 s (backprop): 9 primary runs ≈ 1620 CPU-s, the sweep
-(4 × 200 steps) ≈ 180 CPU-s, the pilot (50 steps per method and η_0) ≈ 10–14 s per η_0
-tried (the three methods' pilot chains run at once). The ``scaling`` probe (8 probed steps a
-run, ~1–2 s each) adds ~10–18 s per primary run, ~150 CPU-s in all. Extrapolated wall time:
-≤ 80 s pilot + (1620 + 180 + 150)/2 s ≈ 17–18 min, plus ~30 s of analysis; measured on a
-shared machine, so the lead's full run is the reference. ``--quick`` measured 214 s (verify's
-own timer; 204 CPU-s) on the same shared machine at load ~1–4, with 2 seeds and a 4-run sweep;
-it now has 3 seeds and no sweep (9 runs of 40 steps instead of 10, not re-measured).
-Measured with the back-off pilot (η_0: forward 0.1, reverse 0.003125, backprop 0.2): 1424 s wall
-on 2 otherwise idle cores (2315 s with other jobs beside it); the 11 pilots took ~2.5 min of it.
-Ĝ_t's two half-batch passes are included in the train-step costs. ``QUICK`` is a smoke test
-(≤ 3 min): its horizon is below the bound test's minimum, so Theorem 1 rows read "not
-testable at this horizon".
-
-Runs go through ``zerolock_theory.workflows.sweep.run_grid`` (``jobs`` of them at once), so
-an interrupted verify resumes: complete runs are skipped, a half-written run resumes.
+Sizing: a ZeroLock step costs about 0.2 s on one core at batch 8 × 32 (embedded model, K = 4),
+the proof probe 0.1 s more, a scaled step with its baseline about 1.7 s (64 probe positions);
+README gives the measured wall times of ``--quick`` and the full suite. Runs go through
+``workflows.sweep.run_grid`` (``jobs`` at once), so an interrupted verify resumes: complete
+runs are skipped, a half-written run resumes, finished side runs are skipped.
 """
 
 from __future__ import annotations
@@ -58,6 +39,7 @@ from typing import Any
 
 import torch
 
+from zerolock_theory.config import merge_tables
 from zerolock_theory.workflows.progress import UNPROBED, PlannedRun, SuiteProgress, starting
 from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
 from zerolock_theory.workflows.worker import die_with_parent
@@ -160,17 +142,6 @@ def suite_base(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, 
                tables: dict[str, Any] | None = None) -> dict[str, Any]:
     """``base_config`` with a recipe's run-config ``tables`` merged on top (key by key)."""
     return merge_tables(base_config(spec, model, data, device, dtype, autocast), tables or {})
-
-
-def merge_tables(base: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``tables`` merged in key by key (nested tables merged, values replaced); a new dict."""
-    out = dict(base)
-    for key, value in tables.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_tables(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 VARIANTS = {
@@ -326,55 +297,13 @@ def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str
     failed = sorted({row["method"] for row in pilot if row["why"].startswith("none qualified")})
     how += f"; none qualified for {', '.join(failed)}" if failed else ""
     etas = ", ".join(f"{k} {v:g}" for k, v in lrs.items())
-    out: dict[str, Any] = {"suite": f"{kind}; eta_0: {etas} ({how})", "pilot": pilot}
-    if model == "embedded":
-        out["model_size"] = "embedded Llama, 8 layers, d=128, V=4096, 2.6M parameters; LoRA adapters trained"
-    return out
+    from zerolock_theory.models import model_display_name
 
-
-def fixed_points(spec: SuiteSpec, base: dict[str, Any], out: Path, log=print) -> list[Path]:
-    """Lemma 2's fixed-point experiment (``workflows.fixed_point``) on ``spec.fixed_point_chunks``,
-    one directory per chunk holding ``fixed_point.json``; a chunk already done is skipped (resume)."""
-    from zerolock_theory.training.resume import write_text_atomic
-    from zerolock_theory.workflows.fixed_point import FixedPointSettings, run_fixed_point
-
-    dirs = []
-    for chunk in spec.fixed_point_chunks:
-        where = out / f"chunk-{chunk}"
-        dirs.append(where)
-        if (where / "fixed_point.json").is_file():
-            log(f"fixed point, chunk {chunk}: done, skipped")
-            continue
-        settings = FixedPointSettings(
-            model=str(base["model"]["path"]), chunks=spec.chunks, chunk=chunk, seeds=len(spec.seeds),
-            first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
-            steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
-            data=str(base["data"]["source"]), device="cpu" if base["model"]["device"] == "auto" else base["model"]["device"])
-        log(f"fixed point, chunk {chunk}: {settings.seeds} seeds, each loss until it stops falling ...")
-        result = run_fixed_point(settings)
-        where.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(where / "fixed_point.json", result.to_json() + "\n")
-        log(f"fixed point, chunk {chunk}: {result.outcome} (contrast {result.contrast})")
-    return dirs
-
-
-def memory_runs(spec: SuiteSpec, base: dict[str, Any], out: Path, log=print) -> Path | None:
-    """The systems row's memory runs (``workflows.systems``): ZeroLock, GPipe and 1F1B pipelines at
-    ``spec.memory_stages``; ``out/systems.json``, skipped when already written (resume)."""
-    if not spec.memory_stages:
-        return None
-    if (out / "systems.json").is_file():
-        log("memory runs: done, skipped")
-        return out
-    from zerolock_theory.workflows.systems import MemorySettings, measure_memory
-
-    settings = MemorySettings(model=str(base["model"]["path"]), data=str(base["data"]["source"]),
-                              stages=spec.memory_stages, micro_batches=4, batch_size=spec.batch_size,
-                              seq_len=spec.seq_len, steps=4, warmup=1, repeats=spec.memory_repeats)
-    log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
-        f"{spec.memory_repeats} repeats ...")
-    measure_memory(settings, out, log=log)
-    return out
+    size = ("embedded Llama, 8 layers, d=128, V=4096, 2.6M parameters" if model == "embedded"
+            else model_display_name(model))
+    return {"suite": f"{kind}; eta_0: {etas} ({how}); the rate is fitted on the last half of each run (a burn-in of "
+                     f"T/2 that skips the LoRA warm-up from B = 0)", "pilot": pilot,
+            "model_size": f"{size}; LoRA adapters trained"}
 
 
 @dataclass
@@ -394,7 +323,6 @@ class VerifyResult:
 def check_out_dir(out: Path, overwrite: bool) -> None:
     """A fresh or an earlier verify directory is fine; ``overwrite`` replaces only our own runs."""
     from zerolock_theory.training.rundir import check_out, run_kind
-
     check_out(out, "verify", resume=out.is_dir() and run_kind(out) == "verify", overwrite=overwrite)
 
 
@@ -422,6 +350,7 @@ def verify(
 
     from analyses.suite import analyze_runs
     from reports.page import write_report
+    from zerolock_theory.workflows.side_runs import fixed_points, memory_runs
 
     out = Path(out)
     check_out_dir(out, overwrite)

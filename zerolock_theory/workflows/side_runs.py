@@ -1,0 +1,59 @@
+"""The suite's side runs: Lemma 2's fixed-point experiment and the systems row's memory runs.
+
+Each writes one result file under the verify directory (``fixed_point/chunk-K/fixed_point.json``,
+``systems/systems.json``) and is skipped when that file exists, so a resumed verify does not
+redo it. ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
+``base`` the runs' base config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["fixed_points", "memory_runs"]
+
+
+def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[Path]:
+    """Lemma 2's fixed-point experiment (``workflows.fixed_point``) on ``spec.fixed_point_chunks``,
+    one directory per chunk holding ``fixed_point.json``; a chunk already done is skipped (resume)."""
+    from zerolock_theory.training.resume import write_text_atomic
+    from zerolock_theory.workflows.fixed_point import FixedPointSettings, run_fixed_point
+
+    dirs = []
+    for chunk in spec.fixed_point_chunks:
+        where = out / f"chunk-{chunk}"
+        dirs.append(where)
+        if (where / "fixed_point.json").is_file():
+            log(f"fixed point, chunk {chunk}: done, skipped")
+            continue
+        settings = FixedPointSettings(
+            model=str(base["model"]["path"]), chunks=spec.chunks, chunk=chunk, seeds=len(spec.seeds),
+            first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
+            steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
+            data=str(base["data"]["source"]), device="cpu" if base["model"]["device"] == "auto" else base["model"]["device"])
+        log(f"fixed point, chunk {chunk}: {settings.seeds} seeds, each loss until it stops falling ...")
+        result = run_fixed_point(settings)
+        where.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(where / "fixed_point.json", result.to_json() + "\n")
+        log(f"fixed point, chunk {chunk}: {result.outcome} (contrast {result.contrast})")
+    return dirs
+
+
+def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path | None:
+    """The systems row's memory runs (``workflows.systems``): ZeroLock, GPipe and 1F1B pipelines at
+    ``spec.memory_stages``; ``out/systems.json``, skipped when already written (resume)."""
+    if not spec.memory_stages:
+        return None
+    if (out / "systems.json").is_file():
+        log("memory runs: done, skipped")
+        return out
+    from zerolock_theory.workflows.systems import MemorySettings, measure_memory
+
+    settings = MemorySettings(model=str(base["model"]["path"]), data=str(base["data"]["source"]),
+                              stages=spec.memory_stages, micro_batches=4, batch_size=spec.batch_size,
+                              seq_len=spec.seq_len, steps=4, warmup=1, repeats=spec.memory_repeats)
+    log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
+        f"{spec.memory_repeats} repeats ...")
+    measure_memory(settings, out, log=log)
+    return out
