@@ -19,15 +19,10 @@ step) (the training work is the same on both sides, so this one does not carry t
 training steps' own spread on a loaded machine), the cost of each part, the probe
 forward alone as a share of the plain step (the floor: no probe can cost less than the
 readouts it reads), whether the overhead meets ``--goal`` (default 1.10) and whether the
-floor leaves room to, the plain step at which the probes' cost (the same ms whatever the
-training batch) would meet the goal, with ``--batch-sizes B ...`` the overhead measured at
-other training batch sizes (a plain and a probed run each, the same probe batch), and a
-vocabulary-scaling table: on random Llama models of the embedded
-width (d = 128, 8 layers, K = 4) with V in ``--vocab``, per probed step, the probe forward
-(ms), the fused stability + minimizer kernels (ms, ``probes.kernels``) and the peak
-resident memory the probes add (MiB: in a fresh process per V, the high-water mark minus
-the resident size once the model is built: the kept p̃^t,
-p̃^{t+1}, the logits of the forward and the kernels' kept features). Times are process CPU
+floor leaves room to, the plain step at which the probes' cost would meet the goal, with
+``--batch-sizes B ...`` the overhead at other training batch sizes, and a vocabulary-scaling
+table (random Llama models of the embedded width with V in ``--vocab``: per probed step the
+probe forward, the fused kernels and the peak resident memory the probes add). Times are process CPU
 time by default (``--clock cpu``: other load on a shared machine inflates wall time)::
 
     python3 benchmarks/probe_overhead.py --steps 40 --threads 1
