@@ -37,7 +37,7 @@ def test_run_form_writes_the_analysis(tmp_path, capsys):
     out = tmp_path / "out"
     assert cli.main(["analyze", *map(str, runs), "--out", str(out), "--n-boot", "50"]) == 0
     assert (out / "analysis.json").is_file() and (out / "convergence_forward.json").is_file()
-    assert "Theorem 1 bound, local" in capsys.readouterr().out
+    assert "Theorem 1 (a): the rate of R-bar" in capsys.readouterr().out
     _fail(capsys, ["analyze", str(runs[0]), "--out", str(out)], "not empty")
     assert (
         cli.main(["analyze", str(runs[0]), "--out", str(out), "--overwrite", "--n-boot", "20"]) == 0
