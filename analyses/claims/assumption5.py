@@ -57,6 +57,9 @@ def short(ev: Evidence) -> str:
     g = _primary(ev)
     if g is None or ev.reason == "no_scaling_group":
         return "-"
+    if g.share_positive is None:
+        steps = [s.actual.n_steps for s in g.seeds]
+        return f"{min(steps, default=0)}-{max(steps, default=0)} scaled steps per seed ({g.min_steps} needed)"
     return f"phi' > 0: {_pct(g.share_positive)} of {g.n_resolved} steps; random {_pct(g.random_share)}"
 
 

@@ -69,6 +69,8 @@ def measured(ev: Evidence) -> str:
 def reason(ev: Evidence) -> str:
     if ev.reason == "skipped":
         return ev.skipped or "no data"
+    if ev.reason == "none":
+        return "fewer than 3 seeds per method with a held-out CE at T (diverged runs are left out)"
     return (f"the interval of the held-out CE difference at T ({ev.reason.replace('_', ' ')}) decides; "
             "not covered by Theorem 1")
 
