@@ -105,7 +105,7 @@ def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
     ]
     sys_ = suite.get("systems")
     if not isinstance(sys_, SystemsComparison):
-        return out + [Block("p", f"Not measured: {suite.skipped.get('systems', 'no data')}.")]
+        return out + [Block("p", f"Not measured: {suite.skipped.get('systems', 'no data')}."), *_systems_figures(suite)]
     rows = [
         [
             r.chunks,
@@ -118,7 +118,12 @@ def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
         for r in sys_.ratios
     ]
     headers = ["K", "baseline", "memory reduction", "claimed", "throughput gain", "claimed"]
-    return out + [table(headers, rows), Block("p", f"Source: {sys_.source}")]
+    return out + [table(headers, rows), Block("p", f"Source: {sys_.source}"), *_systems_figures(suite)]
+
+
+def _systems_figures(suite: SuiteAnalysis) -> list[Block]:
+    """The memory split and the modelled throughput over (K, m), when their rows have data."""
+    return [Block("figure", name) for name in ("systems_memory", "systems_throughput") if suite.get(name) is not None]
 
 
 def _convergence_blocks(suite: SuiteAnalysis) -> list[Block]:

@@ -8,11 +8,9 @@ import pandas as pd
 import pytest
 from synthetic_runs import minimizer_frame, write_run
 
-from analyses.claims import ClaimInputs, decide
 from analyses.io import load_run
 from analyses.minimizers import minimizer_table, toy_check
 from analyses.results import NotMeasured
-from reports.wording import figure, reason
 
 
 def test_toy_check_matches_the_review():
@@ -47,22 +45,6 @@ def _frames(direction, n, **kw):
 TOWARD_M = {"tv_m": 0.3, "tv_g": 0.05, "move_m": 1.0}  # forward: distance to m_k falls
 TOWARD_G = {"tv_m": 0.3, "tv_g": 0.05, "move_g": 1.0}  # reverse: distance to g_k falls
 UNTRAINED = {"tv_m": 0.5, "tv_g": 0.09}  # levels of a fresh model, no movement
-
-
-def _lemma2(table):
-    results = {"toy_check": toy_check(), "minimizers": table}
-    return decide(ClaimInputs(results, {}))[0]
-
-
-def test_the_analytic_row_is_decided_by_the_toy_alone():
-    """The descriptive 2x2 table no longer drives a verdict: it scores each column by its own loss."""
-    for tracks in ("m", "g"):
-        table = minimizer_table(_frames("forward", 2, **(TOWARD_M if tracks == "m" else TOWARD_G)), n_boot=50)
-        row = _lemma2(table)
-        assert row.outcome == "refuted" and "TV(m_k, g_k) = 0.25" in figure(row) and "closed form" in reason(row)
-        assert row.evidence.toy.tv_m_g == pytest.approx(0.25)
-    row = decide(ClaimInputs({"minimizers": table}, {}))[0]
-    assert row.outcome == "not measured"
 
 
 def test_two_by_two_table_measures_movement(runs):

@@ -74,7 +74,7 @@ def test_register_requires_a_kind():
 def test_verdict_outcomes_are_checked_against_their_claim():
     from analyses.claims import ClaimInputs, claim
 
-    toy = claim("lemma2_analytic")
+    toy = claim("lemma2_stated")
     assert toy.decide(ClaimInputs({}, {})).outcome == "not measured"
     odd = replace(toy, rule=lambda inputs: Verdict(toy.key, "true", Evidence("skipped")))
     with pytest.raises(ValueError, match="is not one of"):

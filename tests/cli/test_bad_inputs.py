@@ -161,10 +161,10 @@ CASES = [
     Case("steps-float-flag", (*T, "r", "--steps", "2.5"), "invalid int value"),
     Case("steps-zero", (*T, "r", "--steps", "0"), "run.steps must be >= 1"),
     Case("lr-negative", (*T, "r", "--lr", "-1"), "optim.lr must be > 0"),
-    Case("bad-schedule", (*T, "r", "--schedule", "linear"), "optim.schedule"),
+    Case("bad-schedule", (*T, "r", "--schedule", "linear"), "invalid choice: 'linear' (choose from"),
     Case("reverse-no-epsilon", (*T, "r", "--divergence", "reverse"), "epsilon"),
     Case("device-foo", (*T, "r", "--device", "foo"), "model.device"),
-    Case("dtype-bad", (*T, "r", "--dtype", "float8"), "model.dtype"),
+    Case("dtype-bad", (*T, "r", "--dtype", "float8"), "invalid choice: 'float8' (choose from"),
     Case("no-out", ("train", "--steps", "1"), "required: --out"),
     # --- train: inputs that do not exist or do not parse ---------------------------------------
     Case("model-missing", (*T, "r", "--model", "nope"), "does not exist"),

@@ -18,14 +18,14 @@ def test_suite_has_every_required_run():
         names = [p.name for p in suite_points(spec, 0.1)]
         assert len(names) == len(set(names))
         for label in ("zerolock-forward", "zerolock-reverse", "backprop"):
-            assert sum(n.startswith(label) and "lr-0.1_" in n for n in names) == len(spec.seeds)
-        lrs = {n.split("_")[1] for n in names if n.startswith("zerolock-forward")}
+            assert sum(n.startswith(label + "_") and "lr-0.1_" in n for n in names) == len(spec.seeds)
+        assert sum(n.startswith("zerolock-forward-matched_") for n in names) == spec.matched_seeds
+        lrs = {n.split("_")[1] for n in names if n.startswith("zerolock-forward_")}
         assert len(lrs) == 1 + len(spec.lr_factors)  # the sweep: η_0 × each factor (none in QUICK)
         for point in suite_points(spec, 0.1):  # a replicate's seed draws its init AND its data order
             over = dict(point.overrides)
             assert over["data.order_seed"] == over["run.seed"] and "data.seed" not in over
-    assert len(FULL.lr_factors) >= 2, "FULL's learning-rate sweep needs at least three rates"
-    assert len(FULL.seeds) >= 3 and len(QUICK.seeds) >= 3 and FULL.steps >= 1000 and not FULL.smoke
+    assert len(FULL.seeds) >= 5 and len(QUICK.seeds) >= 3 and FULL.steps >= 1000 and not FULL.smoke
     assert QUICK.smoke and QUICK.steps < 500  # the bound test's minimum horizon
 
 
@@ -57,7 +57,7 @@ def test_pilot_picks_half_the_largest_lr_whose_held_out_ce_does_not_rise(tmp_pat
     ]
     assert table[2]["why"] == "chosen: 0.5 x largest stable 0.2"
     names = [p.name for p in suite_points(spec, lrs)]
-    assert "backprop_lr-0.05_seed-2" in names and "zerolock-forward_lr-0.025_seed-0" in names  # sweep 0.1 × 0.25
+    assert "backprop_lr-0.05_seed-4" in names and "zerolock-forward-matched_lr-0.1_seed-0" in names
     full = dataclasses.replace(spec, pilot_backoff=1.0)  # the plain "largest stable" rule
     assert choose_lr(full, base, tmp_path / "plain")[0] == {"zerolock-forward": 0.2, "zerolock-reverse": 0.2,
                                                                "backprop": 0.1}

@@ -25,7 +25,7 @@ def test_empty_lr_factors_means_no_sweep():
     names = [p.name for p in suite_points(QUICK, 0.1)]
     assert len(names) == 9 and all("lr-0.1_" in n for n in names)  # 3 methods x 3 seeds, nothing swept
     full = [p.name for p in suite_points(FULL, {"zerolock-forward": 0.1, "zerolock-reverse": 0.003, "backprop": 0.2})]
-    assert len(full) == 15 + 3 and full[-3:] == [f"zerolock-forward_lr-0.003_seed-{s}" for s in range(3)]
+    assert len(full) == 15 + 3 and full[-3:] == [f"zerolock-forward-matched_lr-0.003_seed-{s}" for s in range(3)]
 
 
 def _captured(monkeypatch, argv: list[str]) -> dict:

@@ -24,7 +24,8 @@ from zerolock_theory.jsonio import read_records
 
 # verify --quick at the smallest size that still runs every part (pilot, 3 groups x 3 seeds, analysis)
 SMALL = ["--quick", "--set", "suite.steps=5", "--set", "suite.pilot_steps=5", "--set", "suite.lr_grid=[0.1]",
-         "--set", "suite.probe_positions=16", "--set", "probes.scaling.every=5", "--jobs", "2"]
+         "--set", "suite.probe_positions=16", "--set", "probes.scaling.every=5", "--set", "suite.fixed_point_chunks=[]",
+         "--set", "suite.memory_stages=[]", "--jobs", "2"]
 TIMING = ("time", "per_s", "seconds")  # wall-clock figures differ between any two runs
 PROVENANCE = ("manifest", "path")  # each run's start time, git commit and directory
 

@@ -62,7 +62,7 @@ def test_html_holds_a_card_per_claim_first_then_every_verdict_row(report):
 def test_html_is_self_contained(report):
     text = (report / "report.html").read_text(encoding="utf-8")
     sources = re.findall(r'src="([^"]+)"', text)
-    thumbnails = sum(1 for c in claims() if c.figure in FIGURES)
+    thumbnails = sum(1 for c in claims() if c.figure in FIGURES)  # each card's small figure, beside the section's
     assert len(sources) == len(FIGURES) + thumbnails
     assert all(s.startswith("data:image/png;base64,") for s in sources)
     assert all(link.startswith("#") for link in re.findall(r'href="([^"]+)"', text))  # nothing outside the page

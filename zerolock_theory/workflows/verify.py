@@ -276,7 +276,7 @@ def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -
                                     (*VARIANTS[label](spec), *replicate(seed), ("optim.lr", lrs[label]))))
     for seed in spec.seeds[: spec.matched_seeds]:  # forward at reverse's eta_0: R-bar against R, same step size
         lr = lrs["zerolock-reverse"]
-        points.append(GridPoint(f"zerolock-forward_lr-{lr:g}_seed-{seed}",
+        points.append(GridPoint(f"zerolock-forward-matched_lr-{lr:g}_seed-{seed}",
                                 (*VARIANTS["zerolock-forward"](spec), *replicate(seed), ("optim.lr", lr),
                                  ("probes.scaling.enabled", False), ("probes.proof.enabled", False))))
     sweep_steps = spec.sweep_steps or spec.steps
