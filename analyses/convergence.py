@@ -59,6 +59,7 @@ __all__ = [
     "default_t0",
     "running_average",
     "seed_fit",
+    "seed_series",
     "series_from_table",
 ]
 
@@ -268,6 +269,24 @@ def bound_test(
                      per_seed=fits, excluded=list(excluded), level=level)
 
 
+def seed_series(frame: pd.DataFrame, column: str, step_column: str = "step", seed_column: str | None = None,
+                where: str = "table") -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
+    """``([(T, value), ...], names)`` of ``column``: one series, or one per value of ``seed_column``."""
+    if seed_column is None:
+        t, g, _ = series_from_table(frame, column, step_column, where=where)
+        return [(t, g)], [where]
+    if seed_column not in frame.columns:
+        raise RunDataError(f"{where}: missing seed column {seed_column!r}")
+    series, names = [], []
+    for value, part in frame.groupby(seed_column, sort=True, dropna=True):
+        name = f"{seed_column}={value}"
+        series.append(series_from_table(part, column, step_column, where=f"{where} ({name})")[:2])
+        names.append(name)
+    if not series:
+        raise RunDataError(f"{where}: seed column {seed_column!r} has no values")
+    return series, names
+
+
 def bound_from_table(
     frame: pd.DataFrame,
     column: str,
@@ -279,17 +298,5 @@ def bound_from_table(
 ) -> BoundTest:
     """The bound test on any table: one series, or one per value of ``seed_column``."""
     kwargs.setdefault("label", column)
-    if seed_column is None:
-        t, g, _ = series_from_table(frame, column, step_column, where=where)
-        return bound_test([(t, g)], names=[where], column=column, **kwargs)
-    if seed_column not in frame.columns:
-        raise RunDataError(f"{where}: missing seed column {seed_column!r}")
-    series, names = [], []
-    for value, part in frame.groupby(seed_column, sort=True, dropna=True):
-        name = f"{seed_column}={value}"
-        t, g, _ = series_from_table(part, column, step_column, where=f"{where} ({name})")
-        series.append((t, g))
-        names.append(name)
-    if not series:
-        raise RunDataError(f"{where}: seed column {seed_column!r} has no values")
+    series, names = seed_series(frame, column, step_column, seed_column, where)
     return bound_test(series, names=names, column=column, **kwargs)

@@ -43,8 +43,7 @@ import numpy as np
 import pandas as pd
 
 from analyses.bootstrap import ols_slope
-from analyses.convergence import bound_statistic, running_average, series_from_table
-from analyses.io import RunDataError
+from analyses.convergence import bound_statistic, running_average, seed_series
 from analyses.results import Interval, Result, register
 from analyses.seeds import seed_interval
 
@@ -296,16 +295,5 @@ def rate_from_table(
 ) -> RateDescription:
     """``describe_rate`` on any table: one series, or one per value of ``seed_column``."""
     kwargs.setdefault("label", column)
-    if seed_column is None:
-        t, g, _ = series_from_table(frame, column, step_column, where=where)
-        return describe_rate([(t, g)], names=[where], column=column, **kwargs)
-    if seed_column not in frame.columns:
-        raise RunDataError(f"{where}: missing seed column {seed_column!r}")
-    series, names = [], []
-    for value, part in frame.groupby(seed_column, sort=True, dropna=True):
-        name = f"{seed_column}={value}"
-        series.append(series_from_table(part, column, step_column, where=f"{where} ({name})")[:2])
-        names.append(name)
-    if not series:
-        raise RunDataError(f"{where}: seed column {seed_column!r} has no values")
+    series, names = seed_series(frame, column, step_column, seed_column, where)
     return describe_rate(series, names=names, column=column, **kwargs)
