@@ -99,7 +99,12 @@ def test_memory_claim_returns_each_outcome(tmp_path, totals, outcome) -> None:
 
 
 def test_memory_claim_without_split_is_not_measured(tmp_path) -> None:
-    result = memory_claim(write_systems(tmp_path))
+    path = write_systems(tmp_path)
+    data = json.loads(path.read_text())
+    for method in ("zerolock", "1f1b"):
+        data[method]["4"].pop("memory")
+    path.write_text(json.dumps(data))
+    result = memory_claim(path)
     assert (result.outcome, result.rows, result.reason) == ("not measured", [], "no_memory_split")
 
 
