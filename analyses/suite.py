@@ -21,7 +21,7 @@ from analyses.depth import depth_set
 from analyses.drift import drift_check
 from analyses.fixed_point import FixedPointResult
 from analyses.io import Run, RunDataError, load_run
-from analyses.minimizers import minimizer_table, toy_check
+from analyses.movement import minimizer_table, toy_check
 from analyses.outcome import compare_outcomes
 from analyses.proposition import PropositionSet, proposition_group
 from analyses.results import NotMeasured, Result, load_result

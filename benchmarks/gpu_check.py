@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from probes.batch import readouts
+from probes.readout_pass import readouts
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.loop import quiet_mode, setup

@@ -8,7 +8,7 @@ Per step it times the training step of each run and, for the instrumented run, t
 hooks exactly as the loop calls them (inside ``quiet_mode``), split into:
 
 * ``readouts (forward)``: the shared p̃ on the probe batch, timed inside whichever probe
-  asks for it first (``probes.batch``'s forward, wrapped), so a step where no probe is due
+  asks for it first (``probes.readout_pass``'s forward, wrapped), so a step where no probe is due
   costs no forward, as in the loop;
 * each probe's ``after_step`` without that forward (store encoding, stability terms, …);
 * ``eval-mode switch``: entering and leaving ``quiet_mode`` (eval mode and back, forked RNG).
@@ -44,9 +44,9 @@ from pathlib import Path
 
 import torch
 
-import probes.batch
-from probes.batch import DEFAULT_N_POSITIONS, log_readouts
+import probes.readout_pass
 from probes.kernels import _COMPILED, cached_sums, use_compiled
+from probes.readout_pass import DEFAULT_N_POSITIONS, log_readouts
 from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup
@@ -124,7 +124,7 @@ FORWARD = [0.0]  # time spent in the probe forward so far (``_timed_forward``)
 
 
 def _timed_forward(fn):
-    """``probes.batch._compute_readouts`` with its time added to ``FORWARD``."""
+    """``probes.readout_pass._compute_readouts`` with its time added to ``FORWARD``."""
 
     def wrapped(ctx, batch, *rest):
         tic = CLOCK[0]()
@@ -230,7 +230,7 @@ def main() -> None:
         vocab_row(args.vocab_one, args.vocab_steps, 0.5, N_DEFAULT)
         return
     table = vocab_table(args.vocab, args.vocab_steps) if args.vocab else []  # before the runs (see vocab_table)
-    probes.batch._compute_readouts = _timed_forward(probes.batch._compute_readouts)  # noqa: SLF001
+    probes.readout_pass._compute_readouts = _timed_forward(probes.readout_pass._compute_readouts)  # noqa: SLF001
     raw = apply_overrides(read_recipe(args.recipe), [*args.overrides, "run.progress=false"])
     raw["model"] = {**raw.get("model", {}), **({"path": args.model} if args.model else {})}
     m = measure(raw, args)

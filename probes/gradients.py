@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, probe_batch
+from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch
 from probes.registry import register
 from zerolock_theory.training.gradients import global_and_local_gradients
 from zerolock_theory.training.hooks import HookContext

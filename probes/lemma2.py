@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
+from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
 from zerolock_theory.metric_keys import INITIAL, LEMMA2, lemma2_key
 from zerolock_theory.theory.lemma2 import entropy_matching_temperature, readout_distances, temper

@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.kernels import MINIMIZER, KernelSums, cached_sums, supported
+from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
 from zerolock_theory.metric_keys import minimizer_initial_key
 from zerolock_theory.training.hooks import HookContext

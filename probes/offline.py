@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from probes.batch import BATCH_FILE, smoothing_for_g
 from probes.kernels import cached_sums, supported, use_compiled
-from probes.readouts import STORE_DIR
+from probes.readout_pass import BATCH_FILE, smoothing_for_g
+from probes.readout_probe import STORE_DIR
 from probes.stability import kernel_metrics
 from probes.store import ReadoutStore
 from zerolock_theory.config import TrainConfig

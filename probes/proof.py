@@ -35,7 +35,7 @@ still telescopes over the spans, but a span's drift nets its steps' drifts, so �
 over spans is at most the per-step one: use every = 1 for the proof's verdict.
 
 Cost per probed step (every = 1): K chunk forwards on the probe batch and K readouts (R^t(ω^{t+1}))
-besides the shared readouts p̃ (reused from ``probes.batch.readouts`` with their hidden states),
+besides the shared readouts p̃ (reused from ``probes.readout_pass.readouts`` with their hidden states),
 and 6 float64 KL passes over [N, V]; with smoothness, one more forward and two backwards.
 Resumable without state: ``on_start`` begins a span at the start step when it is aligned.
 """
@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from probes.batch import (
+from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
     hidden_states,
     label_targets,

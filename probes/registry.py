@@ -57,6 +57,6 @@ def _load_builtin() -> None:
 
 
 BUILTIN_MODULES: tuple[str, ...] = (
-    "probes.readouts", "probes.stability", "probes.minimizers", "probes.gradients", "probes.scaling",
+    "probes.readout_probe", "probes.stability", "probes.minimizers", "probes.gradients", "probes.scaling",
     "probes.proof", "probes.lemma2",
 )

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from probes.batch import (
+from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
     label_targets,
     probe_batch,

@@ -26,7 +26,7 @@ Example (a user's own loop)::
 the target of each position (already shifted: ``labels[b, t]`` is the token after
 ``input_ids[b, t]``), −100 where a position is not probed (``ProbeSession.shift_labels``
 turns Hugging Face style labels into these). The computation is the one the package's own
-probes run (``probes.batch.log_readouts``, ``probes.kernels``,
+probes run (``probes.readout_pass.log_readouts``, ``probes.kernels``,
 ``probes.stability.kernel_metrics``). ``store`` appends p̃ to a new readout store
 (``probes.store``; a path that exists and is not an empty directory is refused).
 ``compile`` ("auto": on a CPU) runs the kernels through ``torch.compile``
@@ -42,8 +42,8 @@ from typing import Any
 
 import torch
 
-from probes.batch import log_readouts
 from probes.kernels import cached_sums, supported, use_compiled
+from probes.readout_pass import log_readouts
 from probes.stability import kernel_metrics
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.training.losses import Readout
@@ -173,7 +173,7 @@ class ProbeSession:
     def _store(self, step: int, log_p: torch.Tensor) -> None:
         if self.store_path is None:
             return
-        from probes.readouts import ReadoutLogger
+        from probes.readout_probe import ReadoutLogger
         from probes.store import ReadoutWriter
 
         if self.writer is None:  # the readouts probe's default format, and its reuse of row 0's encoding

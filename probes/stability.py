@@ -28,9 +28,15 @@ from typing import Any, ClassVar
 
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, label_targets, probe_batch, readouts, smoothing_for_g
 from probes.kernels import KernelSums, cached_sums, supported, use_compiled
 from probes.minimizers import kernel_minimizer_metrics
+from probes.readout_pass import (
+    DEFAULT_N_POSITIONS,
+    label_targets,
+    probe_batch,
+    readouts,
+    smoothing_for_g,
+)
 from probes.registry import register
 from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
 from zerolock_theory.theory import stability as reference

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
-from analyses.minimizers import MinimizerTable
+from analyses.movement import MinimizerTable
 from analyses.outcome import OutcomeComparison
 from analyses.scaling import StepScaling
 from analyses.suite import SuiteAnalysis

@@ -6,7 +6,7 @@ from analyses.depth import DepthSet
 from analyses.drift import DriftCheck
 from analyses.fixed_point import FixedPointResult
 from analyses.lemma2 import Lemma2Mismatch, Lemma2Tracking
-from analyses.minimizers import MinimizerTable, ToyCheck
+from analyses.movement import MinimizerTable, ToyCheck
 from analyses.proposition import PropositionSet
 from analyses.scaling import StepScaling
 from analyses.stability import StabilitySummary

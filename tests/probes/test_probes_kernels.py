@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from probes import kernels
-from probes.batch import label_targets
 from probes.kernels import cached_sums, step_sums
 from probes.minimizers import kernel_minimizer_metrics, minimizer_metrics
+from probes.readout_pass import label_targets
 from probes.stability import kernel_terms
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.theory.stability import stability_terms
@@ -211,7 +211,7 @@ def test_unchanged_leading_rows_give_zeros_without_being_computed(step_readouts,
 @pytest.mark.parametrize("uniform_p0", [False, True])
 def test_log_readouts_are_the_stacked_log_softmax_of_each_readout(uniform_p0):
     """The probe forward writes rows in place: the same bits as stacking each row's log-softmax."""
-    from probes.batch import log_readouts
+    from probes.readout_pass import log_readouts
     from tests.conftest import make_tiny_lm
 
     torch.manual_seed(1)
@@ -229,7 +229,7 @@ def test_log_readouts_are_the_stacked_log_softmax_of_each_readout(uniform_p0):
 
 def test_log_readouts_reuse_p0_only_while_what_it_reads_is_unchanged():
     """p_0 comes from the cache bit for bit while embedding, norm, head and inputs are unchanged."""
-    from probes.batch import log_readouts
+    from probes.readout_pass import log_readouts
     from tests.conftest import make_tiny_lm
 
     torch.manual_seed(2)

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from probes.readouts import ReadoutStore
+from probes.readout_probe import ReadoutStore
 from probes.registry import build_probes
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records

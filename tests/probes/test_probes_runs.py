@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from probes.readouts import ReadoutStore
+from probes.readout_probe import ReadoutStore
 from probes.registry import register
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from probes.batch import label_targets
+from probes.readout_pass import label_targets
 from probes.session import ProbeSession
 from tests.conftest import make_tiny_lm
 from zerolock_theory.models.chunking import ChunkedLM

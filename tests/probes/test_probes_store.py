@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from probes.readouts import encode, topk
+from probes.readout_probe import encode, topk
 from probes.store import ReadoutStore, ReadoutWriter, payload_bytes, shard_name
 
 ROWS, N, V, K_TOP = 3, 5, 40, 4
@@ -166,11 +166,11 @@ def test_resume_truncates_records_after_the_checkpoint(tmp_path):
 @pytest.mark.parametrize("mode", ["topk", "full"])
 def test_the_logger_reuses_an_unchanged_row_0_with_the_same_encoding(mode, monkeypatch):
     """p_0 is frozen: the readout logger encodes it once; every record equals ``encode`` bit for bit."""
-    import probes.readouts
-    from probes.readouts import ReadoutLogger
+    import probes.readout_probe
+    from probes.readout_probe import ReadoutLogger
 
     encoded_rows: list[int] = []
-    monkeypatch.setattr(probes.readouts, "encode", lambda x, m: encoded_rows.append(x.shape[0]) or encode(x, m))
+    monkeypatch.setattr(probes.readout_probe, "encode", lambda x, m: encoded_rows.append(x.shape[0]) or encode(x, m))
     meta = _meta(mode)
     logger = ReadoutLogger()
     first = _log_probs(0)

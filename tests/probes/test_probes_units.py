@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from probes.batch import probe_batch
 from probes.gradients import gradient_metrics
 from probes.minimizers import minimizer_metrics
+from probes.readout_pass import probe_batch
 from probes.registry import build_probes
 from probes.stability import StabilityProbe
 from zerolock_theory.config import TrainConfig, load_config

@@ -9,7 +9,7 @@ import pytest
 from synthetic_runs import minimizer_frame, write_run
 
 from analyses.io import load_run
-from analyses.minimizers import minimizer_table, toy_check
+from analyses.movement import minimizer_table, toy_check
 from analyses.results import NotMeasured
 
 

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from probes.batch import DEFAULT_N_POSITIONS, readouts
+from probes.readout_pass import DEFAULT_N_POSITIONS, readouts
 from probes.registry import register
 from probes.store import ReadoutStore, ReadoutWriter, payload_bytes
 from zerolock_theory.training.hooks import HookContext
