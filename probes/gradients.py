@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from probes.base import Probe
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch
 from probes.registry import register
 from zerolock_theory.training.gradients import global_and_local_gradients
@@ -62,7 +63,7 @@ def gradient_metrics(
 
 @register("gradients")
 @dataclass
-class GradientProbe:
+class GradientProbe(Probe):
     """G^glob_t and cos(local, global) per chunk every ``every`` steps."""
 
     name: ClassVar[str] = "gradients"
@@ -99,9 +100,6 @@ class GradientProbe:
             self.pending = self._measure(ctx, step + 1)
         return dict(out)
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Nothing to save: ``on_start`` re-measures at the resumed step."""
-        return {}
 
     def on_end(self, ctx: HookContext) -> None:
         """Drop a pending measurement."""

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from probes.base import Probe
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
 from zerolock_theory.metric_keys import INITIAL, LEMMA2, lemma2_key
@@ -68,7 +69,7 @@ def null_metrics(untrained: torch.Tensor, trained: torch.Tensor, labels: torch.T
 
 @register("lemma2")
 @dataclass
-class Lemma2Probe:
+class Lemma2Probe(Probe):
     """TV(m_k, g_k), TV(p_k, m_k), TV(p_k, g_k) and H(p_k) over the full vocabulary, and the null."""
 
     name: ClassVar[str] = "lemma2"
@@ -117,9 +118,6 @@ class Lemma2Probe:
                 out.update(null_metrics(self.untrained, log_p, labels, alpha, eps))
         return out
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Stateless across a resume (a resumed run writes no null)."""
-        return {}
 
     def on_end(self, ctx: HookContext) -> None:
         """Release log p̃^0."""

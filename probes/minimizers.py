@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from probes.base import Probe
 from probes.kernels import MINIMIZER, KernelSums, cached_sums, supported
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
@@ -100,7 +101,7 @@ def kernel_minimizer_metrics(sums: KernelSums, direction: str) -> dict[str, floa
 
 @register("minimizers")
 @dataclass
-class MinimizerProbe:
+class MinimizerProbe(Probe):
     """KL and TV of each chunk's readout to g_k and m_k, its local gap and CE."""
 
     name: ClassVar[str] = "minimizers"
@@ -146,9 +147,4 @@ class MinimizerProbe:
         sums = cached_sums(ctx.cache, step, None, log_p, labels, method.alpha, eps_g, method.epsilon)
         return initial | kernel_minimizer_metrics(sums, method.direction)
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Stateless."""
-        return {}
 
-    def on_end(self, ctx: HookContext) -> None:
-        """Nothing to release."""

@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from probes.base import Probe
 from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
     hidden_states,
@@ -109,7 +110,7 @@ class _Span:
 
 @register("proof")
 @dataclass
-class ProofProbe:
+class ProofProbe(Probe):
     """descent_t, drift_t and R^t(ω^t) for R (paper) and R̄ (implemented); optionally L_t."""
 
     name: ClassVar[str] = "proof"
@@ -253,9 +254,6 @@ class ProofProbe:
             proof_key(obj, "eta_smoothness"): None if smooth is None else span.lr[0] * smooth,
         }
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Nothing to save: ``on_start`` begins a span again at the resumed step."""
-        return {}
 
     def on_end(self, ctx: HookContext) -> None:
         """Drop the kept span."""

@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from probes.base import Probe
 from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
     label_targets,
@@ -104,7 +105,7 @@ def random_direction(
 
 @register("scaling")
 @dataclass
-class ScalingProbe:
+class ScalingProbe(Probe):
     """φ(c), q(c), ρ(c) at ω^t + c·Δω_t for both objectives, every ``every`` steps."""
 
     name: ClassVar[str] = "scaling"
@@ -207,9 +208,6 @@ class ScalingProbe:
             out[scaling_step_key(objective, "defined", direction)] = defined
         return out
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Nothing to save: ω^t is taken again before the next due step."""
-        return {}
 
     def on_end(self, ctx: HookContext) -> None:
         """Drop the kept parameters and readouts."""

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from probes.base import Probe
 from probes.kernels import KernelSums, cached_sums, supported, use_compiled
 from probes.minimizers import kernel_minimizer_metrics
 from probes.readout_pass import (
@@ -90,7 +91,7 @@ def kernel_metrics(sums: KernelSums, alpha: float, *, stability: bool, direction
 
 @register("stability")
 @dataclass
-class StabilityProbe:
+class StabilityProbe(Probe):
     """φ_t, q_t, ρ_t, actual change and remainder for R (paper) and R̄ (implemented)."""
 
     name: ClassVar[str] = "stability"
@@ -156,9 +157,6 @@ class StabilityProbe:
         )
         return kernel_metrics(sums, method.alpha, stability=True, direction=None)
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Nothing to save: ``on_start`` recomputes p̃ at the resumed step."""
-        return {}
 
     def on_end(self, ctx: HookContext) -> None:
         """Drop the kept readouts."""
