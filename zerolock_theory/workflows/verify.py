@@ -97,6 +97,7 @@ class SuiteSpec:
     fixed_point_chunks: tuple[int, ...] = (1,)  # Lemma 2's fixed-point experiment on these chunks (): off)
     fixed_point_steps: int = 400  # its step limit per training (it stops earlier when the loss stops falling)
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
+    variants: tuple[str, ...] = ()  # "KEY=VALUE" each: the sensitivity suite (workflows.sensitivity); needs lr
 
 
 # The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).
@@ -390,6 +391,11 @@ def verify(
     from reports.page import write_report
 
     out = Path(out)
+    if spec.variants:  # the sensitivity suite: one setting changed at a time, no pilot
+        from zerolock_theory.workflows.sensitivity import verify_sensitivity
+
+        return verify_sensitivity(spec, out, model=model, data=data, device=device, dtype=dtype, autocast=autocast,
+                                  overwrite=overwrite, jobs=jobs, tables=tables, log=log)
     check_out_dir(out, overwrite)
     started = time.perf_counter()
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
