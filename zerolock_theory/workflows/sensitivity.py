@@ -44,7 +44,7 @@ from zerolock_theory.workflows.verify import (
     suite_base,
 )
 
-__all__ = ["DIRECTIONS", "Setting", "setting_points", "settings_of", "verify_sensitivity"]
+__all__ = ["DIRECTIONS", "SENSITIVITY", "SENSITIVITY_TABLES", "Setting", "setting_points", "settings_of", "verify_sensitivity"]
 
 DIRECTIONS = ("zerolock-forward", "zerolock-reverse")
 # set by the suite for each run: a variant of these would be overwritten (or is a suite field)
@@ -179,3 +179,13 @@ def verify_sensitivity(
     log(f"sensitivity map: {found.outcome}" + (f" ({', '.join(found.sensitive)} change)" if found.sensitive else ""))
     return VerifyResult(out, all_dirs, out / "analysis", files.html, files.markdown, default_suite.claims,
                         time.perf_counter() - started, scope_line(default_suite))
+
+
+# The packaged recipe verify_sensitivity.toml holds the same values (tests/cli/test_verify_sensitivity.py).
+SENSITIVITY = SuiteSpec(
+    steps=40, seq_len=32, batch_size=8, seeds=(0, 1, 2), lr=0.025, lr_grid=(0.025,), lr_factors=(), eval_every=20,
+    probe_positions=32, minimizer_every=1, readout_records=20, scaled_steps=40, random_baseline=True, proof_every=0,
+    global_every=0, matched_seeds=0, fixed_point_chunks=(),
+    variants=("method.alpha=0.1", "method.alpha=0.9", "suite.epsilon_reverse=0.01", "suite.epsilon_reverse=0.3",
+              "model.chunks=2", "model.chunks=8", "method.p0=uniform"))
+SENSITIVITY_TABLES = {"probes": {"stability": {"enabled": False}, "gradients": {"enabled": False}}}
