@@ -44,7 +44,8 @@ from zerolock_theory.workflows.verify import (
     suite_base,
 )
 
-__all__ = ["DIRECTIONS", "SENSITIVITY", "SENSITIVITY_TABLES", "Setting", "setting_points", "settings_of", "verify_sensitivity"]
+__all__ = ["DIRECTIONS", "SENSITIVITY", "SENSITIVITY_TABLES", "Setting", "plan_settings", "setting_points", "settings_of",
+           "verify_sensitivity"]
 
 DIRECTIONS = ("zerolock-forward", "zerolock-reverse")
 # set by the suite for each run: a variant of these would be overwritten (or is a suite field)
@@ -111,7 +112,7 @@ def setting_points(setting: Setting) -> list[GridPoint]:
             for label in DIRECTIONS for seed in spec.seeds]
 
 
-def _plan(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None,
+def plan_settings(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None,
           tables: dict[str, Any] | None) -> list[tuple[Setting, dict[str, Any], list[GridPoint], list[str]]]:
     """Per setting: its base config, its points and their validated configs as JSON (checked here)."""
     plan = []
@@ -141,7 +142,7 @@ def verify_sensitivity(
     out = Path(out)
     check_out_dir(out, overwrite)
     started = time.perf_counter()
-    plan = _plan(spec, model, data, device, dtype, autocast, tables)  # everything checked before a write
+    plan = plan_settings(spec, model, data, device, dtype, autocast, tables)  # everything checked before a write
     model = str(plan[0][1]["model"].get("path", model))
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
