@@ -145,3 +145,11 @@ def test_tiny_suite_end_to_end_then_resume_skips_every_finished_run(tmp_path: Pa
     assert sum("complete, skipped" in line for line in lines) == 3 and not any("starting" in line for line in lines)
     assert {d: (d / "metrics.jsonl").stat().st_mtime_ns for d in again.run_dirs} == stamps
     assert load_result(again.analysis_dir / "sensitivity.json") == found
+
+
+def test_plain_verify_refuses_variants_in_one_line(tmp_path: Path):
+    from zerolock_theory.workflows.verify import verify
+
+    with pytest.raises(ValueError, match="verify_sensitivity"):
+        verify(SENSITIVITY, tmp_path / "v", device="cpu")
+    assert not (tmp_path / "v").exists()

@@ -391,11 +391,8 @@ def verify(
     from reports.page import write_report
 
     out = Path(out)
-    if spec.variants:  # the sensitivity suite: one setting changed at a time, no pilot
-        from zerolock_theory.workflows.sensitivity import verify_sensitivity
-
-        return verify_sensitivity(spec, out, model=model, data=data, device=device, dtype=dtype, autocast=autocast,
-                                  overwrite=overwrite, jobs=jobs, tables=tables, log=log)
+    if spec.variants:  # the sensitivity suite: zerolock verify runs it (workflows.sensitivity.verify_sensitivity)
+        raise ValueError("suite.variants is the sensitivity suite: run it with workflows.sensitivity.verify_sensitivity")
     check_out_dir(out, overwrite)
     started = time.perf_counter()
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
