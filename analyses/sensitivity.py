@@ -22,10 +22,16 @@ from analyses.claims import claims as all_claims
 from analyses.results import Result, register
 from analyses.verdict import Verdict
 
-__all__ = ["OUTCOMES", "Cell", "SensitivityMap", "SettingVerdicts", "sensitivity_map"]
+__all__ = ["OUTCOMES", "SHORT_HORIZON_ROWS", "Cell", "SensitivityMap", "SettingVerdicts", "sensitivity_map"]
 
 OUTCOMES: tuple[str, ...] = ("stable", "sensitive")
 """The map's outcome: every claim's outcome word is the same in every setting, or some claim's is not."""
+
+SHORT_HORIZON_ROWS: tuple[str, ...] = ("assumption5_paper", "assumption5_implemented", "lemma2_mismatch",
+                                       "lemma2_fixed_point", "proposition1")
+"""The rows the sensitivity suite maps: those a short horizon can decide and that read the runs (Lemma 2
+as stated and for the CE loss are exact computations that no setting of the runs changes; Theorem 1
+and ZeroLock against backprop need a long horizon or a backprop group)."""
 
 
 @dataclass(frozen=True)

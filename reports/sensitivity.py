@@ -74,7 +74,7 @@ def sensitivity_figure(suite: SuiteAnalysis) -> Figure | None:
             ax.text(c + 0.5, r + 0.68, textwrap.fill(headline, 26), ha="center", va="center", fontsize=4.5)
     ax.set_xlim(0, n_cols)
     ax.set_ylim(n_rows, 0)
-    ax.set_xticks([c + 0.5 for c in range(n_cols)], [textwrap.fill(s, 16) for s in found.changes], fontsize=6.5)
+    ax.set_xticks([c + 0.5 for c in range(n_cols)], [textwrap.fill(s, 22) for s in found.changes], fontsize=6)
     ax.xaxis.tick_top()
     ax.set_yticks([r + 0.5 for r in range(n_rows)], [textwrap.fill(found.titles[i], 34) for i in rows], fontsize=6)
     ax.grid(False)
@@ -100,7 +100,8 @@ def sensitivity_blocks(suite: SuiteAnalysis) -> list[Block]:
            Block("p", "Each cell: the claim's outcome in that setting (green holds, red fails, amber mixed, grey no "
                       "answer) and its headline figure. Runs per setting: "
                       + ", ".join(f"{c} {n}" for c, n in zip(found.changes, found.runs, strict=True)) + "."
-                      + (f" Rows with no answer in any setting (not drawn): {'; '.join(hidden)}." if hidden else ""))]
+                      + (f" Rows with no answer in any setting (not drawn): {'; '.join(hidden)}." if hidden else "")
+                      + " The cards above and the verdict table below are the default setting's.")]
     rows = [[found.titles[i], *[f"{found.cell(key, s).outcome}: {found.cell(key, s).headline}" for s in found.settings]]
             for i, key in enumerate(found.claims)]
     out.append(table(["claim", *found.changes], rows))

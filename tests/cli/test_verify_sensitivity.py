@@ -13,7 +13,7 @@ import analyses.suite as suite_module
 import reports.page as page_module
 from analyses.claims import claims
 from analyses.results import load_result
-from analyses.sensitivity import SensitivityMap
+from analyses.sensitivity import SHORT_HORIZON_ROWS, SensitivityMap
 from analyses.suite_result import SuiteAnalysis
 from analyses.verdict import Evidence, Verdict
 from zerolock_theory.cli import main
@@ -123,6 +123,7 @@ def test_the_workflow_runs_each_setting_shares_the_default_forward_runs_and_save
     assert len(result.run_dirs) == 15  # 6 + 3 + 6 distinct runs
     found = load_result(tmp_path / "v" / "analysis" / "sensitivity.json")
     assert isinstance(found, SensitivityMap) and found.sensitive == ("proposition1",)
+    assert found.claims == SHORT_HORIZON_ROWS and len(found.cells) == len(SHORT_HORIZON_ROWS) * 3
     assert found.outcomes_of("proposition1") == {"default": "holds", "epsilon_reverse-0.3": "holds", "chunks-2": "violated"}
     assert reported["suite"].get("sensitivity") == found and "no pilot" in reported["suite"].settings["suite"]
     assert json.loads((tmp_path / "v" / "verify.json").read_text())["settings"] == [
@@ -138,7 +139,7 @@ def test_tiny_suite_end_to_end_then_resume_skips_every_finished_run(tmp_path: Pa
     assert len(first.run_dirs) == 3 and sum("starting" in line for line in lines) == 3
     stamps = {d: (d / "metrics.jsonl").stat().st_mtime_ns for d in first.run_dirs}
     found = load_result(first.analysis_dir / "sensitivity.json")
-    assert len(found.cells) == len(claims()) * 2
+    assert found.claims == SHORT_HORIZON_ROWS and len(found.cells) == len(SHORT_HORIZON_ROWS) * 2
     assert "Sensitivity map" in first.report_html.read_text(encoding="utf-8")
     lines.clear()
     again = verify_sensitivity(spec, tmp_path / "v", device="cpu", tables=SENSITIVITY_TABLES, jobs=1, log=lines.append)

@@ -133,7 +133,8 @@ def verify_sensitivity(
     tables: dict[str, Any] | None = None, log=print,
 ) -> VerifyResult:
     """Run, analyse and report the sensitivity suite (module docstring) under ``out``."""
-    from analyses.sensitivity import SettingVerdicts, sensitivity_map
+    from analyses.claims import claims
+    from analyses.sensitivity import SHORT_HORIZON_ROWS, SettingVerdicts, sensitivity_map
     from analyses.suite import analyze_runs
     from reports.page import write_report
     from reports.scope import scope_line
@@ -166,7 +167,7 @@ def verify_sensitivity(
         suite.save(where / "analysis")
         rows.append(SettingVerdicts(setting.name, setting.change, suite.claims, len(run_dirs)))
         default_suite = default_suite or suite
-    found = sensitivity_map(rows)
+    found = sensitivity_map(rows, [k for k in SHORT_HORIZON_ROWS if k in {c.key for c in claims()}])
     default_suite.results["sensitivity"] = found
     lrs = dict.fromkeys(DIRECTIONS, spec.lr)
     default_suite.settings.update(_scope_settings(spec, lrs, [], model))
