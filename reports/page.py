@@ -29,6 +29,7 @@ from reports.blocks import Block, Card, pct, table
 from reports.figures import render_figures
 from reports.scope import scope_line
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
+from reports.sensitivity import sensitivity_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
 from reports.theorem1 import convergence_blocks
 from reports.wording import figure, fmt, reason, verdict_markdown
@@ -199,7 +200,7 @@ def _runs_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 def report_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The page content in order (module docstring)."""
-    blocks = [Block("h1", TITLE), *_glance_blocks(suite), *_verdict_blocks(suite)]
+    blocks = [Block("h1", TITLE), *_glance_blocks(suite), *sensitivity_blocks(suite), *_verdict_blocks(suite)]
     for part in (
         _systems_blocks,
         lemma2_blocks,

@@ -13,7 +13,12 @@ from matplotlib.image import imread
 import zerolock_theory.cli as cli
 from analyses.claims import claims
 from analyses.suite import load_suite
-from reports.figures import FIGURES, render_figures
+from reports.figures import FIGURES as ALL_FIGURES
+from reports.figures import render_figures
+from reports.sensitivity import NAME as SENSITIVITY
+
+# every figure but the sensitivity map, which only a sensitivity suite draws (tests/reports/test_reports_sensitivity.py)
+FIGURES = {k: v for k, v in ALL_FIGURES.items() if k != SENSITIVITY}
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
 from synthetic_runs import write_suite  # noqa: E402

@@ -6,6 +6,7 @@ Examples::
     zerolock verify --out runs/verify                     # the full suite: 1000 steps, 3 seeds per primary group
     zerolock verify --quick --set data.seq_len=64 --set model.lora.rank=4 --out runs/vq64
     zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
+    zerolock verify --config verify_sensitivity --out runs/sensitivity   # the sensitivity map, ~30 min
     zerolock verify --out runs/qwen --model /models/Qwen2.5-0.5B --data corpus.jsonl \\
         --set data.text_field=body --device cuda --dtype bfloat16
 
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.wording import verdict_lines
     from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
+    from zerolock_theory.workflows.sensitivity import verify_sensitivity
     from zerolock_theory.workflows.verify import verify
 
     if args.jobs is not None and args.jobs < 1:
@@ -158,8 +160,9 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None else _default_jobs(device)
     interrupted: list[int] = []
     try:
+        run_suite = verify_sensitivity if spec.variants else verify  # suite.variants: the sensitivity map
         with _interrupts(interrupted):
-            result = verify(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
+            result = run_suite(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
     except BaseException as exc:
         if interrupted or isinstance(exc, KeyboardInterrupt):  # an interrupt, whatever it broke on its way
             print(f"zerolock verify: interrupted; resume with: {resume_command(args)}", file=sys.stderr)
@@ -172,5 +175,6 @@ def run(args: argparse.Namespace) -> int:
     print("\n" + "\n".join(verdict_lines(result.verdicts)))
     print(f"\nreport: {result.report_html}")
     print(f"markdown: {result.report_markdown}")
-    print(f"runs: {len(result.run_dirs)} in {result.out / 'runs'}; wall time {result.seconds:.0f}s")
+    where = result.out / ("settings" if spec.variants else "runs")
+    print(f"runs: {len(result.run_dirs)} in {where}; wall time {result.seconds:.0f}s")
     return 0

@@ -83,6 +83,7 @@ class SuiteSpec:
     memory_stages: tuple[int, ...] = ()  # the systems row: pipelined peak memory at these K (): off)
     memory_repeats: int = 3  # its repeats per method and K (the spread)
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
+    variants: tuple[str, ...] = ()  # "KEY=VALUE" each: the sensitivity suite (workflows.sensitivity); needs lr
 
 
 # The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).
@@ -353,6 +354,8 @@ def verify(
     from zerolock_theory.workflows.side_runs import fixed_points, memory_runs
 
     out = Path(out)
+    if spec.variants:  # the sensitivity suite: zerolock verify runs it (workflows.sensitivity.verify_sensitivity)
+        raise ValueError("suite.variants is the sensitivity suite: run it with workflows.sensitivity.verify_sensitivity")
     check_out_dir(out, overwrite)
     started = time.perf_counter()
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
