@@ -27,7 +27,7 @@ from analyses.claims.registry import (
     Outcome,
     SuiteInputs,
     register,
-    skipped,
+    result_rule,
 )
 from analyses.claims.text import fmt
 from analyses.fixed_point import FixedPointResult
@@ -66,15 +66,6 @@ def _tracking_analysis(inputs: SuiteInputs):
     """Descriptive: r(m) − r(g) against its entropy-matched null, from exact readouts."""
     _, frames = _forward_frames(inputs)
     return lemma2_tracking(frames, "forward", inputs.level)
-
-
-def _row(key: str, name: str, kind, reason: str = "computed"):
-    def rule(inputs: ClaimInputs) -> Verdict:
-        found = inputs.get(name, kind)
-        if found is None:
-            return skipped(key, name, inputs)
-        return Verdict(key, found.outcome, Evidence(reason, result=found))
-    return rule
 
 
 def _stated(ev: Evidence) -> str:
@@ -159,7 +150,7 @@ STATED = register(Claim(
     outcomes={"holds (exact)": Outcome("the identity l^R_k(p) = KL(p || g_k) - log Z_k holds in every case", "holds"),
               "fails": Outcome("some point has a lower reverse loss than g_k", "fails"),
               "not measured": NOT_MEASURED},
-    rule=_row("lemma2_stated", "lemma2_stated", Lemma2Stated), measured=_stated, reason=_reason,
+    rule=result_rule("lemma2_stated", "lemma2_stated", Lemma2Stated), measured=_stated, reason=_reason,
     analyses={"lemma2_stated": lambda inputs: lemma2_stated()},
     tests=("tests/analyses/test_analyses_lemma2.py::test_lemma2_as_stated_holds_exactly",
            "tests/analyses/test_analyses_lemma2.py::test_lemma2_as_stated_fails_for_another_point"),
@@ -173,7 +164,7 @@ IMPLEMENTED = register(Claim(
                                  "fails"),
               "yes": Outcome("yes: m_k = g_k in this case", "holds"),
               "not measured": NOT_MEASURED},
-    rule=_row("lemma2_implemented", "lemma2_implemented", Lemma2Implemented), measured=_implemented,
+    rule=result_rule("lemma2_implemented", "lemma2_implemented", Lemma2Implemented), measured=_implemented,
     short=lambda ev: f"TV(m_k, g_k) = {fmt(ev.result.tv_m_g)} at eps = 0.1" if isinstance(
         ev.result, Lemma2Implemented) else "-",
     reason=_reason, analyses={"lemma2_implemented": lambda inputs: lemma2_implemented()},
@@ -188,8 +179,9 @@ MISMATCH = register(Claim(
               "small": Outcome("the two targets nearly coincide on this model", "holds"),
               "undecided": Outcome("the intervals straddle the threshold", "mixed"),
               "not testable": NOT_TESTABLE, "not measured": NOT_MEASURED},
-    rule=_row("lemma2_mismatch", "lemma2_mismatch", Lemma2Mismatch, "mismatch"), measured=_mismatch,
-    short=_mismatch_short, reason=_reason, analyses={"lemma2_mismatch": _mismatch_analysis, "lemma2_tracking": _tracking_analysis},
+    rule=result_rule("lemma2_mismatch", "lemma2_mismatch", Lemma2Mismatch, lambda found: "mismatch"),
+    measured=_mismatch, short=_mismatch_short, reason=_reason,
+    analyses={"lemma2_mismatch": _mismatch_analysis, "lemma2_tracking": _tracking_analysis},
     tests=("tests/analyses/test_analyses_lemma2.py::test_mismatch_outcomes",
            "tests/analyses/test_analyses_lemma2.py::test_mismatch_is_not_testable_with_two_seeds_or_no_keys"),
 ))

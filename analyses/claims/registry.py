@@ -28,7 +28,7 @@ from analyses.runinfo import RunInfo
 from analyses.verdict import Evidence, Verdict
 
 __all__ = ["NOT_MEASURED", "NOT_TESTABLE", "TONES", "Claim", "ClaimInputs", "Outcome", "SuiteInputs", "Tone",
-           "claim", "claims", "decide", "measured_text", "reason_text", "register", "run_names", "skipped", "unregister"]
+           "claim", "claims", "decide", "measured_text", "reason_text", "register", "result_rule", "run_names", "skipped", "unregister"]
 
 Tone = Literal["holds", "fails", "mixed", "none"]
 TONES: tuple[str, ...] = get_args(Tone)
@@ -149,6 +149,18 @@ def decide(inputs: ClaimInputs) -> list[Verdict]:
 def skipped(key: str, name: str, inputs: ClaimInputs) -> Verdict:
     """The row of a claim whose analysis ``name`` did not run: "not measured", with the reason."""
     return Verdict(key, "not measured", Evidence("skipped", skipped=inputs.why(name)))
+
+
+def result_rule(key: str, name: str, kind: type[T], reason: Callable[[T], str] = lambda found: "computed"
+                ) -> Callable[[ClaimInputs], Verdict]:
+    """The rule of a row whose analysis ``name`` decides by itself: its result's ``outcome``, the
+    result as the evidence (``reason(result)`` its code); "not measured" when it did not run."""
+    def rule(inputs: ClaimInputs) -> Verdict:
+        found = inputs.get(name, kind)
+        if found is None:
+            return skipped(key, name, inputs)
+        return Verdict(key, found.outcome, Evidence(reason(found), result=found))
+    return rule
 
 
 def measured_text(verdict: Verdict) -> str:

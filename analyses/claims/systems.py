@@ -21,11 +21,10 @@ from pathlib import Path
 from analyses.claims.registry import (
     NOT_MEASURED,
     Claim,
-    ClaimInputs,
     Outcome,
     SuiteInputs,
     register,
-    skipped,
+    result_rule,
 )
 from analyses.results import NotMeasured
 from analyses.systems import MEMORY_OUTCOMES, MemoryClaim, memory_claim
@@ -34,7 +33,7 @@ from analyses.systems_throughput import (
     ThroughputPrediction,
     throughput_prediction,
 )
-from analyses.verdict import Evidence, Verdict
+from analyses.verdict import Evidence
 
 PACKAGED = Path(str(files("zerolock_theory.pipeline") / "data"))
 
@@ -53,15 +52,6 @@ def _throughput(inputs: SuiteInputs) -> ThroughputPrediction:
     source = given if given is not None and given.is_file() else PACKAGED / "schedule_prediction.json"
     validation = source.parent / "schedule_validation.json"
     return throughput_prediction(source, validation if validation.is_file() else None)
-
-
-def _rule(key: str, name: str, kind):
-    def rule(inputs: ClaimInputs) -> Verdict:
-        found = inputs.get(name, kind)
-        if found is None:
-            return skipped(key, name, inputs)
-        return Verdict(key, found.outcome, Evidence(found.reason or "computed", result=found))
-    return rule
 
 
 def _memory_short(ev: Evidence) -> str:
@@ -115,7 +105,8 @@ MEMORY = register(Claim(
               MEMORY_OUTCOMES[2]: Outcome("not lower than 1F1B", "fails"),
               MEMORY_OUTCOMES[3]: Outcome("the repeats straddle the thresholds", "mixed"),
               "not measured": NOT_MEASURED},
-    rule=_rule("systems_memory", "systems_memory", MemoryClaim), measured=_memory_measured, short=_memory_short,
+    rule=result_rule("systems_memory", "systems_memory", MemoryClaim, lambda found: found.reason or "computed"),
+    measured=_memory_measured, short=_memory_short,
     reason=_reason, analyses={"systems_memory": _memory}, figure="systems_memory",
     tests=("tests/analyses/test_analyses_systems.py::test_memory_claim_returns_each_outcome",
            "tests/analyses/test_analyses_systems.py::test_memory_claim_without_split_is_not_measured"),
@@ -130,7 +121,8 @@ THROUGHPUT = register(Claim(
               THROUGHPUT_OUTCOMES[1]: Outcome("above 1F1B, by less than 4.9%", "mixed"),
               THROUGHPUT_OUTCOMES[2]: Outcome("the model predicts ZeroLock no faster than 1F1B", "fails"),
               "not measured": NOT_MEASURED},
-    rule=_rule("systems_throughput", "systems_throughput", ThroughputPrediction), measured=_throughput_measured,
+    rule=result_rule("systems_throughput", "systems_throughput", ThroughputPrediction,
+                     lambda found: found.reason or "computed"), measured=_throughput_measured,
     short=_throughput_short, reason=_reason, analyses={"systems_throughput": _throughput},
     figure="systems_throughput",
     tests=("tests/analyses/test_analyses_systems_throughput.py::test_outcome_at_the_setting",

@@ -14,14 +14,13 @@ from analyses.claims.groups import primary_group
 from analyses.claims.registry import (
     NOT_MEASURED,
     Claim,
-    ClaimInputs,
     Outcome,
     SuiteInputs,
     register,
-    skipped,
+    result_rule,
 )
 from analyses.results import NotMeasured
-from analyses.verdict import Evidence, Verdict
+from analyses.verdict import Evidence
 from analyses.versus import GLOBAL_COLUMN, Versus, versus
 
 KEY = "versus_backprop"
@@ -38,12 +37,8 @@ def _versus(inputs: SuiteInputs) -> Versus:
     return versus(by_seed(zl), by_seed(bp), column=GLOBAL_COLUMN, level=inputs.level)
 
 
-def rule(inputs: ClaimInputs) -> Verdict:
-    """The held-out CE difference decides; the exponents and steps are beside it."""
-    found = inputs.get(KEY, Versus)
-    if found is None:
-        return skipped(KEY, KEY, inputs)
-    return Verdict(KEY, found.outcome, Evidence(found.ce_pairing.replace(" ", "_"), result=found))
+# the held-out CE difference decides; the exponents and steps are beside it
+rule = result_rule(KEY, KEY, Versus, lambda found: found.ce_pairing.replace(" ", "_"))
 
 
 def short(ev: Evidence) -> str:
