@@ -380,11 +380,11 @@ def verify(
         progress.plan(_plan(spec, base, out, lrs, jobs))
         progress.announce("runs", say)
         run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say)
-        fixed = fixed_points(spec, base, out / "fixed_point", log=say)
-        systems = memory_runs(spec, base, out / "systems", log=say)
     finally:
         progress.close()
-    log(progress.summary())
+    log(progress.summary())  # the bar plans the training runs; the side runs follow, each one line
+    fixed = fixed_points(spec, base, out / "fixed_point", log=log)
+    systems = memory_runs(spec, base, out / "systems", log=log)
     log("analysing ...")
     suite = analyze_runs([*run_dirs, *fixed], systems=systems)
     suite.settings.update(_scope_settings(spec, lrs, pilot, model))
