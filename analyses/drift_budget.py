@@ -42,7 +42,7 @@ import pandas as pd
 from analyses.bootstrap import ols_slope
 from analyses.io import RunDataError, numeric_column
 from analyses.results import Interval, Result, register
-from analyses.seeds import seed_interval
+from analyses.seeds import finite_mean, finite_or_none, interval_dict, seed_interval
 
 __all__ = [
     "BURN_IN_MIN",
@@ -153,28 +153,16 @@ class DriftBudget(Result):
     def to_cli(self) -> dict:
         """``drift: {outcome, sentence, reason, first_order, share, signed, horizon, seeds, ...}``."""
         def iv(x: Interval | None, point: float = math.nan) -> dict:
-            if x is None:
-                return {"estimate": _finite(point), "low": None, "high": None, "level": self.level}
-            return {"estimate": x.estimate, "low": x.low, "high": x.high, "level": x.level}
+            return interval_dict(x, point, self.level)
         return {
             "outcome": self.outcome, "sentence": self.sentence, "reason": self.reason,
-            "first_order": iv(self.first_order, self.s_point), "s_first_order_reference": _finite(self.s_first),
-            "threshold": self.threshold, "share": iv(self.share, _mean([s.share for s in self.per_seed])),
-            "signed": iv(self.signed, _mean([s.signed for s in self.per_seed])),
+            "first_order": iv(self.first_order, self.s_point), "s_first_order_reference": finite_or_none(self.s_first),
+            "threshold": self.threshold, "share": iv(self.share, finite_mean([s.share for s in self.per_seed])),
+            "signed": iv(self.signed, finite_mean([s.signed for s in self.per_seed])),
             "horizon": self.horizon, "seeds": self.seeds, "burn_in": burn_in(self.horizon),
-            "per_seed": [{"name": s.name, "s": _finite(s.s), "d_plus": s.d_plus, "s1": s.s1, "s2": s.s2,
-                          "signed": s.signed, "share": _finite(s.share)} for s in self.per_seed],
+            "per_seed": [{"name": s.name, "s": finite_or_none(s.s), "d_plus": s.d_plus, "s1": s.s1, "s2": s.s2,
+                          "signed": s.signed, "share": finite_or_none(s.share)} for s in self.per_seed],
         }
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _mean(values: Sequence[float]) -> float:
-    x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
-    return float(x.mean()) if x.size else math.nan
 
 
 def _outcome(fits: list[SeedDrift], s: Interval | None, horizon: int, min_horizon: int,
@@ -214,7 +202,7 @@ def drift_budget(
     outcome, reason = _outcome(fits, s, horizon, min_horizon, threshold)
     return DriftBudget(
         label=label, outcome=outcome, reason=reason, horizon=horizon, seeds=len(fits), first_order=s,
-        s_point=_mean([f.s for f in fits]), s_first=_mean([f.s_first for f in fits]), threshold=threshold,
+        s_point=finite_mean([f.s for f in fits]), s_first=finite_mean([f.s_first for f in fits]), threshold=threshold,
         share=seed_interval([f.share for f in fits], level), signed=seed_interval([f.signed for f in fits], level),
         per_seed=fits, level=level)
 

@@ -45,7 +45,7 @@ import pandas as pd
 from analyses.bootstrap import ols_slope
 from analyses.convergence import bound_statistic, running_average, seed_series
 from analyses.results import Interval, Result, register
-from analyses.seeds import seed_interval
+from analyses.seeds import finite_mean, finite_or_none, interval_dict, seed_interval
 
 __all__ = [
     "BETA_GRID",
@@ -222,29 +222,17 @@ class RateDescription(Result):
     def to_cli(self) -> dict:
         """``rate: {outcome, sentence, reason, beta, b, beta_run, b_run, horizon, seeds, window}``."""
         def iv(x: Interval | None, point: float) -> dict:
-            if x is None:
-                return {"estimate": _finite(point), "low": None, "high": None, "level": self.level}
-            return {"estimate": x.estimate, "low": x.low, "high": x.high, "level": x.level}
+            return interval_dict(x, point, self.level)
         return {
             "outcome": self.outcome, "sentence": self.sentence, "reason": self.reason,
             "beta": iv(self.beta, self.beta_point), "b": iv(self.b, self.b_point),
-            "beta_run": iv(self.beta_run, _mean([s.beta_run for s in self.per_seed])),
-            "b_run": iv(self.b_run, _mean([s.b_run for s in self.per_seed])),
+            "beta_run": iv(self.beta_run, finite_mean([s.beta_run for s in self.per_seed])),
+            "b_run": iv(self.b_run, finite_mean([s.b_run for s in self.per_seed])),
             "bound_beta": self.bound_beta, "horizon": self.horizon, "seeds": self.seeds,
             "window": self.window, "column": self.column,
-            "per_seed": [{"name": s.name, "beta": _finite(s.beta), "b": _finite(s.b),
+            "per_seed": [{"name": s.name, "beta": finite_or_none(s.beta), "b": finite_or_none(s.b),
                           "horizon": s.horizon} for s in self.per_seed],
         }
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _mean(values: Sequence[float]) -> float:
-    x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
-    return float(x.mean()) if x.size else math.nan
 
 
 def describe_rate(
@@ -269,8 +257,8 @@ def describe_rate(
     bb = bound_beta(np.arange(1.0, horizon + 1), window) if horizon >= 2 / window else math.nan
     return RateDescription(
         label=label, column=column, outcome=outcome, reason=reason, horizon=horizon, seeds=len(fits),
-        window=float(window), beta=beta, b=b, beta_point=_mean([f.beta for f in fits]),
-        b_point=_mean([f.b for f in fits]), beta_run=seed_interval([f.beta_run for f in fits], level),
+        window=float(window), beta=beta, b=b, beta_point=finite_mean([f.beta for f in fits]),
+        b_point=finite_mean([f.b for f in fits]), beta_run=seed_interval([f.beta_run for f in fits], level),
         b_run=seed_interval([f.b_run for f in fits], level), bound_beta=bb, per_seed=fits, level=level)
 
 

@@ -230,3 +230,22 @@ def split_diverged(
         else:
             flagged[name(item)] = why
     return kept, flagged
+
+
+def finite_or_none(x: float) -> float | None:
+    """``x`` as a float, or None when it is not finite (the JSON of the CLI forms)."""
+    return float(x) if math.isfinite(x) else None
+
+
+def finite_mean(values: Sequence[float]) -> float:
+    """Mean of the finite values (NaN when there are none)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if x.size else math.nan
+
+
+def interval_dict(x: Interval | None, point: float, level: float) -> dict:
+    """``{estimate, low, high, level}`` of a seed interval; without one, the point estimate alone."""
+    if x is None:
+        return {"estimate": finite_or_none(point), "low": None, "high": None, "level": level}
+    return {"estimate": x.estimate, "low": x.low, "high": x.high, "level": x.level}
