@@ -64,6 +64,8 @@ GLOBAL_GRAD_SQ_UNBIASED = "train/global_grad_sq_unbiased"
 SCALING_DIRECTIONS: tuple[str, ...] = ("actual", "random")  # the update Δω_t, or a random u_t of the same norms
 EVAL_CE = "eval/ce"
 EVAL_CE_INITIAL = "eval/ce_initial"
+EVAL_OBJECTIVE = "eval/objective"  # the run's own objective on the fixed held-out batches
+EVAL_OBJECTIVE_INITIAL = "eval/objective_initial"
 MAX_CHUNKS = 256
 
 

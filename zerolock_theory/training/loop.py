@@ -18,13 +18,20 @@ import torch
 
 from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.data import DataStream, LMData
-from zerolock_theory.metric_keys import GLOBAL_GRAD_SQ_UNBIASED
+from zerolock_theory.metric_keys import (
+    EVAL_CE,
+    EVAL_CE_INITIAL,
+    EVAL_OBJECTIVE,
+    EVAL_OBJECTIVE_INITIAL,
+    GLOBAL_GRAD_SQ_UNBIASED,
+)
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
-from zerolock_theory.theory.losses import IGNORE_INDEX
+from zerolock_theory.theory.losses import IGNORE_INDEX, local_loss_from_logits
 from zerolock_theory.training.export import save_run_adapter
 from zerolock_theory.training.gradients import count_labelled
 from zerolock_theory.training.hooks import Hook, HookContext
 from zerolock_theory.training.logger import open_loggers
+from zerolock_theory.training.losses import LossSpec, prev_log_probs
 from zerolock_theory.training.manifest import write_manifest
 from zerolock_theory.training.resume import (
     check_metrics,
@@ -171,21 +178,36 @@ def quiet_mode(chunked: ChunkedLM) -> Iterator[None]:
 
 @torch.no_grad()
 def evaluate(run: Run) -> dict[str, float]:
-    """Held-out CE(e_y, p_k) for every chunk on the fixed eval batches."""
+    """Held-out CE(e_y, p_k) of every chunk, and the run's own objective, on the fixed eval batches.
+
+    ``eval/objective`` is what the method minimises, per labelled token: Σ_k ℓ_k (ZeroLock's
+    local losses, with its α, direction, ε and p_0) or CE(p_y^ε, p_K) (backprop). Being taken on
+    the same fixed batches at every evaluation, its change is paired: the pilot's and
+    ``diverged``'s regime check (``analyses.seeds``) read it, not the training batches' losses,
+    whose content changes from batch to batch.
+    """
     K = run.chunked.num_chunks
-    sums, count = [0.0] * (K + 1), 0
+    method = run.config.method
+    spec = LossSpec.local(method) if run.step_fn.name == "zerolock" else LossSpec.global_(method)
+    sums, count, objective = [0.0] * (K + 1), 0, 0.0
     for batch in run.data.eval_batches():
         batch = {k: v.to(run.device) for k, v in batch.items()}
         hiddens = run.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
         labels = batch["labels"]
         mask = labels != IGNORE_INDEX
         count += count_labelled(labels)
+        log_prev = prev_log_probs(run.chunked, hiddens[0], 1, spec.p0) if spec.alpha < 1.0 else None
         for k in range(1, K + 1):
             logits = run.chunked.readout(hiddens[k]).float()
             ce = torch.nn.functional.cross_entropy(logits[mask], labels[mask], reduction="sum")
             sums[k] += float(ce)
+            if spec.alpha < 1.0 or k == K:
+                terms = local_loss_from_logits(logits, labels, log_prev, spec.alpha, spec.direction, spec.epsilon)
+                objective += float(terms.loss[mask].sum())
+                log_prev = terms.log_p
     out = {f"eval/chunk/{k}/ce": sums[k] / max(1, count) for k in range(1, K + 1)}
-    out["eval/ce"] = out[f"eval/chunk/{K}/ce"]
+    out[EVAL_CE] = out[f"eval/chunk/{K}/ce"]
+    out[EVAL_OBJECTIVE] = objective / max(1, count)
     return out
 
 
@@ -213,7 +235,7 @@ def execute(run: Run) -> RunSummary:
         for hook in run.hooks:
             hook.on_start(run.hook_ctx)
         if run.start_step == 0:
-            initial = evaluate(run)["eval/ce"]
+            initial = evaluate(run)
     bar = tqdm(total=cfg.steps, initial=run.start_step, disable=not cfg.progress, desc="train", unit="step")
     before = [h for h in run.hooks if callable(getattr(h, "before_step", None))]
     try:
@@ -237,13 +259,14 @@ def execute(run: Run) -> RunSummary:
             record["train/step_time_s"] = elapsed
             record["train/tokens_per_s"] = tokens / max(elapsed, 1e-9)
             if step == 0 and initial is not None:
-                record["eval/ce_initial"] = initial
+                record[EVAL_CE_INITIAL] = initial[EVAL_CE]
+                record[EVAL_OBJECTIVE_INITIAL] = initial[EVAL_OBJECTIVE]
             due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
             if due or run.hooks:  # eval mode and back cost ~3 ms on the embedded model: only when used
                 with quiet_mode(run.chunked):
                     if due:
                         record.update(evaluate(run))
-                        final = record["eval/ce"]
+                        final = record[EVAL_CE]
                     for hook in run.hooks:
                         record.update(hook.after_step(run.hook_ctx, step, record))
             logger.log(record)
@@ -261,7 +284,7 @@ def execute(run: Run) -> RunSummary:
     if run.config.model.lora.enabled:
         save_run_adapter(run.config, run.chunked.model, run.run_dir)
     seconds = time.perf_counter() - t_start
-    return RunSummary(run.run_dir, cfg.steps, initial, final, seconds)
+    return RunSummary(run.run_dir, cfg.steps, None if initial is None else initial[EVAL_CE], final, seconds)
 
 
 def train(

@@ -5,9 +5,9 @@ The suite (docs/MATH.md names):
 1. **Pilot** (η_0 of each primary group, chosen by code): for each method (ZeroLock forward,
    ZeroLock reverse, backprop) and each η_0 of ``lr_grid`` from the largest down, a
    ``pilot_steps``-step run (seed ``seeds[0]``, SGD, η_t = η_0/√(t+1), no probes), stopping at
-   the first **stable** η_0: judged on the run's own training objective (every loss finite and
-   its mean over the last tenth not above the first tenth; held-out CE is recorded as an
-   outcome only). The method's η_0 is ``pilot_backoff`` (½) × that η_0: a stable step is below
+   the first **stable** η_0: judged on the run's own objective (every training loss finite, and
+   the objective on the fixed held-out batches at the end not above its value at ω^0;
+   held-out task CE is recorded as an outcome only). The method's η_0 is ``pilot_backoff`` (½) × that η_0: a stable step is below
    2/L, so half of it lies inside η ≤ 1/L, the descent regime of Theorem 1's proof. If none is
    stable, the smallest is used ("none qualified"). Pilots live under ``out/pilot/METHOD``.
 2. **Primary groups** (one per claim, pre-registered): ZeroLock forward (the implemented CE
