@@ -21,6 +21,25 @@ def test_packaged_suites_equal_the_presets():
     assert QUICK.seeds == (0, 1, 2) and QUICK.lr_factors == ()
 
 
+def test_the_smollm2_suites_load_with_their_model_and_a_valid_memory_split():
+    """verify_smollm2_cpu (2 cores) and verify_smollm2 (GPU): SmolLM2 at K = 5; the memory runs
+    at K = 2, 3, 5 with 8 micro-batches (1F1B needs >= K); the CPU suite is short (Theorem 1
+    not testable) and its scope line names it."""
+    cpu, tables = load_suite("verify_smollm2_cpu")
+    assert tables == {"model": {"path": "smollm2-135m"}} and (cpu.chunks, cpu.smoke, cpu.steps) == (5, True, 30)
+    assert (cpu.memory_stages, cpu.memory_micro_batches, cpu.scaled_steps, cpu.proof_every) == ((2, 3, 5), 8, 30, 0)
+    base = suite_base(cpu, "embedded", "embedded", "cpu", "float32", None, tables)
+    assert base["model"]["path"] == "smollm2-135m" and base["probes"]["scaling"]["every"] == 1
+    assert verify_module._scope_settings(cpu, {"backprop": 0.1}, [], "embedded")["suite"].startswith(
+        "SmolLM2 CPU suite (30 steps: Theorem 1 not testable); eta_0: backprop 0.1")
+    gpu, tables = load_suite("verify_smollm2")
+    assert tables == {"model": {"path": "smollm2-135m"}} and (gpu.steps, len(gpu.seeds), gpu.smoke) == (1000, 5, False)
+    with pytest.raises(ValueError, match="memory_micro_batches=4: the memory runs need >= max"):
+        load_suite("verify_smollm2_cpu", ["suite.memory_micro_batches=4"])
+    with pytest.raises(ValueError, match="divide suite.batch_size=6"):
+        load_suite("verify_smollm2_cpu", ["suite.batch_size=6"])
+
+
 def test_empty_lr_factors_means_no_sweep():
     names = [p.name for p in suite_points(QUICK, 0.1)]
     assert len(names) == 9 and all("lr-0.1_" in n for n in names)  # 3 methods x 3 seeds, nothing swept

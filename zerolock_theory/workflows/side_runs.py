@@ -51,7 +51,7 @@ def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path |
     from zerolock_theory.workflows.systems import MemorySettings, measure_memory
 
     settings = MemorySettings(model=str(base["model"]["path"]), data=str(base["data"]["source"]),
-                              stages=spec.memory_stages, micro_batches=4, batch_size=spec.batch_size,
+                              stages=spec.memory_stages, micro_batches=spec.memory_micro_batches, batch_size=spec.batch_size,
                               seq_len=spec.seq_len, steps=4, warmup=1, repeats=spec.memory_repeats)
     log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
         f"{spec.memory_repeats} repeats ...")

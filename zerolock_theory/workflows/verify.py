@@ -82,6 +82,8 @@ class SuiteSpec:
     fixed_point_steps: int = 400  # its step limit per training (it stops earlier when the loss stops falling)
     memory_stages: tuple[int, ...] = ()  # the systems row: pipelined peak memory at these K (): off)
     memory_repeats: int = 3  # its repeats per method and K (the spread)
+    memory_micro_batches: int = 4  # micro-batches per step of the memory runs (1F1B needs >= K; divides batch_size)
+    name: str | None = None  # the suite's name in the scope line (default: "full", or "--quick (smoke test)")
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
     variants: tuple[str, ...] = ()  # "KEY=VALUE" each: the sensitivity suite (workflows.sensitivity); needs lr
 
@@ -293,7 +295,7 @@ def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -
 
 def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str, Any]], model: str) -> dict[str, Any]:
     """What the report's scope line needs beyond the runs: the suite's name, η_0 and how it was chosen."""
-    kind = "--quick (smoke test)" if spec.smoke else "full"
+    kind = spec.name or ("--quick (smoke test)" if spec.smoke else "full")
     how = "fixed" if not pilot else f"by pilot: {spec.pilot_backoff:g} x largest stable of {sorted(spec.lr_grid)}"
     failed = sorted({row["method"] for row in pilot if row["why"].startswith("none qualified")})
     how += f"; none qualified for {', '.join(failed)}" if failed else ""
@@ -373,7 +375,7 @@ def verify(
             progress.announce("pilot", say)
             lrs, pilot = choose_lr(spec, base, out / "pilot", log=say, jobs=jobs)
             say(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
-                "whose pilot's held-out CE does not rise; see verify.json)")
+                "whose pilot is stable on its own held-out objective; see verify.json)")
         else:
             lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
         (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
