@@ -27,9 +27,9 @@ def test_the_smollm2_suites_load_with_their_model_and_a_valid_memory_split():
     not testable) and its scope line names it."""
     cpu, tables = load_suite("verify_smollm2_cpu")
     assert tables == {"model": {"path": "smollm2-135m"}} and (cpu.chunks, cpu.smoke, cpu.steps) == (5, True, 30)
-    assert (cpu.memory_stages, cpu.memory_micro_batches, cpu.scaled_steps, cpu.proof_every) == ((2, 3, 5), 8, 30, 0)
+    assert (cpu.memory_stages, cpu.memory_micro_batches, cpu.scaled_steps, cpu.proof_every) == ((2, 3, 5), 8, 10, 0)
     base = suite_base(cpu, "embedded", "embedded", "cpu", "float32", None, tables)
-    assert base["model"]["path"] == "smollm2-135m" and base["probes"]["scaling"]["every"] == 1
+    assert base["model"]["path"] == "smollm2-135m" and base["probes"]["scaling"]["every"] == 3
     assert verify_module._scope_settings(cpu, {"backprop": 0.1}, [], "embedded")["suite"].startswith(
         "SmolLM2 CPU suite (30 steps: Theorem 1 not testable); eta_0: backprop 0.1")
     gpu, tables = load_suite("verify_smollm2")

@@ -2,8 +2,9 @@
 
 Examples::
 
-    zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model, ~75 s on 2 idle cores
-    zerolock verify --out runs/verify                     # the full suite: 1000 steps, 3 seeds per primary group
+    zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model (README: wall time)
+    zerolock verify --out runs/verify                     # the full suite: 1000 steps, 5 seeds per primary group
+    zerolock verify --config verify_smollm2_cpu --out runs/smollm2   # SmolLM2-135M, 2 CPU cores, short horizon
     zerolock verify --quick --set data.seq_len=64 --set model.lora.rank=4 --out runs/vq64
     zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
     zerolock verify --config verify_sensitivity --out runs/sensitivity   # the sensitivity map, ~30 min
@@ -18,7 +19,8 @@ suite and builds every run's base config; the recipe's [model], [data], [method]
 shorthands for suite.steps, suite.seeds, suite.chunks and suite.lr.
 
 η_0 of each primary group is chosen by a pilot: half the largest η_0 of the grid whose short
-pilot's held-out CE does not rise (suite.pilot_backoff = 0.5), unless --lr fixes it. Re-running with the same --out
+pilot is stable on its own objective (on the fixed held-out batches, the end not above the
+start; suite.pilot_backoff = 0.5), unless --lr fixes it. Re-running with the same --out
 resumes (also after a kill): finished runs are skipped, and it says how many. Ctrl-C prints the
 command that resumes and exits with 130.
 """
