@@ -14,6 +14,7 @@ a row that would decide reads "not calibrated".
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from analyses.claims.groups import primary_group
@@ -29,7 +30,7 @@ from analyses.claims.registry import (
 )
 from analyses.controls import NEGATIVE, NOT_FLAT, RateControls, rate_controls
 from analyses.convergence import BIASED_COLUMN, GHAT_COLUMN, series_from_table
-from analyses.rate import RATE_SENTENCES, WINDOWS, RateDescription, describe_rate
+from analyses.rate import MIN_HORIZON, RATE_SENTENCES, WINDOWS, RateDescription, describe_rate
 from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
 from analyses.verdict import Evidence, Verdict
@@ -107,6 +108,8 @@ def short(ev: Evidence) -> str:
     if not isinstance(found, GroupRate):
         return "-"
     r = found.rate
+    if r.beta is None and not math.isfinite(r.beta_point):
+        return f"no fit: T = {r.horizon} (a rate needs {MIN_HORIZON} steps)"
     return f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon})"
 
 
