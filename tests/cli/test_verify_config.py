@@ -33,6 +33,13 @@ def test_the_smollm2_suites_load_with_their_model_and_a_valid_memory_split():
     assert base["model"]["path"] == "smollm2-135m" and base["probes"]["scaling"]["every"] == 1
     assert verify_module._scope_settings(cpu, {"backprop": 0.1}, [], "embedded")["suite"].startswith(
         "SmolLM2 CPU suite (32 steps: Theorem 1 not testable); eta_0: backprop 0.1")
+    assert cpu.scaling_groups == ("zerolock-forward", "zerolock-reverse")
+    points = {p.name: dict(p.overrides) for p in suite_points(cpu, 0.025)}
+    assert [n for n, o in points.items() if o.get("probes.scaling.enabled") is False] == [
+        f"backprop_lr-0.025_seed-{s}" for s in range(3)]  # the backprop runs skip the scaled steps, nothing else does
+    assert all("probes.scaling.enabled" not in dict(p.overrides) for p in suite_points(FULL, 0.1)[:15])
+    with pytest.raises(ValueError, match=r"suite.scaling_groups: unknown group\(s\) \['sideways'\]"):
+        load_suite("verify_smollm2_cpu", ['suite.scaling_groups=["sideways"]'])
     gpu, tables = load_suite("verify_smollm2")
     assert tables == {"model": {"path": "smollm2-135m"}} and (gpu.steps, len(gpu.seeds), gpu.smoke) == (1000, 5, False)
     with pytest.raises(ValueError, match="memory_micro_batches=4: the memory runs need >= max"):

@@ -49,6 +49,9 @@ __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_base", "suite_po
 MARKER = "verify.json"
 
 
+PRIMARY_GROUPS = ("zerolock-forward", "zerolock-reverse", "backprop")
+
+
 @dataclass(frozen=True)
 class SuiteSpec:
     """Sizes of the suite; ``QUICK`` and ``FULL`` are the shipped presets."""
@@ -84,6 +87,8 @@ class SuiteSpec:
     memory_repeats: int = 3  # its repeats per method and K (the spread)
     memory_micro_batches: int = 4  # micro-batches per step of the memory runs (1F1B needs >= K; divides batch_size)
     name: str | None = None  # the suite's name in the scope line (default: "full", or "--quick (smoke test)")
+    scaling_groups: tuple[str, ...] = PRIMARY_GROUPS  # primary groups that run the step-scaling probe (the
+    # Assumption 5 rows read only the ZeroLock groups; backprop's scaled steps are descriptive)
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
     variants: tuple[str, ...] = ()  # "KEY=VALUE" each: the sensitivity suite (workflows.sensitivity); needs lr
 
@@ -100,7 +105,7 @@ FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), ma
                  sweep_steps=200, eval_every=125, probe_positions=64,
                  gradient_every=25, stability_every=20, minimizer_every=20)
 
-PRIMARY = ("zerolock-forward", "zerolock-reverse", "backprop")
+PRIMARY = PRIMARY_GROUPS
 
 
 def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None) -> dict[str, Any]:
@@ -275,8 +280,9 @@ def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -
     points = []
     for label in PRIMARY:
         for seed in spec.seeds:
+            off = () if label in spec.scaling_groups else (("probes.scaling.enabled", False),)
             points.append(GridPoint(f"{label}_lr-{lrs[label]:g}_seed-{seed}",
-                                    (*VARIANTS[label](spec), *replicate(seed), ("optim.lr", lrs[label]))))
+                                    (*VARIANTS[label](spec), *replicate(seed), ("optim.lr", lrs[label]), *off)))
     for seed in spec.seeds[: spec.matched_seeds]:  # forward at reverse's eta_0: R-bar against R, same step size
         lr = lrs["zerolock-reverse"]
         points.append(GridPoint(f"zerolock-forward-matched_lr-{lr:g}_seed-{seed}",
