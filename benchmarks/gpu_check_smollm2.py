@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from gpu_check import compare_methods, probe_overhead
 
 
