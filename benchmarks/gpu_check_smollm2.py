@@ -41,7 +41,7 @@ def suite(model: str, device: str, tiny: bool, out: Path):
         overrides += ["model.autocast=\"bfloat16\""]
     if tiny:
         overrides += ["suite.steps=6", "suite.scaled_steps=2", "suite.pilot_steps=3", "suite.lr=0.025",
-                      "suite.fixed_point_steps=30", "suite.chunks=4"]
+                      "suite.fixed_point_steps=30", "suite.chunks=4", "suite.name=\"--tiny check of the SmolLM2 suite\""]
     spec, tables = load_suite("verify_smollm2_cpu", overrides)
     return verify(spec, out, device=device, jobs=1, tables=tables, log=lambda _line: None)
 
