@@ -188,7 +188,8 @@ def evaluate(run: Run) -> dict[str, float]:
     """
     K = run.chunked.num_chunks
     method = run.config.method
-    spec = LossSpec.local(method) if run.step_fn.name == "zerolock" else LossSpec.global_(method)
+    local = run.step_fn.name == "zerolock"  # ZeroLock: every chunk's ℓ_k; backprop: chunk K's L only
+    spec = LossSpec.local(method) if local else LossSpec.global_(method)
     sums, count, objective = [0.0] * (K + 1), 0, 0.0
     for batch in run.data.eval_batches():
         batch = {k: v.to(run.device) for k, v in batch.items()}
@@ -201,7 +202,7 @@ def evaluate(run: Run) -> dict[str, float]:
             logits = run.chunked.readout(hiddens[k]).float()
             ce = torch.nn.functional.cross_entropy(logits[mask], labels[mask], reduction="sum")
             sums[k] += float(ce)
-            if spec.alpha < 1.0 or k == K:
+            if local or k == K:
                 terms = local_loss_from_logits(logits, labels, log_prev, spec.alpha, spec.direction, spec.epsilon)
                 objective += float(terms.loss[mask].sum())
                 log_prev = terms.log_p
