@@ -198,14 +198,13 @@ def evaluate(run: Run) -> dict[str, float]:
         mask = labels != IGNORE_INDEX
         count += count_labelled(labels)
         log_prev = prev_log_probs(run.chunked, hiddens[0], 1, spec.p0) if spec.alpha < 1.0 else None
-        for k in range(1, K + 1):
-            logits = run.chunked.readout(hiddens[k]).float()
-            ce = torch.nn.functional.cross_entropy(logits[mask], labels[mask], reduction="sum")
-            sums[k] += float(ce)
+        for k in range(1, K + 1):  # one log-softmax per readout gives CE(e_y, p_k) and the objective's terms
+            terms = local_loss_from_logits(run.chunked.readout(hiddens[k]), labels, log_prev, spec.alpha,
+                                           spec.direction, spec.epsilon)
+            sums[k] += float(terms.ce[mask].sum())
             if local or k == K:
-                terms = local_loss_from_logits(logits, labels, log_prev, spec.alpha, spec.direction, spec.epsilon)
                 objective += float(terms.loss[mask].sum())
-                log_prev = terms.log_p
+            log_prev = terms.log_p
     out = {f"eval/chunk/{k}/ce": sums[k] / max(1, count) for k in range(1, K + 1)}
     out[EVAL_CE] = out[f"eval/chunk/{K}/ce"]
     out[EVAL_OBJECTIVE] = objective / max(1, count)

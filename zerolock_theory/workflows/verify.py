@@ -49,7 +49,7 @@ __all__ = ["FULL", "QUICK", "SuiteSpec", "VerifyResult", "suite_base", "suite_po
 MARKER = "verify.json"
 
 
-PRIMARY_GROUPS = ("zerolock-forward", "zerolock-reverse", "backprop")
+PRIMARY = ("zerolock-forward", "zerolock-reverse", "backprop")
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class SuiteSpec:
     memory_repeats: int = 3  # its repeats per method and K (the spread)
     memory_micro_batches: int = 4  # micro-batches per step of the memory runs (1F1B needs >= K; divides batch_size)
     name: str | None = None  # the suite's name in the scope line (default: "full", or "--quick (smoke test)")
-    scaling_groups: tuple[str, ...] = PRIMARY_GROUPS  # primary groups that run the step-scaling probe (the
+    scaling_groups: tuple[str, ...] = PRIMARY  # primary groups that run the step-scaling probe (the
     # Assumption 5 rows read only the ZeroLock groups; backprop's scaled steps are descriptive)
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
     variants: tuple[str, ...] = ()  # "KEY=VALUE" each: the sensitivity suite (workflows.sensitivity); needs lr
@@ -104,8 +104,6 @@ FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), ma
                  pilot_steps=50,
                  sweep_steps=200, eval_every=125, probe_positions=64,
                  gradient_every=25, stability_every=20, minimizer_every=20)
-
-PRIMARY = PRIMARY_GROUPS
 
 
 def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None) -> dict[str, Any]:

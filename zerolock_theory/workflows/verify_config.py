@@ -21,7 +21,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from zerolock_theory.workflows.verify import SuiteSpec, merge_tables
+from zerolock_theory.workflows.verify import PRIMARY, SuiteSpec, merge_tables
 
 __all__ = ["SUITE_KEYS", "load_suite", "merge_tables", "spec_from_table"]
 
@@ -66,11 +66,9 @@ def _check_sizes(values: dict[str, Any]) -> None:
         raise ValueError(f"suite.lr_factors={list(values['lr_factors'])}: factors must be > 0")
     if values.get("pilot_backoff") is not None and not 0 < values["pilot_backoff"] <= 1:
         raise ValueError(f"suite.pilot_backoff={values['pilot_backoff']}: must lie in (0, 1]")
-    from zerolock_theory.workflows.verify import PRIMARY_GROUPS
-
-    unknown = sorted(set(values.get("scaling_groups", ())) - set(PRIMARY_GROUPS))
+    unknown = sorted(set(values.get("scaling_groups", ())) - set(PRIMARY))
     if unknown:
-        raise ValueError(f"suite.scaling_groups: unknown group(s) {unknown}; valid: {list(PRIMARY_GROUPS)}")
+        raise ValueError(f"suite.scaling_groups: unknown group(s) {unknown}; valid: {list(PRIMARY)}")
     stages, micro = tuple(values.get("memory_stages", ())), values.get("memory_micro_batches", 4)
     if stages and (micro < max(stages) or values["batch_size"] % micro):
         raise ValueError(f"suite.memory_micro_batches={micro}: the memory runs need >= max(memory_stages) "
