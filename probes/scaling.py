@@ -11,7 +11,9 @@ totals over chunks of
 
 for both objectives: ``paper`` (R, g_k from p_y^ε with ε = ``method.epsilon`` when > 0,
 else this probe's ``epsilon``) and ``implemented`` (R̄, m_k from the trained p_y^{method.epsilon}).
-The formulas are ``zerolock_theory.theory.stability``'s. c = 1 uses the exact ω^{t+1}.
+The formulas are ``zerolock_theory.theory.stability``'s (``first_order_totals``: the totals of
+``stability_terms`` bit for bit, with the target and gradient at ω^t computed once for every
+factor). c = 1 uses the exact ω^{t+1}.
 
 First order means φ(c) ≈ c·φ′ and q(c) ≈ c²·q″, so the probe also logs the estimates at the
 smallest factor c_min: ``phi_prime`` = φ(c_min)/c_min and ``q_second`` = q(c_min)/c_min².
@@ -30,8 +32,8 @@ Keys (``zerolock_theory.metric_keys``): ``probe/scaling/{obj}/c={c}/{phi,q,ratio
 
 Cost per probed step: ``len(factors) − 1`` extra forward passes of the probe batch through
 the model (c = 1 reuses the readouts at ω^{t+1}), ``len(factors)`` more for the baseline, and
-2·len(factors) (4·len(factors) with the baseline) evaluations of the stability terms on
-[K, N, V] arrays; nothing at the other steps. Parameters are restored by copying the saved
+for each objective one gradient of R on [K, N, V] arrays and an inner product per factor (twice
+as many with the baseline); nothing at the other steps. Parameters are restored by copying the saved
 ω^{t+1} back, so training is bitwise unaffected.
 """
 
@@ -55,7 +57,7 @@ from probes.readout_pass import (
 )
 from probes.registry import register
 from zerolock_theory.metric_keys import scaling_key, scaling_step_key
-from zerolock_theory.theory.stability import as_metric, stability_terms
+from zerolock_theory.theory.stability import as_metric, first_order_totals
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["DEFAULT_FACTORS", "ScalingProbe", "chunk_groups", "direction_seed", "random_direction"]
@@ -193,10 +195,12 @@ class ScalingProbe(Probe):
         alpha = ctx.config.method.alpha
         out: dict[str, Any] = {}
         c_min = self.factors[-1]
+        factors = list(scaled)
         for objective, p_y in self._targets(ctx, before.shape[-1]).items():
             defined = True
-            for c, after in scaled.items():
-                terms = stability_terms(before[:-1], after[:-1], before[1:], p_y, alpha, objective)  # type: ignore[arg-type]
+            totals = first_order_totals(before[:-1], [scaled[c][:-1] for c in factors], before[1:], p_y, alpha,
+                                        objective)  # type: ignore[arg-type]
+            for c, terms in zip(factors, totals, strict=True):
                 defined &= bool(torch.isfinite(terms.phi_total))
                 out[scaling_key(objective, c, "phi", direction)] = as_metric(terms.phi_total)
                 out[scaling_key(objective, c, "q", direction)] = as_metric(terms.q_total)

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 from strategies import alphas, epsilons
 
 from zerolock_theory.theory.divergences import kl
-from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
+from zerolock_theory.theory.stability import (
+    StabilityTerms,
+    as_metric,
+    first_order_totals,
+    stability_terms,
+)
 from zerolock_theory.theory.targets import (
     arithmetic_target,
     geometric_target,
@@ -162,3 +167,54 @@ def test_duplicating_the_probe_batch_changes_nothing(objective: str) -> None:
         torch.testing.assert_close(getattr(twice, name), getattr(once, name), rtol=1e-12, atol=1e-15)
         torch.testing.assert_close(getattr(twice, f"{name}_total"), getattr(once, f"{name}_total"), rtol=1e-12, atol=1e-15)
     assert float(once.q_total) > 0 and float(once.ratio_total) >= 0
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equal floats, NaN equal to NaN."""
+    return bool(torch.equal(a, b)) or (bool(torch.isnan(a)) and bool(torch.isnan(b)))
+
+
+@given(
+    seed=st.integers(0, 10_000),
+    shape=st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(2, 6)),
+    alpha=st.sampled_from([0.0, 0.3, 0.5, 1.0]),
+    epsilon=st.sampled_from([0.0, 0.1]),
+    zeros=st.sampled_from(["none", "before", "after", "out", "all", "nan"]),
+    objective=OBJECTIVES,
+)
+def test_first_order_totals_equal_stability_terms_bit_for_bit(seed, shape, alpha, epsilon, zeros, objective) -> None:
+    """The step-scaling fast path: every after at once, R at the afters never computed, and the
+    same φ, q, ρ and ``defined`` as ``stability_terms`` one after at a time, zeros and all."""
+    p_t, _, p_out, p_y = _probe(seed, *shape, h=0.0, epsilon=epsilon)
+    gen = torch.Generator().manual_seed(seed + 1)
+    afters = [p_t + c * (torch.softmax(torch.randn(p_t.shape, generator=gen, dtype=torch.float64), -1) - p_t)
+              for c in (1.0, 0.5, 0.0)]  # c = 0: Δp̃ = 0, the undefined ratio
+
+    def hole(x: torch.Tensor) -> torch.Tensor:  # exact zeros (renormalised) at random coordinates
+        keep = torch.rand(x.shape, generator=gen, dtype=torch.float64) > 0.3
+        keep[..., 0] = True
+        x = x * keep
+        return x / x.sum(-1, keepdim=True)
+
+    if zeros in ("before", "all"):
+        p_t = hole(p_t)
+    if zeros in ("after", "all"):
+        afters = [hole(a) for a in afters]
+    if zeros in ("out", "all"):
+        p_out = hole(p_out)
+    if zeros == "nan":
+        afters[1] = afters[1].clone()
+        afters[1][0, 0, -1] = math.nan
+    fast = first_order_totals(p_t, afters, p_out, p_y, alpha, objective)
+    for after, got in zip(afters, fast, strict=True):
+        terms = stability_terms(p_t, after, p_out, p_y, alpha, objective)
+        assert _same(got.phi_total, terms.phi_total), (got.phi_total, terms.phi_total)
+        assert _same(got.q_total, terms.q_total)
+        assert _same(got.ratio_total, terms.ratio_total), (got.ratio_total, terms.ratio_total)
+        assert got.defined == terms.defined
+
+
+def test_first_order_totals_rejects_mismatched_shapes() -> None:
+    p_t, p_next, p_out, p_y = _probe(0, 2, 3, 4, h=0.1)
+    with pytest.raises(ValueError, match="one \\[K, N, V\\] shape"):
+        first_order_totals(p_t, [p_next[:1]], p_out, p_y, 0.5, "paper")

@@ -28,6 +28,7 @@ with a ``reason``. ``as_metric`` turns NaN into ``None`` for logging and keeps �
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,7 +37,7 @@ import torch
 from zerolock_theory.theory.surrogate import check_objective
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
-__all__ = ["StabilityTerms", "as_metric", "chunk_divergence", "stability_terms"]
+__all__ = ["FirstOrderTotals", "StabilityTerms", "as_metric", "chunk_divergence", "first_order_totals", "stability_terms"]
 
 Objective = Literal["paper", "implemented"]
 _TENSOR_FIELDS = ("r_before", "r_after", "phi", "q", "ratio", "actual", "remainder")
@@ -274,3 +275,92 @@ def stability_terms(
             rows["auto"].append(_autograd_phi(prev, delta, out, y, alpha, objective))
     stacked = {name: torch.stack(v) if v else None for name, v in rows.items()}
     return _assemble(stacked, alpha, objective)
+
+
+@dataclass(frozen=True)
+class FirstOrderTotals:
+    """The totals of ``StabilityTerms`` that step scaling logs: φ, q, ρ (float64 scalars) and ``defined``."""
+
+    phi_total: torch.Tensor
+    q_total: torch.Tensor
+    ratio_total: torch.Tensor
+    defined: bool
+
+
+def _totals(terms: StabilityTerms) -> FirstOrderTotals:
+    return FirstOrderTotals(terms.phi_total, terms.q_total, terms.ratio_total, terms.defined)
+
+
+def _infinite_at(p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: str) -> bool:
+    """Whether R_k(p_{k-1}) is +inf (or NaN), without computing it: exactly when ``_divergence`` is.
+
+    Paper: log g_k = α log p_y + (1−α) log p_{k-1} − log Z is −inf where a factor with a positive
+    exponent is 0, and KL(p_k ‖ g_k) is then +inf where p_k > 0. Implemented: m_k > 0 where
+    p_k = 0 gives +inf. (A row with g_k = 0 everywhere gives NaN; it has p_k > 0 at a −inf
+    coordinate too, so it is caught by the same test.)
+    """
+    if objective == "paper":
+        zero = torch.zeros_like(p_prev, dtype=torch.bool)
+        if alpha < 1.0:
+            zero |= p_prev == 0
+        if alpha > 0.0:
+            zero |= (p_y == 0).expand_as(p_prev)
+        return bool((zero & (p_k > 0)).any())
+    positive = torch.zeros_like(p_prev, dtype=torch.bool)
+    if alpha < 1.0:
+        positive |= p_prev > 0
+    if alpha > 0.0:
+        positive |= (p_y > 0).expand_as(p_prev)
+    return bool((positive & (p_k == 0)).any())
+
+
+def first_order_totals(
+    p_tilde_t: torch.Tensor,
+    p_tilde_after: Sequence[torch.Tensor],
+    p_out: torch.Tensor,
+    p_y: torch.Tensor,
+    alpha: float,
+    objective: Objective,
+) -> list[FirstOrderTotals]:
+    """``stability_terms(p_tilde_t, after, p_out, p_y, alpha, objective)``'s φ, q, ρ totals and
+    ``defined`` for every ``after`` in ``p_tilde_after``, bit for bit, at a fraction of the cost.
+
+    Step scaling evaluates one ω^t against many ω^t + c·Δω: the target at p̃^t, the gradient
+    of R and R's finiteness there are computed once per chunk, and R at each ``after`` is not
+    computed at all (only whether it is finite, by ``_infinite_at``). Probabilities in, float64;
+    inputs with a NaN take ``stability_terms`` itself.
+    """
+    check_objective(objective)
+    alpha = float(alpha)
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+    afters = list(p_tilde_after)
+    if p_tilde_t.ndim != 3 or any(a.shape != p_tilde_t.shape for a in afters) or p_out.shape != p_tilde_t.shape:
+        raise ValueError("p_tilde_t, every p_tilde_after and p_out must share one [K, N, V] shape")
+    if any(bool(torch.isnan(x).any()) for x in (p_tilde_t, p_out, p_y, *afters)):  # NaN: the definition, not the shortcut
+        return [_totals(stability_terms(p_tilde_t, a, p_out, p_y, alpha, objective)) for a in afters]
+    y = _to64(p_y, False).expand(p_tilde_t.shape[1:])
+    phi: list[list[torch.Tensor]] = [[] for _ in afters]
+    q: list[list[torch.Tensor]] = [[] for _ in afters]
+    infinite = [False] * len(afters)
+    for k in range(p_tilde_t.shape[0]):
+        prev, out = _to64(p_tilde_t[k], False), _to64(p_out[k], False)
+        log_out = torch.log(out)
+        target = _target(prev, y, alpha, objective)
+        grad = _closed_form_grad(target, prev, out, log_out, alpha, objective)
+        before_infinite = not bool(torch.isfinite(_divergence(target, out, log_out, objective).mean()))
+        for i, after in enumerate(afters):
+            delta = _to64(after[k], False) - prev
+            phi[i].append(_inner(grad, delta) / prev.shape[0])
+            q[i].append(delta.pow(2).sum() / prev.shape[0])
+            infinite[i] |= before_infinite or _infinite_at(_to64(after[k], False), out, y, alpha, objective)
+    inf = torch.tensor(math.inf, dtype=torch.float64, device=p_tilde_t.device)
+    totals = []
+    for i in range(len(afters)):
+        phi_total, q_total = torch.stack(phi[i]).sum(), torch.stack(q[i]).sum()
+        if infinite[i]:
+            totals.append(FirstOrderTotals(inf, q_total, inf, False))
+            continue
+        defined = bool(torch.isfinite(phi_total)) and float(q_total) != 0.0
+        totals.append(FirstOrderTotals(phi_total, q_total, _ratio(phi_total, q_total), defined))
+    return totals
