@@ -24,6 +24,7 @@ from analyses.claims.registry import (
     run_names,
 )
 from analyses.scaling import GroupScaling, StepScaling
+from analyses.seeds import MIN_SEEDS
 from analyses.verdict import Evidence, Verdict
 from zerolock_theory.vocab import direction_of
 
@@ -58,8 +59,8 @@ def short(ev: Evidence) -> str:
     if g is None or ev.reason == "no_scaling_group":
         return "-"
     if g.share_positive is None:
-        steps = [s.actual.n_steps for s in g.seeds]
-        return f"{min(steps, default=0)}-{max(steps, default=0)} scaled steps per seed ({g.min_steps} needed)"
+        resolved = ", ".join(f"{s.actual.n_resolved}/{s.actual.n_steps}" for s in g.seeds) or "none"
+        return f"resolved scaled steps per seed {resolved} ({g.min_steps} needed in each of {MIN_SEEDS} seeds)"
     return f"phi' > 0: {_pct(g.share_positive)} of {g.n_resolved} steps; random {_pct(g.random_share)}"
 
 
