@@ -94,9 +94,10 @@ class SuiteSpec:
 
 
 # The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).
-QUICK = SuiteSpec(steps=40, seq_len=32, batch_size=4, seeds=(0, 1, 2), lr_grid=(0.1, 0.025), lr_factors=(),
-                  pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, smoke=True,
-                  scaled_steps=10, random_baseline=True, proof_every=1, global_every=5,
+QUICK = SuiteSpec(steps=32, seq_len=32, batch_size=4, seeds=(0, 1, 2), lr_grid=(0.1, 0.025), lr_factors=(),
+                  pilot_steps=10, eval_every=10, probe_positions=64, gradient_every=5, readout_records=16, smoke=True,
+                  scaled_steps=32, scaling_groups=("zerolock-forward", "zerolock-reverse"), random_baseline=True,
+                  proof_every=1, global_every=5,
                   fixed_point_chunks=(1,), fixed_point_steps=200, memory_stages=(2,), memory_repeats=2)
 FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), matched_seeds=3,
                  fixed_point_chunks=(1, 2), memory_stages=(2, 4), memory_repeats=3,
