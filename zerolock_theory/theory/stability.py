@@ -292,7 +292,8 @@ def _totals(terms: StabilityTerms) -> FirstOrderTotals:
 
 
 def _infinite_at(p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: str) -> bool:
-    """Whether R_k(p_{k-1}) is +inf (or NaN), without computing it: exactly when ``_divergence`` is.
+    """Whether R_k(p_{k-1}) is +inf (or NaN), without computing it: exactly when ``_divergence`` is
+    (for inputs without NaN; ``first_order_totals`` sends those to ``stability_terms``).
 
     Paper: log g_k = α log p_y + (1−α) log p_{k-1} − log Z is −inf where a factor with a positive
     exponent is 0, and KL(p_k ‖ g_k) is then +inf where p_k > 0. Implemented: m_k > 0 where
@@ -350,10 +351,11 @@ def first_order_totals(
         grad = _closed_form_grad(target, prev, out, log_out, alpha, objective)
         before_infinite = not bool(torch.isfinite(_divergence(target, out, log_out, objective).mean()))
         for i, after in enumerate(afters):
-            delta = _to64(after[k], False) - prev
+            nxt = _to64(after[k], False)
+            delta = nxt - prev
             phi[i].append(_inner(grad, delta) / prev.shape[0])
             q[i].append(delta.pow(2).sum() / prev.shape[0])
-            infinite[i] |= before_infinite or _infinite_at(_to64(after[k], False), out, y, alpha, objective)
+            infinite[i] |= before_infinite or _infinite_at(nxt, out, y, alpha, objective)
     inf = torch.tensor(math.inf, dtype=torch.float64, device=p_tilde_t.device)
     totals = []
     for i in range(len(afters)):
