@@ -6,8 +6,8 @@ dequantised once into the model cache) on one GPU:
 1. step cost, ZeroLock vs backprop at K = 5, batch 8 × 32, bf16 autocast: median step time and
    peak CUDA memory per step (``gpu_check.compare_methods``), and the probe overhead at every
    probe's default cadence (``gpu_check.probe_overhead``);
-2. the short SmolLM2 suite (``verify_smollm2_cpu``: 3 seeds, 30 steps, Assumption 5 with its
-   random baseline, Lemma 2's mismatch and fixed point, Proposition 1, held-out CE against
+2. the short SmolLM2 suite (``verify_smollm2_cpu``: 3 seeds, 32 steps, every ZeroLock step scaled
+   for Assumption 5 with its random baseline, Lemma 2's mismatch and fixed point, Proposition 1, held-out CE against
    backprop) on the GPU with bf16 autocast, its memory runs left to ``gpu_check.py``'s
    pipeline check (one GPU cannot host K NCCL ranks); its verdict table and wall time.
 

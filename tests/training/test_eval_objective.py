@@ -29,7 +29,7 @@ def test_eval_objective_is_the_trained_loss_on_the_held_out_batches(tmp_path: Pa
     local = method["name"] == "zerolock"
     spec = LossSpec.local(config.method) if local else LossSpec.global_(config.method)
     K = run.chunked.num_chunks
-    total, count = 0.0, 0
+    total = 0.0
     with torch.no_grad():
         batches = list(run.data.eval_batches())
         count = sum(count_labelled(b["labels"]) for b in batches)
