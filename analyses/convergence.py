@@ -49,6 +49,7 @@ __all__ = [
     "BOUND_REASONS",
     "BOUND_VERDICTS",
     "GHAT_COLUMN",
+    "FLOOR_COLUMN",
     "GLOBAL_COLUMN",
     "MIN_HORIZON",
     "BoundTest",
@@ -61,11 +62,16 @@ __all__ = [
     "seed_fit",
     "seed_series",
     "series_from_table",
+    "with_noise_floor",
 ]
 
 GHAT_COLUMN = "train/grad_sq_unbiased"
 BIASED_COLUMN = "train/grad_norm_sq"
 GLOBAL_COLUMN = "probe/gradient/global_sq"
+FLOOR_COLUMN = "train/grad_noise_floor"
+"""Derived (``with_noise_floor``): ‖g_t‖² − Ĝ_t, the bias of the squared minibatch norm. With the
+halves' gradients g^(i) weighted by their labelled tokens n_i (g = Σ n_i g^(i)/n), its mean is
+tr Σ_t/n, the noise floor alone: the ‖∇R^t‖² part of ‖g_t‖² cancels."""
 MIN_HORIZON = 500
 """Steps: below this horizon the bound test is ``not testable`` (docs/MATH.md asks for ~10³)."""
 MIN_POINTS = 5
@@ -90,6 +96,11 @@ def bound_statistic(t: np.ndarray, a: np.ndarray) -> np.ndarray:
 def default_t0(t_max: int) -> int:
     """T_0 = max(10, ⌈0.1·T_max⌉): the β fit drops the transient of the first tenth."""
     return max(10, math.ceil(0.1 * t_max))
+
+
+def with_noise_floor(frame: pd.DataFrame, biased: str = BIASED_COLUMN, unbiased: str = GHAT_COLUMN) -> pd.DataFrame:
+    """``frame`` with ``FLOOR_COLUMN`` = ``biased`` − ``unbiased`` (null where either is)."""
+    return frame.assign(**{FLOOR_COLUMN: numeric_column(frame, biased) - numeric_column(frame, unbiased)})
 
 
 def series_from_table(

@@ -34,9 +34,11 @@ R^{t_0+s}(ω^{t_0+s}) − R^{t_0}(ω^{t_0+s}), ``span`` = s and the span's Σ η
 still telescopes over the spans, but a span's drift nets its steps' drifts, so Σ max(drift, 0)
 over spans is at most the per-step one: use every = 1 for the proof's verdict.
 
-Cost per probed step (every = 1): K chunk forwards on the probe batch and K readouts (R^t(ω^{t+1}))
-besides the shared readouts p̃ (reused from ``probes.readout_pass.readouts`` with their hidden states),
-and 6 float64 KL passes over [N, V]; with smoothness, one more forward and two backwards.
+Cost per probed step (every = 1): K − 1 chunk forwards on the probe batch and K − 1 readouts
+(R^t(ω^{t+1}); chunk 1's is the shared readout p̃_1 itself, its input h_0 being frozen) besides the
+shared readouts p̃ (reused from ``probes.readout_pass.readouts`` with their hidden states), and
+float64 KL passes over [N, V] (chunk 1's targets are kept: p_0 never moves); with smoothness, one
+more forward and two backwards.
 Resumable without state: ``on_start`` begins a span at the start step when it is aligned.
 """
 
@@ -130,6 +132,7 @@ class ProofProbe(Probe):
             raise ValueError(f"proof.epsilon must lie in [0, 1), got {self.epsilon}")
         self.span: _Span | None = None
         self.log_y: dict[str, torch.Tensor] = {}
+        self.first_targets: tuple[torch.Tensor, dict[str, torch.Tensor]] | None = None  # (log p_0, chunk 1's targets)
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -149,20 +152,33 @@ class ProofProbe(Probe):
         return self.log_y
 
     def _frozen(self, ctx: HookContext, log_p: torch.Tensor) -> tuple[dict[str, list[torch.Tensor]], dict[str, torch.Tensor]]:
-        """Per objective: the targets from ``log_p`` rows 0..K-1 and the terms of rows 1..K (R^t(ω^t))."""
-        log_y, alpha = self._log_y(ctx, log_p.shape[-1]), ctx.config.method.alpha
-        targets = {obj: chunk_targets(log_y[obj], log_p[:-1], alpha, obj) for obj in self._objectives(ctx)}
-        return targets, {obj: chunk_terms(t, log_p[1:], obj) for obj, t in targets.items()}
+        """Per objective: the targets from ``log_p`` rows 0..K-1 and the terms of rows 1..K (R^t(ω^t)).
 
-    def _chunk_outputs(self, ctx: HookContext, inputs: list[torch.Tensor], grad: bool = False) -> list[torch.Tensor]:
-        """log p_k(ω_k; h_{k-1}) at the probe positions for the current ω and the given inputs, float32 [N, V]."""
+        Row 0 (p_0: the frozen embeddings' readout, or uniform) is the same at every step, so
+        chunk 1's targets are kept and reused while it is bitwise unchanged."""
+        log_y, alpha = self._log_y(ctx, log_p.shape[-1]), ctx.config.method.alpha
+        rows = log_p.double()  # once for both objectives
+        kept = self.first_targets
+        if kept is None or not torch.equal(kept[0], log_p[0]):
+            kept = self.first_targets = (log_p[0].clone(), {})
+        targets = {}
+        for obj in self._objectives(ctx):
+            if obj not in kept[1]:
+                kept[1][obj] = chunk_targets(log_y[obj], rows[:1], alpha, obj)[0]
+            targets[obj] = [kept[1][obj], *chunk_targets(log_y[obj], rows[1:-1], alpha, obj)]
+        return targets, {obj: chunk_terms(t, rows[1:], obj) for obj, t in targets.items()}
+
+    def _chunk_outputs(self, ctx: HookContext, inputs: list[torch.Tensor], grad: bool = False,
+                       start: int = 1) -> list[torch.Tensor]:
+        """log p_k(ω_k; h_{k-1}) for k = start, start + 1, … at the probe positions, for the current ω and
+        the given inputs h_{start-1}, …: float32 [N, V] each."""
         batch = probe_batch(ctx, self.n_positions, self.seed)
         chunked, autocast = ctx.chunked, ctx.step_fn.autocast
         out = []
         with torch.set_grad_enabled(grad):
             with autocast(), torch.no_grad():
                 _, embed_ctx = chunked.embed(batch.input_ids, batch.attention_mask)
-            for k, h_in in enumerate(inputs, start=1):
+            for k, h_in in enumerate(inputs, start=start):
                 with autocast():
                     hidden = chunked.forward_chunk(k, h_in.detach(), embed_ctx)
                     logits = chunked.readout(hidden[batch.mask])
@@ -211,8 +227,13 @@ class ProofProbe(Probe):
     def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], tuple[dict, dict]]:
         """Metrics of the span ending at ω^end, and the targets and R^end(ω^end) of the next span."""
         log_p = readouts(ctx, end, self.n_positions, self.seed)
+        # Chunk 1 at ω^end on its old input h^t_0 is chunk 1 of the chained forward at ω^end whenever
+        # h_0 did not move (frozen embeddings): the same computation, so its row is reused.
+        same_h0 = torch.equal(hidden_states(ctx, end, self.n_positions, self.seed)[0], span.inputs[0])
         with torch.no_grad():
-            moved = self._chunk_outputs(ctx, span.inputs)
+            moved = self._chunk_outputs(ctx, span.inputs[1:], start=2) if same_h0 else \
+                self._chunk_outputs(ctx, span.inputs)
+        moved = [m.double() for m in ([log_p[1], *moved] if same_h0 else moved)]  # once for both objectives
         mid = {obj: chunk_terms(targets, moved, obj) for obj, targets in span.targets.items()}
         frozen = self._frozen(ctx, log_p)
         after = frozen[1]

@@ -93,7 +93,8 @@ def convergence_blocks(suite, block) -> list:
     controls = suite.get("rate_controls")
     if isinstance(controls, RateControls):
         out.append(block("table", headers=("control of the rate rule", "must read", "read", "passed"),
-                         rows=tuple((c.name, " or ".join(c.expected), c.outcome, "yes" if c.passed else "NO")
+                         rows=tuple((c.name, " or ".join(c.expected) or "- (descriptive)", c.outcome,
+                                     "-" if c.descriptive else "yes" if c.passed else "NO")
                                     for c in controls.checks)))
     out.append(block("p", (
         "(b) The proof probe's descent_t and drift_t every step; s = slope of log(D+_T / sum eta_t^2) on log T "

@@ -8,8 +8,8 @@ the sensitivity check). Outcomes are descriptive: "at least the bound's rate", "
 bound", "no decay", "not testable"; never "refuted": a finite run cannot refute a bound with an
 unknown constant. If a control of the rule fails (``analyses.controls.rate_controls``: logistic
 regression with η_t ∝ 1/√t must read "at least the bound's rate", backprop's Ĝ_t must not read
-"no decay", constant-step SGD and the biased ‖g_t‖² of the forward runs must read "no decay"),
-a row that would decide reads "not calibrated".
+"no decay", constant-step SGD on the toy and the noise floor ‖g_t‖² − Ĝ_t of the forward runs must
+read "no decay"; ``MODEL_CONTROLS``), a row that would decide reads "not calibrated".
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from analyses.claims.registry import (
     skipped,
 )
 from analyses.controls import NEGATIVE, NOT_FLAT, RateControls, rate_controls
-from analyses.convergence import BIASED_COLUMN, GHAT_COLUMN, series_from_table
+from analyses.convergence import BIASED_COLUMN, FLOOR_COLUMN, GHAT_COLUMN, series_from_table, with_noise_floor
 from analyses.rate import MIN_HORIZON, RATE_SENTENCES, WINDOWS, RateDescription, describe_rate
 from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
 from analyses.verdict import Evidence, Verdict
 from zerolock_theory.vocab import NOT_CALIBRATED
 
-__all__ = ["GroupRate", "group_rate"]
+__all__ = ["MODEL_CONTROLS", "GroupRate", "group_rate"]
 
 
 @register_result
@@ -58,20 +58,34 @@ def group_rate(inputs: SuiteInputs, method: str, direction: str = "", column: st
         raise NotMeasured(f"no {method} {direction} group trained with SGD and eta_t ~ 1/sqrt(t)".replace("  ", " "))
     if not group.runs:
         raise NotMeasured(f"{group.label}: every run diverged")
-    series = [series_from_table(frame, column, where=name)[:2] for name, frame in group.runs]
+    derive = with_noise_floor if column == FLOOR_COLUMN else (lambda frame: frame)
+    series = [series_from_table(derive(frame), column, where=name)[:2] for name, frame in group.runs]
     names = [name for name, _ in group.runs]
     rates = [describe_rate(series, names=names, label=group.label, column=column, window=w, level=inputs.level)
              for w in WINDOWS]
     return GroupRate(group.label, group.excluded, rates[0], rates[1])
 
 
+MODEL_CONTROLS = (
+    ("positive: backprop's G-hat_t under the schedule", "backprop", "", GHAT_COLUMN, NOT_FLAT),
+    ("negative: the forward runs' noise floor |g_t|^2 - G-hat_t", "zerolock", "forward", FLOOR_COLUMN, NEGATIVE),
+    ("descriptive: the forward runs' biased |g_t|^2", "zerolock", "forward", BIASED_COLUMN, ()),
+    ("descriptive: the reverse runs' noise floor", "zerolock", "reverse", FLOOR_COLUMN, ()),
+    ("descriptive: the reverse runs' biased |g_t|^2", "zerolock", "reverse", BIASED_COLUMN, ()),
+    ("descriptive: backprop's noise floor", "backprop", "", FLOOR_COLUMN, ()),
+    ("descriptive: backprop's biased |g_t|^2", "backprop", "", BIASED_COLUMN, ()),
+)
+"""The controls read off the suite's own runs: name, method, direction, column, the outcomes it must
+read (empty: descriptive, shown beside the controls, never failed). The model's negative control is
+the noise floor of the forward runs' squared minibatch norm (``FLOOR_COLUMN``: mean tr Σ_t/B, no
+‖∇‖² part); the biased norm itself still carries a falling ‖∇R‖² part at T = 1000 (docs/THEOREM1.md)."""
+
+
 def _controls(inputs: SuiteInputs) -> RateControls:
-    """The toy controls at the primary horizon, backprop's Ĝ_t and the forward runs' biased ‖g_t‖²."""
+    """The toy controls at the primary horizon and the controls of ``MODEL_CONTROLS``."""
     extra = {}
     horizons = []
-    for name, method, direction, column, allowed in (
-            ("positive: backprop's G-hat_t under the schedule", "backprop", "", GHAT_COLUMN, NOT_FLAT),
-            ("negative: the forward runs' biased |g_t|^2", "zerolock", "forward", BIASED_COLUMN, NEGATIVE)):
+    for name, method, direction, column, allowed in MODEL_CONTROLS:
         try:
             found = group_rate(inputs, method, direction, column)
         except (NotMeasured, ValueError):

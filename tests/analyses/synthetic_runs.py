@@ -241,6 +241,7 @@ def write_run(
     proof: str | None = "second",
     scaling_every: int = 2,
     scaling_share: float = 0.9,
+    floor_beta: float = 0.0,
 ) -> Path:
     """Write one synthetic run directory ``root/name`` and return its path."""
     rng = np.random.default_rng(seed * 1000 + int(round(lr * 1e6)) + (direction == "reverse"))
@@ -259,6 +260,9 @@ def write_run(
     g_global = power_law_series(rng, steps, beta_global, c=5.0)
     scaling_rng = np.random.default_rng(rng.bit_generator.seed_seq.entropy + 7)  # own stream: other keys unchanged
     proof_rng = np.random.default_rng(rng.bit_generator.seed_seq.entropy + 11)
+    floor_rng = np.random.default_rng(rng.bit_generator.seed_seq.entropy + 13)
+    # the noise floor tr Σ_t/B of the biased norm: FLOOR·T^-floor_beta with 20% noise (0: flat)
+    floor = FLOOR * np.arange(1, steps + 1) ** -floor_beta * (1 + 0.2 * floor_rng.standard_normal(steps))
     lines = []
     for t in range(steps):
         lr_t = lr / math.sqrt(t + 1) if schedule == "inv_sqrt" else lr
@@ -269,7 +273,7 @@ def write_run(
             "step": t,
             "train/lr": lr_t,
             "train/tokens": 32,
-            "train/grad_norm_sq": float(g_local[t]) + FLOOR,  # the biased norm: a noise floor σ²/B
+            "train/grad_norm_sq": float(g_local[t] + floor[t]),  # the biased norm: Ĝ_t plus the noise floor
             "train/grad_sq_unbiased": float(g_local[t]),  # same known mean path (Ĝ_t)
             "train/final_ce": ce[-1],
         }

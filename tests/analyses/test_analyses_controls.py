@@ -6,12 +6,15 @@ import numpy as np
 
 from analyses.controls import (
     NEGATIVE,
+    LogisticToy,
     NOT_FLAT,
     ControlCheck,
     RateControls,
     failed_controls,
+    logistic_table,
     rate_controls,
 )
+from analyses.convergence import FLOOR_COLUMN, with_noise_floor
 from analyses.rate import describe_rate
 from analyses.rate_families import rate_series
 from analyses.results import load_result
@@ -35,3 +38,12 @@ def test_toy_controls_pass_and_a_wrong_extra_control_is_reported_failed():
 def test_failed_controls_lists_the_failures_in_order():
     checks = [ControlCheck("a", ["no decay"], "no decay", True), ControlCheck("b", ["no decay"], "not testable", False)]
     assert failed_controls(checks) == ["b"]
+
+
+def test_the_noise_floor_column_estimates_the_bias_of_the_squared_minibatch_norm():
+    # on the toy the exact ||grad F||^2 is known: ||g_t||^2 - G-hat_t and ||g_t||^2 - ||grad F||^2 both
+    # estimate tr(Sigma_t)/B, so their means over a run agree; G-hat_t's own mean is far below the floor
+    table = with_noise_floor(logistic_table(2000, range(3), LogisticToy(batch=16)), "grad_norm_sq", "grad_sq_unbiased")
+    floor, exact = table[FLOOR_COLUMN], table["grad_norm_sq"] - table["full_grad_sq"]
+    assert abs(floor.mean() - exact.mean()) < 0.05 * exact.mean()
+    assert table["grad_sq_unbiased"].mean() < 0.5 * exact.mean()

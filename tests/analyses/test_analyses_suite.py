@@ -123,6 +123,19 @@ def test_rate_rows_need_the_schedule_and_a_failed_control_makes_them_not_calibra
         assert "control of the rule failed" in reason(_row(broken))
 
 
+@pytest.mark.parametrize(("floor_beta", "failed"), [(0.0, False), (0.5, True)])
+def test_the_model_negative_control_reads_the_noise_floor_of_the_forward_runs(tmp_path, floor_beta, failed):
+    # G-hat_t decays (beta = 0.5) in both cases; only the floor tr(Sigma_t)/B differs: flat, or T^-0.5
+    runs = [write_run(tmp_path, f"f{s}", beta=0.5, steps=600, seed=s, floor_beta=floor_beta) for s in range(5)]
+    controls = analyze_runs(runs).results["rate_controls"]
+    checks = {c.name: c for c in controls.checks}
+    floor = checks["negative: the forward runs' noise floor |g_t|^2 - G-hat_t"]
+    assert (floor.outcome == "no decay") is not failed and floor.passed is not failed
+    assert (floor.name in controls.failed) is failed
+    biased = checks["descriptive: the forward runs' biased |g_t|^2"]
+    assert biased.descriptive and biased.passed and biased.name not in controls.failed
+
+
 @pytest.mark.parametrize(("order", "outcome"), [("first", "first order"), ("second", "second order")])
 def test_the_proof_rows_read_the_order_of_the_drift(tmp_path, order, outcome):
     runs = [write_run(tmp_path, f"p{s}", steps=600, seed=s, proof=order) for s in range(5)]

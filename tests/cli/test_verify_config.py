@@ -37,7 +37,12 @@ def test_the_smollm2_suites_load_with_their_model_and_a_valid_memory_split():
     points = {p.name: dict(p.overrides) for p in suite_points(cpu, 0.025)}
     assert [n for n, o in points.items() if o.get("probes.scaling.enabled") is False] == [
         f"backprop_lr-0.025_seed-{s}" for s in range(3)]  # the backprop runs skip the scaled steps, nothing else does
-    assert all("probes.scaling.enabled" not in dict(p.overrides) for p in suite_points(FULL, 0.1)[:15])
+    full = {p.name: dict(p.overrides) for p in suite_points(FULL, 0.1)}
+    assert FULL.scaling_groups == cpu.scaling_groups
+    for name, over in full.items():  # backprop: neither scaled steps nor the proof probe (its drift is 0)
+        bp = name.startswith("backprop")
+        assert (over.get("probes.scaling.enabled") is False) == (bp or "matched" in name), name
+        assert (over.get("probes.proof.enabled") is False) == (bp or "matched" in name), name
     with pytest.raises(ValueError, match=r"suite.scaling_groups: unknown group\(s\) \['sideways'\]"):
         load_suite("verify_smollm2_cpu", ['suite.scaling_groups=["sideways"]'])
     gpu, tables = load_suite("verify_smollm2")

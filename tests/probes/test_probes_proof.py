@@ -127,6 +127,8 @@ def test_surrogate_telescopes_and_descent_matches_a_direct_evaluation(tmp_path, 
             assert r[proof_key(obj, "drift")] == pytest.approx(direct.value(t + 1, t + 1, obj) - moved, abs=1e-9)
             chunks = [r[proof_key(obj, "descent", k)] for k in range(1, K + 1)]
             assert sum(chunks) == pytest.approx(r[proof_key(obj, "descent")], abs=1e-12)
+            # chunk 1's input h_0 and target (from p_0) are frozen: its surrogate never moves by itself
+            assert r[proof_key(obj, "drift", 1)] == 0.0
             assert r[proof_key(obj, "defined")] is True
     for t, r in enumerate(records):
         assert r[proof_step_key("span")] == 1

@@ -14,7 +14,8 @@ The suite (docs/MATH.md names):
    loss), ZeroLock reverse (the paper's objective, ε = 0.1) and backprop, each over ``seeds``
    at the chosen η_0, ``steps`` steps, with the probes of ``base_config``: Ĝ_t every step (the
    training step), the global Ĝ_t every ``global_every`` steps, the proof probe every
-   ``proof_every`` step, step scaling with its random baseline at ``scaled_steps`` steps, the
+   ``proof_every`` step (ZeroLock groups only: backprop's surrogate is the fixed loss), step
+   scaling with its random baseline at ``scaled_steps`` steps (``scaling_groups``), the
    lemma2, stability, minimizer, gradient and readout probes.
 3. **Matched η_0** (``matched_seeds``): ZeroLock forward at the reverse group's η_0, so R and R̄
    are also compared at one step size (descriptive).
@@ -100,6 +101,7 @@ QUICK = SuiteSpec(steps=32, seq_len=32, batch_size=4, seeds=(0, 1, 2), lr_grid=(
                   proof_every=1, global_every=5,
                   fixed_point_chunks=(1,), fixed_point_steps=200, memory_stages=(2,), memory_repeats=2)
 FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), matched_seeds=3,
+                 scaling_groups=("zerolock-forward", "zerolock-reverse"),
                  fixed_point_chunks=(1, 2), memory_stages=(2, 4), memory_repeats=3,
                  lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125), lr_factors=(),
                  pilot_steps=50,
@@ -280,6 +282,8 @@ def suite_points(spec: SuiteSpec, lrs: float | dict[str, float] | None = None) -
     for label in PRIMARY:
         for seed in spec.seeds:
             off = () if label in spec.scaling_groups else (("probes.scaling.enabled", False),)
+            if label == "backprop":  # its surrogate is the fixed loss (drift 0): Theorem 1 (b) reads ZeroLock only
+                off += (("probes.proof.enabled", False),)
             points.append(GridPoint(f"{label}_lr-{lrs[label]:g}_seed-{seed}",
                                     (*VARIANTS[label](spec), *replicate(seed), ("optim.lr", lrs[label]), *off)))
     for seed in spec.seeds[: spec.matched_seeds]:  # forward at reverse's eta_0: R-bar against R, same step size
