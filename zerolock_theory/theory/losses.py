@@ -130,12 +130,14 @@ def local_loss_from_logits(
     if alpha < 1.0:
         log_prev = log_p_prev.float()
         if direction == "forward":
-            prob_prev = log_prev.exp()  # 0·log 0 = 0 where p_{k-1} has zeros (log = −inf)
-            consistency = torch.where(
-                prob_prev > 0, prob_prev * (log_prev - log_p), torch.zeros_like(log_p)
-            ).sum(-1)
+            # KL(p_{k-1} ‖ p) = Σ p_{k-1} log p_{k-1} − Σ p_{k-1} log p: the first sum is a constant of
+            # the graph (0·log 0 = 0 where p_{k-1} has zeros, log = −inf), so only the second is differentiated
+            with torch.no_grad():
+                prob_prev = log_prev.exp()
+                neg_entropy_prev = torch.where(prob_prev > 0, prob_prev * log_prev, 0.0).sum(-1)
+            consistency = neg_entropy_prev - (prob_prev * log_p).sum(-1)
         else:
-            consistency = (log_p.exp() * (log_p - log_prev)).sum(-1)
+            consistency = (prob * (log_p - log_prev)).sum(-1)  # p = exp(log p), from the task term
     else:
         consistency = torch.zeros_like(ce)
     loss = _weighted(alpha, task) + _weighted(1.0 - alpha, consistency)
