@@ -69,9 +69,9 @@ GHAT_COLUMN = "train/grad_sq_unbiased"
 BIASED_COLUMN = "train/grad_norm_sq"
 GLOBAL_COLUMN = "probe/gradient/global_sq"
 FLOOR_COLUMN = "train/grad_noise_floor"
-"""Derived (``with_noise_floor``): ‖g_t‖² − Ĝ_t, the bias of the squared minibatch norm. With the
-halves' gradients g^(i) weighted by their labelled tokens n_i (g = Σ n_i g^(i)/n), its mean is
-tr Σ_t/n, the noise floor alone: the ‖∇R^t‖² part of ‖g_t‖² cancels."""
+"""Derived (``with_noise_floor``): ‖g_t‖² − Ĝ_t, the bias of the squared minibatch norm. E‖g_t‖² =
+‖∇R^t‖² + E‖g_t − ∇R^t‖² and E Ĝ_t = ‖∇R^t‖² (independent halves), so its mean is
+E‖g_t − ∇R^t‖² (about tr Σ_t/B): the noise floor alone, the ‖∇R^t‖² part cancels."""
 MIN_HORIZON = 500
 """Steps: below this horizon the bound test is ``not testable`` (docs/MATH.md asks for ~10³)."""
 MIN_POINTS = 5

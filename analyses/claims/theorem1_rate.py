@@ -29,7 +29,13 @@ from analyses.claims.registry import (
     skipped,
 )
 from analyses.controls import NEGATIVE, NOT_FLAT, RateControls, rate_controls
-from analyses.convergence import BIASED_COLUMN, FLOOR_COLUMN, GHAT_COLUMN, series_from_table, with_noise_floor
+from analyses.convergence import (
+    BIASED_COLUMN,
+    FLOOR_COLUMN,
+    GHAT_COLUMN,
+    series_from_table,
+    with_noise_floor,
+)
 from analyses.rate import MIN_HORIZON, RATE_SENTENCES, WINDOWS, RateDescription, describe_rate
 from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
@@ -77,7 +83,7 @@ MODEL_CONTROLS = (
 )
 """The controls read off the suite's own runs: name, method, direction, column, the outcomes it must
 read (empty: descriptive, shown beside the controls, never failed). The model's negative control is
-the noise floor of the forward runs' squared minibatch norm (``FLOOR_COLUMN``: mean tr Σ_t/B, no
+the noise floor of the forward runs' squared minibatch norm (``FLOOR_COLUMN``: mean E‖g_t − ∇R^t‖², no
 ‖∇‖² part); the biased norm itself still carries a falling ‖∇R‖² part at T = 1000 (docs/THEOREM1.md)."""
 
 

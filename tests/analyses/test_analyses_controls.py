@@ -6,9 +6,9 @@ import numpy as np
 
 from analyses.controls import (
     NEGATIVE,
-    LogisticToy,
     NOT_FLAT,
     ControlCheck,
+    LogisticToy,
     RateControls,
     failed_controls,
     logistic_table,
