@@ -92,10 +92,12 @@ def convergence_blocks(suite, block) -> list:
                                            "horizon"), rows=tuple(tuple(r) for r in rows)))
     controls = suite.get("rate_controls")
     if isinstance(controls, RateControls):
-        out.append(block("table", headers=("control of the rate rule", "must read", "read", "passed"),
+        out.append(block("table", headers=("control of the rate rule", "must read", "read", "passed", "beta", "b",
+                                           "seeds"),
                          rows=tuple((c.name, " or ".join(c.expected) or "- (descriptive)", c.outcome,
-                                     "-" if c.descriptive else "yes" if c.passed else "NO")
-                                    for c in controls.checks)))
+                                     "-" if c.descriptive else "yes" if c.passed else "NO",
+                                     _iv(d.beta), _iv(d.b), str(d.seeds))
+                                    for c, d in zip(controls.checks, controls.descriptions, strict=True))))
     out.append(block("p", (
         "(b) The proof probe's descent_t and drift_t every step; s = slope of log(D+_T / sum eta_t^2) on log T "
         "after the burn-in: first order (the proof's drift step fails on this run) when its interval lies above "

@@ -130,7 +130,8 @@ def short(ev: Evidence) -> str:
     r = found.rate
     if r.beta is None and not math.isfinite(r.beta_point):
         return f"no fit: T = {r.horizon} (a rate needs {MIN_HORIZON} steps)"
-    return f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon})"
+    flip = "" if found.third.outcome == r.outcome else f"; window 1/3 reads {found.third.outcome}"
+    return f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon}){flip}"
 
 
 def measured(ev: Evidence) -> str:
@@ -140,7 +141,9 @@ def measured(ev: Evidence) -> str:
         return "-"
     r, third = found.rate, found.third
     agree = "the same" if third.outcome == r.outcome else f"{third.outcome} (the outcome flips)"
-    return (f"{short(ev)}, {r.seeds} seed(s), {found.group}; window 1/3: {agree}")
+    head = f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon})" \
+        if r.beta is not None or math.isfinite(r.beta_point) else short(ev)
+    return f"{head}, {r.seeds} seed(s), {found.group}; window 1/3: {agree}"
 
 
 REASONS = {
