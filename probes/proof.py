@@ -230,10 +230,10 @@ class ProofProbe(Probe):
         # Chunk 1 at ω^end on its old input h^t_0 is chunk 1 of the chained forward at ω^end whenever
         # h_0 did not move (frozen embeddings): the same computation, so its row is reused.
         same_h0 = torch.equal(hidden_states(ctx, end, self.n_positions, self.seed)[0], span.inputs[0])
+        skip = int(same_h0)
         with torch.no_grad():
-            moved = self._chunk_outputs(ctx, span.inputs[1:], start=2) if same_h0 else \
-                self._chunk_outputs(ctx, span.inputs)
-        moved = [m.double() for m in ([log_p[1], *moved] if same_h0 else moved)]  # once for both objectives
+            moved = self._chunk_outputs(ctx, span.inputs[skip:], start=1 + skip)
+        moved = [m.double() for m in (*log_p[1:1 + skip], *moved)]  # once for both objectives
         mid = {obj: chunk_terms(targets, moved, obj) for obj, targets in span.targets.items()}
         frozen = self._frozen(ctx, log_p)
         after = frozen[1]

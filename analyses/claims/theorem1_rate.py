@@ -131,7 +131,11 @@ def short(ev: Evidence) -> str:
     if r.beta is None and not math.isfinite(r.beta_point):
         return f"no fit: T = {r.horizon} (a rate needs {MIN_HORIZON} steps)"
     flip = "" if found.third.outcome == r.outcome else f"; window 1/3 reads {found.third.outcome}"
-    return f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon}){flip}"
+    return _figures(r) + flip
+
+
+def _figures(r: RateDescription) -> str:
+    return f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon})"
 
 
 def measured(ev: Evidence) -> str:
@@ -141,8 +145,7 @@ def measured(ev: Evidence) -> str:
         return "-"
     r, third = found.rate, found.third
     agree = "the same" if third.outcome == r.outcome else f"{third.outcome} (the outcome flips)"
-    head = f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon})" \
-        if r.beta is not None or math.isfinite(r.beta_point) else short(ev)
+    head = _figures(r) if r.beta is not None or math.isfinite(r.beta_point) else short(ev)
     return f"{head}, {r.seeds} seed(s), {found.group}; window 1/3: {agree}"
 
 
