@@ -53,7 +53,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2, help="steps left out of the timing")
     p.add_argument("--threads", type=int, default=1, help="CPU threads per stage process")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="auto", help="auto (cuda when present), cpu, cuda, ...")
+    p.add_argument("--dtype", default="float32", help="parameter dtype (as zerolock train's --dtype)")
+    p.add_argument("--autocast", default=None, choices=("bfloat16", "float16"), help="autocast dtype (GPU)")
     p.add_argument("--optim", default="adamw", choices=("adamw", "sgd"))
     p.add_argument("--repeats", type=int, default=3, help="runs per method and K (the spread)")
     return p.parse_args()
@@ -99,7 +101,8 @@ def main() -> None:
     try:
         settings = MemorySettings(model=args.model, data=args.data, stages=tuple(args.stages),
                                   micro_batches=args.micro_batches, batch_size=args.batch_size, seq_len=args.seq_len,
-                                  steps=args.steps, warmup=args.warmup, threads=args.threads, device=args.device,
+                                  steps=args.steps, warmup=args.warmup, threads=args.threads, device=args.device, dtype=args.dtype,
+                                  autocast=args.autocast,
                                   optim=args.optim, repeats=args.repeats)
     except ValueError as exc:
         print(f"pipeline_memory: error: {exc}", file=sys.stderr)

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from zerolock_theory.config import TrainConfig
+from zerolock_theory.models import resolve_device
 from zerolock_theory.training.loop import quiet_mode
 from zerolock_theory.workflows.runs import probed_setup
 
@@ -40,7 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--chunks", type=int, default=4)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="auto", help="auto (cuda when present), cpu, cuda, ...")
     parser.add_argument("--seq-len", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--positions", type=int, default=64, help="probe batch positions (the suite's 64)")
@@ -51,7 +52,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+    on_cuda = resolve_device(args.device).type == "cuda"
+    sync = torch.cuda.synchronize if on_cuda else (lambda: None)
     times: dict[str, list[float]] = {"train": [], "probe": [], "probe + baseline": []}
     with tempfile.TemporaryDirectory() as tmp:
         runs = {name: probed_setup(_config(args, name == "probe + baseline"), Path(tmp) / name.replace(" ", ""))

@@ -77,7 +77,7 @@ def test_set_and_shorthands_reach_the_base_config(monkeypatch, capsys):
     seen = _captured(monkeypatch, ["--quick", "--steps", "60", "--seeds", "4", "--data", "c.jsonl",
                                    "--set", "data.text_field=body", "--set", "model.lora.rank=4",
                                    "--set", "model.readout_chunk_size=256", "--set", "data.seq_len=64",
-                                   "--set", "suite.lr_factors=[0.5]", "--dtype", "bfloat16"])
+                                   "--set", "suite.lr_factors=[0.5]", "--autocast", "bfloat16"])
     spec, tables = seen["spec"], seen["tables"]
     assert (spec.steps, spec.seeds, spec.lr_factors, spec.seq_len) == (60, (0, 1, 2, 3), (0.5,), 32)
     base = suite_base(spec, "embedded", "embedded", seen["device"], "float32", None, tables)

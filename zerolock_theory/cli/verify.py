@@ -9,7 +9,7 @@ Examples::
     zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
     zerolock verify --config verify_sensitivity --out runs/sensitivity   # the sensitivity map, ~30 min
     zerolock verify --out runs/qwen --model /models/Qwen2.5-0.5B --data corpus.jsonl \\
-        --set data.text_field=body --device cuda --dtype bfloat16
+        --set data.text_field=body --device cuda --autocast bfloat16   # fp32 weights, bf16 compute
 
 The suite is a recipe: --quick is --config verify_quick, the default is verify_full
 (zerolock recipes verify_full --out my.toml copies one out). Its [suite] table sizes the
@@ -38,6 +38,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zerolock_theory.cli import CLIError
+from zerolock_theory.cli.flags import TRAIN_CONFIG, add_field_flags, flag_values
+
+DTYPE_FLAGS = {"dtype": "model.dtype", "autocast": "model.autocast"}
+"""The dtype flags, as ``zerolock train``'s: --dtype the parameter dtype, --autocast the autocast dtype."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,8 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data", default=None, help="'embedded' (default), a file (.txt .md .jsonl .json .csv "
                         ".parquet, optionally .gz), a directory of them, or a datasets save_to_disk directory")
     parser.add_argument("--device", default=None, help="auto (default; cuda when present), cpu, cuda, ...")
-    parser.add_argument("--dtype", default=None,
-                        help="parameter dtype (float32); 'bfloat16' on a GPU means float32 weights with bf16 autocast")
+    add_field_flags(parser, TRAIN_CONFIG, DTYPE_FLAGS)  # --dtype and --autocast: as zerolock train's
     parser.add_argument("--steps", type=int, help="override the steps per run")
     parser.add_argument("--seeds", type=int, help="override the number of seeds")
     parser.add_argument("--chunks", type=int, help="override K")
@@ -87,10 +90,7 @@ def _flag_overrides(args: argparse.Namespace) -> list[str]:
     for flag, key in (("model", "model.path"), ("data", "data.source"), ("device", "model.device")):
         if getattr(args, flag) is not None:
             out.append(f"{key}={json.dumps(getattr(args, flag))}")
-    if args.dtype in ("bfloat16", "float16"):  # keep master weights in fp32, compute in bf16/fp16
-        out += ["model.dtype=float32", f"model.autocast={args.dtype}"]
-    elif args.dtype is not None:
-        out.append(f"model.dtype={json.dumps(args.dtype)}")
+    out += [f"{path}={json.dumps(value)}" for path, value in flag_values(args, DTYPE_FLAGS).items()]
     return out
 
 
@@ -120,9 +120,12 @@ def resume_command(args: argparse.Namespace) -> str:
     which a re-run does not need: it continues its own verify directory)."""
     parts = ["zerolock", "verify", *(["--quick"] if args.quick else []),
              *(["--config", str(args.config)] if args.config else []), "--out", str(args.out)]
-    for flag in ("model", "data", "device", "dtype", "steps", "seeds", "chunks", "jobs", "lr"):
+    for flag in ("model", "data", "device", "steps", "seeds", "chunks", "jobs", "lr"):
         if getattr(args, flag) is not None:
             parts += [f"--{flag}", str(getattr(args, flag))]
+    for flag in DTYPE_FLAGS:
+        if hasattr(args, flag):
+            parts += [f"--{flag}", "none" if getattr(args, flag) is None else str(getattr(args, flag))]
     for override in args.overrides:
         parts += ["--set", override]
     return shlex.join(parts)

@@ -100,7 +100,9 @@ def prepare_run(config: TrainConfig, options: PipelineOptions, out: str | Path, 
     if saved is None or saved.to_dict() != config.to_dict():
         write_text_atomic(out / "config.json", json.dumps(config.to_dict(), indent=2))
     write_text_atomic(out / "pipeline.json", json.dumps(options.to_dict(), indent=2))
-    write_manifest(out, config.model.device if config.model.device != "auto" else "cpu", "pipeline")
+    from zerolock_theory.models import resolve_device
+
+    write_manifest(out, resolve_device(config.model.device), "pipeline")  # auto: as every other run resolves it
     return start
 
 

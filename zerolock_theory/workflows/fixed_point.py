@@ -19,6 +19,7 @@ are taken over the full vocabulary, with the entropy-matched null of the start r
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -60,7 +61,12 @@ class FixedPointSettings:
     n_positions: int = 64
     lora_rank: int = 8
     data: str = "embedded"
-    device: str = "cpu"
+    device: str = "auto"
+    """Where the chunks run: auto (cuda when present, else cpu), cpu, mps, cuda or cuda:N (as ``model.device``)."""
+    dtype: str = "float32"
+    """Parameter dtype (as ``model.dtype``)."""
+    autocast: str | None = None
+    """Autocast dtype of the forward passes, bfloat16 or float16; None = none (as ``model.autocast``)."""
 
     def __post_init__(self) -> None:
         checks = [
@@ -85,17 +91,26 @@ class FixedPointSettings:
     def config(self, seed: int) -> TrainConfig:
         """The ``TrainConfig`` that builds the model, adapters and data of one seed."""
         return TrainConfig.from_dict({
-            "model": {"path": self.model, "chunks": self.chunks, "device": self.device,
-                      "lora": {"rank": self.lora_rank}},
+            "model": {"path": self.model, "chunks": self.chunks, "device": self.device, "dtype": self.dtype,
+                      "autocast": self.autocast, "lora": {"rank": self.lora_rank}},
             "data": {"source": self.data, "order_seed": seed},
             "method": {"alpha": self.alpha, "epsilon": self.epsilon},
             "run": {"seed": seed, "progress": False},
         })
 
 
+def _autocast(chunked: ChunkedLM, settings: FixedPointSettings) -> contextlib.AbstractContextManager:
+    """The settings' autocast on the chunks' device (a no-op when None)."""
+    if settings.autocast is None:
+        return contextlib.nullcontext()
+    device = next(chunked.parameters()).device.type
+    return torch.autocast(device_type=device, dtype=getattr(torch, settings.autocast))
+
+
 def _loss(chunked: ChunkedLM, k: int, hidden: torch.Tensor, ctx, mask: torch.Tensor, labels: torch.Tensor,
           log_prev: torch.Tensor, settings: FixedPointSettings, direction: str):
-    logits = chunked.readout(chunked.forward_chunk(k, hidden, ctx)[mask])
+    with _autocast(chunked, settings):
+        logits = chunked.readout(chunked.forward_chunk(k, hidden, ctx)[mask])
     terms = local_loss_from_logits(logits, labels, log_prev, settings.alpha, direction, settings.epsilon)
     return terms.loss.mean(), terms.log_p
 
@@ -150,7 +165,7 @@ def _one_seed(settings: FixedPointSettings, seed: int) -> FixedPointSeed:
     mask = all_labels != -100
     labels = all_labels[mask]
     k = settings.chunk
-    with torch.no_grad():
+    with torch.no_grad(), _autocast(chunked, settings):
         hidden, ctx = chunked.embed(ids, attention)
         for j in range(1, k):
             hidden = chunked.forward_chunk(j, hidden, ctx)

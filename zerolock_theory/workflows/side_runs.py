@@ -11,14 +11,44 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fixed_points", "memory_runs"]
+__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement"]
+
+
+def model_placement(base: dict[str, Any]) -> dict[str, Any]:
+    """The runs' device, parameter dtype and autocast (``base["model"]``): every side run uses them,
+    so ``auto`` resolves as it does for the runs (``models.resolve_device``)."""
+    model = base["model"]
+    return {"device": str(model.get("device", "auto")), "dtype": str(model.get("dtype", "float32")),
+            "autocast": model.get("autocast")}
+
+
+def fixed_point_settings(spec: Any, base: dict[str, Any], chunk: int):
+    """The ``FixedPointSettings`` of the experiment on ``chunk``: the suite's sizes, the runs' model,
+    data, device and dtypes."""
+    from zerolock_theory.workflows.fixed_point import FixedPointSettings
+
+    return FixedPointSettings(
+        model=str(base["model"]["path"]), chunks=spec.chunks, chunk=chunk, seeds=len(spec.seeds),
+        first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
+        steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
+        data=str(base["data"]["source"]), **model_placement(base))
+
+
+def memory_settings(spec: Any, base: dict[str, Any]):
+    """The ``MemorySettings`` of the memory runs: the suite's sizes, the runs' model, data, device and dtypes."""
+    from zerolock_theory.workflows.systems import MemorySettings
+
+    return MemorySettings(model=str(base["model"]["path"]), data=str(base["data"]["source"]),
+                          stages=spec.memory_stages, micro_batches=spec.memory_micro_batches,
+                          batch_size=spec.batch_size, seq_len=spec.seq_len, steps=4, warmup=1,
+                          repeats=spec.memory_repeats, **model_placement(base))
 
 
 def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[Path]:
     """Lemma 2's fixed-point experiment (``workflows.fixed_point``) on ``spec.fixed_point_chunks``,
     one directory per chunk holding ``fixed_point.json``; a chunk already done is skipped (resume)."""
     from zerolock_theory.training.resume import write_text_atomic
-    from zerolock_theory.workflows.fixed_point import FixedPointSettings, run_fixed_point
+    from zerolock_theory.workflows.fixed_point import run_fixed_point
 
     dirs = []
     for chunk in spec.fixed_point_chunks:
@@ -27,11 +57,7 @@ def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[
         if (where / "fixed_point.json").is_file():
             log(f"fixed point, chunk {chunk}: done, skipped")
             continue
-        settings = FixedPointSettings(
-            model=str(base["model"]["path"]), chunks=spec.chunks, chunk=chunk, seeds=len(spec.seeds),
-            first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
-            steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
-            data=str(base["data"]["source"]), device="cpu" if base["model"]["device"] == "auto" else base["model"]["device"])
+        settings = fixed_point_settings(spec, base, chunk)
         log(f"fixed point, chunk {chunk}: {settings.seeds} seeds, each loss until it stops falling ...")
         result = run_fixed_point(settings)
         where.mkdir(parents=True, exist_ok=True)
@@ -48,11 +74,9 @@ def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path |
     if (out / "systems.json").is_file():
         log("memory runs: done, skipped")
         return out
-    from zerolock_theory.workflows.systems import MemorySettings, measure_memory
+    from zerolock_theory.workflows.systems import measure_memory
 
-    settings = MemorySettings(model=str(base["model"]["path"]), data=str(base["data"]["source"]),
-                              stages=spec.memory_stages, micro_batches=spec.memory_micro_batches, batch_size=spec.batch_size,
-                              seq_len=spec.seq_len, steps=4, warmup=1, repeats=spec.memory_repeats)
+    settings = memory_settings(spec, base)
     log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
         f"{spec.memory_repeats} repeats ...")
     measure_memory(settings, out, log=log)

@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["METHODS", "MemorySettings", "measure_memory", "run_one"]
+__all__ = ["METHODS", "MemorySettings", "measure_memory", "memory_backend", "memory_config", "run_one"]
 
 METHODS = ("zerolock", "gpipe", "1f1b")
 
@@ -32,7 +32,12 @@ class MemorySettings:
     steps: int = 8
     warmup: int = 2
     threads: int = 1
-    device: str = "cpu"
+    device: str = "auto"
+    """auto (cuda when present, else cpu), cpu, cuda or cuda:N: where every stage runs (as ``model.device``)."""
+    dtype: str = "float32"
+    """Parameter dtype (as ``model.dtype``)."""
+    autocast: str | None = None
+    """Autocast dtype, bfloat16 or float16; None = none (as ``model.autocast``)."""
     optim: str = "adamw"
     repeats: int = 3
 
@@ -41,21 +46,38 @@ class MemorySettings:
             raise ValueError("memory runs need repeats >= 1, steps > warmup and stages >= 2")
 
 
-def run_one(settings: MemorySettings, method: str, K: int, out: Path) -> dict:
-    """One method at one K, ``repeats`` times; returns its ``systems.json`` entry."""
+def memory_config(settings: MemorySettings, method: str, K: int):
+    """The ``TrainConfig`` of one method's pipelined runs at K (device and dtypes from ``settings``)."""
     from zerolock_theory.config import TrainConfig
-    from zerolock_theory.pipeline import PipelineOptions, launch
 
-    config = TrainConfig.from_dict({
-        "model": {"path": settings.model, "chunks": K, "device": settings.device},
+    return TrainConfig.from_dict({
+        "model": {"path": settings.model, "chunks": K, "device": settings.device, "dtype": settings.dtype,
+                  "autocast": settings.autocast},
         "data": {"source": settings.data, "seq_len": settings.seq_len, "batch_size": settings.batch_size,
                  "eval_batches": 1},
         "method": {"name": "zerolock" if method == "zerolock" else "backprop"},
         "optim": {"name": settings.optim, "lr": 1e-3 if settings.optim == "adamw" else 0.01},
         "run": {"steps": settings.steps, "checkpoint_every": settings.steps, "eval_every": 10_000, "progress": False},
     })
+
+
+def memory_backend(device: str, K: int) -> str:
+    """The links' backend: NCCL when every one of the K stages has a GPU of its own, else gloo
+    (NCCL refuses two ranks on one device; stages that share a GPU talk through host memory)."""
+    import torch
+
+    on_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    return "nccl" if on_cuda and torch.cuda.device_count() >= K else "gloo"
+
+
+def run_one(settings: MemorySettings, method: str, K: int, out: Path) -> dict:
+    """One method at one K, ``repeats`` times; returns its ``systems.json`` entry."""
+    from zerolock_theory.pipeline import PipelineOptions, launch
+
+    config = memory_config(settings, method, K)
     options = PipelineOptions(schedule=method, micro_batches=settings.micro_batches, threads=settings.threads,
-                              measure_memory=True, warmup_steps=settings.warmup, max_restarts=0)
+                              measure_memory=True, warmup_steps=settings.warmup, max_restarts=0,
+                              backend=memory_backend(settings.device, K))
     memory, rates = [], []
     for _ in range(settings.repeats):
         summary = launch(config, options, out / "runs" / f"{method}_K{K}", overwrite=True)
