@@ -68,7 +68,7 @@ def _field(record: Any, field: str, where: str) -> str | None:
         raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
     if field not in record:
         keys = ", ".join(map(str, list(record)[:8])) or "none"
-        raise ValueError(f"{where}: no field {field!r} (fields: {keys}); set --text-field")
+        raise ValueError(f"{where}: no field {field!r} (fields: {keys}); set --text-field or data.text_field")
     return _as_text(record[field], field, where)
 
 
@@ -113,7 +113,7 @@ def _json_texts(path: Path, field: str) -> list[str | None]:
 def _column(values: list[Any], columns: list[str], field: str, path: Path) -> list[str | None]:
     if field not in columns:
         shown = ", ".join(map(str, columns[:8])) or "none"
-        raise ValueError(f"{path}: no column {field!r} (columns: {shown}); set --text-field")
+        raise ValueError(f"{path}: no column {field!r} (columns: {shown}); set --text-field or data.text_field")
     return [_as_text(v, field, f"{path}, row {i}") for i, v in enumerate(values)]
 
 

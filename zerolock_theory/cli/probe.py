@@ -50,6 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fixed.add_argument("--n-positions", type=int, default=64, help="labelled positions in the fixed batch")
     fixed.add_argument("--lora-rank", type=int, default=8, help="LoRA rank of the adapters")
     fixed.add_argument("--data", default="embedded", help="'embedded' or a corpus path")
+    fixed.add_argument("--text-field", default="text", help="field (JSON) or column (CSV, Parquet) of --data holding the text")
+    fixed.add_argument("--seq-len", type=int, default=128, help="tokens per sequence of the held-out blocks")
     fixed.add_argument("--device", default="auto", help="auto (default; cuda when present), cpu, cuda, ...")
     fixed.add_argument("--dtype", default="float32", help="parameter dtype: float32 (default), float64, bfloat16 or float16")
     fixed.add_argument("--autocast", default=None, choices=("bfloat16", "float16"),
@@ -75,6 +77,7 @@ def run_fixed_point_command(args: argparse.Namespace) -> int:
             model=args.model, chunks=args.chunks, chunk=args.chunk, seeds=args.seeds, first_seed=args.first_seed,
             alpha=args.alpha, epsilon=args.epsilon, lr=args.lr, steps_max=args.steps_max, window=args.window,
             tolerance=args.tolerance, n_positions=args.n_positions, lora_rank=args.lora_rank, data=args.data,
+            text_field=args.text_field, seq_len=args.seq_len,
             device=args.device, dtype=args.dtype, autocast=args.autocast,
         )
         from zerolock_theory.config import check_sources

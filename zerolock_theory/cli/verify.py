@@ -58,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", default=None, help="'embedded' (default), a local Hugging Face model directory, a .gguf file or smollm2-135m")
     parser.add_argument("--data", default=None, help="'embedded' (default), a file (.txt .md .jsonl .json .csv "
                         ".parquet, optionally .gz), a directory of them, or a datasets save_to_disk directory")
+    parser.add_argument("--text-field", default=None,
+                        help="field (JSON) or column (CSV, Parquet, datasets) of --data holding the text (default: text)")
     parser.add_argument("--device", default=None, help="auto (default; cuda when present), cpu, cuda, ...")
     add_field_flags(parser, TRAIN_CONFIG, DTYPE_FLAGS)  # --dtype and --autocast: as zerolock train's
     parser.add_argument("--steps", type=int, help="override the steps per run")
@@ -87,7 +89,8 @@ def _flag_overrides(args: argparse.Namespace) -> list[str]:
         if not args.lr > 0:
             raise CLIError(f"--lr must be > 0, got {args.lr}")
         out.append(f"suite.lr={args.lr!r}")
-    for flag, key in (("model", "model.path"), ("data", "data.source"), ("device", "model.device")):
+    for flag, key in (("model", "model.path"), ("data", "data.source"), ("text_field", "data.text_field"),
+                      ("device", "model.device")):
         if getattr(args, flag) is not None:
             out.append(f"{key}={json.dumps(getattr(args, flag))}")
     out += [f"{path}={json.dumps(value)}" for path, value in flag_values(args, DTYPE_FLAGS).items()]
@@ -120,9 +123,9 @@ def resume_command(args: argparse.Namespace) -> str:
     which a re-run does not need: it continues its own verify directory)."""
     parts = ["zerolock", "verify", *(["--quick"] if args.quick else []),
              *(["--config", str(args.config)] if args.config else []), "--out", str(args.out)]
-    for flag in ("model", "data", "device", "steps", "seeds", "chunks", "jobs", "lr"):
+    for flag in ("model", "data", "text_field", "device", "steps", "seeds", "chunks", "jobs", "lr"):
         if getattr(args, flag) is not None:
-            parts += [f"--{flag}", str(getattr(args, flag))]
+            parts += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     for flag in DTYPE_FLAGS:
         if hasattr(args, flag):
             parts += [f"--{flag}", "none" if getattr(args, flag) is None else str(getattr(args, flag))]

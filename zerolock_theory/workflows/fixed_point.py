@@ -61,6 +61,18 @@ class FixedPointSettings:
     n_positions: int = 64
     lora_rank: int = 8
     data: str = "embedded"
+    text_field: str = "text"
+    """The corpus's text field or column (as ``data.text_field``)."""
+    seq_len: int = 128
+    """Tokens per sequence (as ``data.seq_len``; a verify suite passes its runs' value)."""
+    batch_size: int = 8
+    """Sequences per held-out batch (as ``data.batch_size``)."""
+    eval_batches: int = 4
+    """Held-out batches (as ``data.eval_batches``)."""
+    eval_fraction: float = 0.1
+    """Share of blocks held out (as ``data.eval_fraction``; the probe batch is drawn from them)."""
+    data_seed: int = 0
+    """Seed of the train/held-out split (as ``data.seed``)."""
     device: str = "auto"
     """Where the chunks run: auto (cuda when present, else cpu), cpu, mps, cuda or cuda:N (as ``model.device``)."""
     dtype: str = "float32"
@@ -93,7 +105,9 @@ class FixedPointSettings:
         return TrainConfig.from_dict({
             "model": {"path": self.model, "chunks": self.chunks, "device": self.device, "dtype": self.dtype,
                       "autocast": self.autocast, "lora": {"rank": self.lora_rank}},
-            "data": {"source": self.data, "order_seed": seed},
+            "data": {"source": self.data, "text_field": self.text_field, "seq_len": self.seq_len,
+                     "batch_size": self.batch_size, "eval_batches": self.eval_batches,
+                     "eval_fraction": self.eval_fraction, "seed": self.data_seed, "order_seed": seed},
             "method": {"alpha": self.alpha, "epsilon": self.epsilon},
             "run": {"seed": seed, "progress": False},
         })

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement"]
+__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_data"]
 
 
 def model_placement(base: dict[str, Any]) -> dict[str, Any]:
@@ -20,6 +20,19 @@ def model_placement(base: dict[str, Any]) -> dict[str, Any]:
     model = base["model"]
     return {"device": str(model.get("device", "auto")), "dtype": str(model.get("dtype", "float32")),
             "autocast": model.get("autocast")}
+
+
+def run_data(base: dict[str, Any]) -> dict[str, Any]:
+    """The runs' data settings (``base["data"]`` over ``DataConfig``'s defaults) as side-run fields:
+    the side runs read the same corpus, field, sequence length, batches and split as the runs."""
+    from dataclasses import asdict
+
+    from zerolock_theory.data_config import DataConfig
+
+    data = {**asdict(DataConfig()), **base["data"]}
+    return {"data": str(data["source"]), "text_field": str(data["text_field"]), "seq_len": int(data["seq_len"]),
+            "batch_size": int(data["batch_size"]), "eval_batches": int(data["eval_batches"]),
+            "eval_fraction": float(data["eval_fraction"]), "data_seed": int(data["seed"])}
 
 
 def fixed_point_settings(spec: Any, base: dict[str, Any], chunk: int):
@@ -31,17 +44,20 @@ def fixed_point_settings(spec: Any, base: dict[str, Any], chunk: int):
         model=str(base["model"]["path"]), chunks=spec.chunks, chunk=chunk, seeds=len(spec.seeds),
         first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
         steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
-        data=str(base["data"]["source"]), **model_placement(base))
+        **run_data(base), **model_placement(base))
 
 
 def memory_settings(spec: Any, base: dict[str, Any]):
     """The ``MemorySettings`` of the memory runs: the suite's sizes, the runs' model, data, device and dtypes."""
     from zerolock_theory.workflows.systems import MemorySettings
 
-    return MemorySettings(model=str(base["model"]["path"]), data=str(base["data"]["source"]),
-                          stages=spec.memory_stages, micro_batches=spec.memory_micro_batches,
-                          batch_size=spec.batch_size, seq_len=spec.seq_len, steps=4, warmup=1,
-                          repeats=spec.memory_repeats, **model_placement(base))
+    # the runs' corpus, field, seq_len and split; the batch is the suite's (its micro-batches divide
+    # suite.batch_size, checked when the suite loads); one held-out batch: memory runs do not evaluate
+    data = {**run_data(base), "batch_size": spec.batch_size}
+    del data["eval_batches"]
+    return MemorySettings(model=str(base["model"]["path"]), stages=spec.memory_stages,
+                          micro_batches=spec.memory_micro_batches, steps=4, warmup=1,
+                          repeats=spec.memory_repeats, **data, **model_placement(base))
 
 
 def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[Path]:

@@ -25,6 +25,12 @@ class MemorySettings:
 
     model: str = "embedded"
     data: str = "embedded"
+    text_field: str = "text"
+    """The corpus's text field or column (as ``data.text_field``)."""
+    eval_fraction: float = 0.1
+    """Share of blocks held out (as ``data.eval_fraction``)."""
+    data_seed: int = 0
+    """Seed of the train/held-out split (as ``data.seed``)."""
     stages: tuple[int, ...] = (2, 4)
     micro_batches: int = 8
     batch_size: int = 8
@@ -53,8 +59,9 @@ def memory_config(settings: MemorySettings, method: str, K: int):
     return TrainConfig.from_dict({
         "model": {"path": settings.model, "chunks": K, "device": settings.device, "dtype": settings.dtype,
                   "autocast": settings.autocast},
-        "data": {"source": settings.data, "seq_len": settings.seq_len, "batch_size": settings.batch_size,
-                 "eval_batches": 1},
+        "data": {"source": settings.data, "text_field": settings.text_field, "seq_len": settings.seq_len,
+                 "batch_size": settings.batch_size, "eval_batches": 1, "eval_fraction": settings.eval_fraction,
+                 "seed": settings.data_seed},
         "method": {"name": "zerolock" if method == "zerolock" else "backprop"},
         "optim": {"name": settings.optim, "lr": 1e-3 if settings.optim == "adamw" else 0.01},
         "run": {"steps": settings.steps, "checkpoint_every": settings.steps, "eval_every": 10_000, "progress": False},

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from zerolock_theory.config import merge_tables
+from zerolock_theory.workflows.preflight import check_verify_resume, suite_checks
 from zerolock_theory.workflows.progress import UNPROBED, PlannedRun, SuiteProgress, starting
 from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
 from zerolock_theory.workflows.worker import die_with_parent
@@ -372,9 +373,13 @@ def verify(
     base = suite_base(spec, model, data, device, dtype, autocast, tables)
     from zerolock_theory.training.rundir import prepare_kind, run_kind, write_marker
 
-    validate_grid(base, suite_points(spec))  # every config and input checked before the first write
-    model = str(base["model"].get("path", model))
+    points = suite_points(spec)
+    configs = validate_grid(base, points)  # every config and input checked before the first write:
     resumed = out.is_dir() and run_kind(out) == "verify"
+    if resumed and not overwrite:  # a resume that would be refused run by run, refused here
+        check_verify_resume(out, spec, base)
+    suite_checks(spec, base, [(p.name, c) for p, c in zip(points, configs, strict=True)])  # K, corpus sizes
+    model = str(base["model"].get("path", model))
     prepare_kind(out, "verify", overwrite=overwrite)
     write_marker(out, "verify")
     progress = SuiteProgress(_plan(spec, base, out, jobs=jobs), resumed=resumed)
