@@ -176,7 +176,7 @@ def analyze_loaded(
     for row in claims():
         for name, analysis in row.analyses.items():
             attempt(name, partial(analysis, inputs))
-    verdicts = decide(ClaimInputs(results, skipped))
+    verdicts = decide(ClaimInputs(results, skipped, level))
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "tail": tail, "tol": tol}
     return SuiteAnalysis(infos, skipped, verdicts, settings, results)
 

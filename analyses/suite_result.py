@@ -40,7 +40,7 @@ class SuiteAnalysis(Result):
 
     def inputs(self) -> ClaimInputs:
         """What the claims' rules read."""
-        return ClaimInputs(self.results, self.skipped)
+        return ClaimInputs(self.results, self.skipped, float(self.settings.get("level", 0.95)))
 
     def save(self, out_dir: str | Path) -> Path:
         """Write ``NAME.json`` per result and the index ``analysis.json``; return the index path."""

@@ -7,7 +7,9 @@ groups of seeds with their headline interval, a Theorem 1 bound test, the drift 
 stability ratio ρ_t along training). The claim's ``measured`` and ``reason`` functions state
 the evidence; ``analyses.claims.text`` states each group (``GroupFigures``) and bound test
 (``BoundFigures``, its reason a code of ``BOUND_REASONS``). Undefined numbers are NaN
-(``null`` in JSON); a missing interval is ``None``.
+(``null`` in JSON); a missing interval is ``None``. A row decided by a seed-level test carries
+its two-sided p (``Evidence.p_value``) and, once the table is decided, its place in the table's
+Holm correction (``Verdict.correction``, ``analyses.multiplicity``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from analyses.multiplicity import Multiplicity
 from analyses.results import Interval, Result, decode
 
 __all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "BoundFigures", "Evidence", "GroupFigures",
@@ -91,6 +94,7 @@ class Evidence:
     groups: tuple[GroupFigures, ...] = ()
     uncalibrated: tuple[str, ...] = ()  # controls of the rule that failed
     result: Result | None = None  # the analysis result the row read (rows that need no figures above)
+    p_value: float | None = None  # two-sided p of the decisive seed-level test; None: no statistical decision
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,12 @@ class Verdict:
     claim: str
     outcome: str
     evidence: Evidence
+    correction: Multiplicity | None = None  # Holm over the table's rows with a p (``analyses.multiplicity``)
+
+    @property
+    def counted(self) -> bool:
+        """Whether the bottom line counts the outcome: no p, or a decision that survives the correction."""
+        return self.correction is None or self.correction.survives is not False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:

@@ -32,7 +32,7 @@ from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 from reports.sensitivity import sensitivity_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
 from reports.theorem1 import convergence_blocks
-from reports.wording import figure, fmt, reason, verdict_markdown
+from reports.wording import CORRECTION, bottom_line, correction, figure, fmt, reason, verdict_markdown
 
 __all__ = [
     "Block",
@@ -67,26 +67,33 @@ CAPTIONS = {
 def _card(verdict: Verdict) -> Card:
     row = claim_of(verdict.claim)
     return Card(anchor=f"claim-{row.key}", title=row.title, question=row.question, outcome=verdict.outcome,
-                tone=row.outcomes[verdict.outcome].tone, headline=row.headline(verdict.evidence), figure=row.figure)
+                tone=row.outcomes[verdict.outcome].tone, headline=_card_headline(verdict), figure=row.figure)
+
+
+def _card_headline(verdict: Verdict) -> str:
+    """The claim's headline, then the row's place in the table's Holm correction when it has a p."""
+    text = claim_of(verdict.claim).headline(verdict.evidence)
+    return text if verdict.correction is None else f"{text}; Holm: {verdict.correction.label}"
 
 
 def _glance_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The first screen: the scope line and one card per claim."""
-    return [Block("p", scope_line(suite)), Block("cards", cards=tuple(_card(v) for v in suite.claims))]
+    return [Block("p", scope_line(suite)), Block("cards", cards=tuple(_card(v) for v in suite.claims)),
+            Block("p", bottom_line(suite.claims)), Block("p", CORRECTION)]
 
 
 def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The whole verdict table, then each claim's evidence, each collapsible."""
-    rows = [[claim_of(v.claim).title, v.outcome, figure(v), reason(v)] for v in suite.claims]
+    rows = [[claim_of(v.claim).title, v.outcome, figure(v), correction(v), reason(v)] for v in suite.claims]
     css = tuple("tone-" + claim_of(v.claim).outcomes[v.outcome].tone for v in suite.claims)
     out = [Block("details", "The verdict table: every row with its figure and reason", css=("verdicts",)),
-           table(["claim", "outcome", "measured", "reason"], rows, css), Block("end")]
+           table(["claim", "outcome", "measured", "Holm", "reason"], rows, css), Block("end")]
     for v in suite.claims:
         row = claim_of(v.claim)
         out += [Block("details", f"{row.title}: {v.outcome}", css=(f"claim-{row.key}",)),
                 table(["", ""], [["question", row.question], ["the paper", row.paper], ["primary group", row.primary],
                                  ["outcome", f"{v.outcome}: {row.outcomes[v.outcome].meaning}"],
-                                 ["measured", figure(v)], ["reason", reason(v)]]),
+                                 ["measured", figure(v)], ["Holm", correction(v)], ["reason", reason(v)]]),
                 Block("end")]
     return out
 

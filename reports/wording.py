@@ -3,17 +3,27 @@
 ``figure(verdict)`` is the "measured" cell (the headline figure with its interval, seeds and
 horizon) and ``reason(verdict)`` the "reason" cell (why the rule gave that outcome, then the runs
 excluded as diverged). ``fmt`` is the number format of every report section.
+``correction(verdict)`` is the "Holm" cell (whether an interval-decided row's decision survives
+the table's correction, ``analyses.multiplicity``) and ``bottom_line(verdicts)`` the sentence
+that counts the outcomes, survivors only.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from analyses.claims import claim, measured_text, reason_text
 from analyses.claims.text import drift_line, fmt
 from analyses.verdict import Verdict
 
-__all__ = ["drift_line", "figure", "fmt", "reason", "verdict_lines", "verdict_markdown"]
+__all__ = ["CORRECTION", "bottom_line", "correction", "drift_line", "figure", "fmt", "reason", "verdict_lines",
+           "verdict_markdown"]
+
+CORRECTION = ("Multiplicity: Holm's step-down correction over the rows an interval decides (each row's two-sided "
+              "p of its decisive seed-level test), family-wise error at 1 - level; a row whose decision does not "
+              "survive it reads as undecided and is not counted. Analytic, descriptive, not-testable and "
+              "not-measured rows make no statistical decision and are not in the family.")
 
 
 def figure(verdict: Verdict) -> str:
@@ -26,10 +36,34 @@ def reason(verdict: Verdict) -> str:
     return reason_text(verdict)
 
 
+def correction(verdict: Verdict) -> str:
+    """The "Holm" cell: "-" for a row without a statistical decision, else survives / does not survive /
+    nothing rejected, with p and the Holm-adjusted p."""
+    return "-" if verdict.correction is None else verdict.correction.label
+
+
+def bottom_line(verdicts: Sequence[Verdict]) -> str:
+    """One sentence: the claims' outcomes counted by tone, only rows whose decision survives the
+    correction (controls of a rule are not claims and are not counted)."""
+    rows = [v for v in verdicts if not claim(v.claim).control]
+    tones = Counter(claim(v.claim).outcomes[v.outcome].tone for v in rows if v.counted)
+    dropped = [claim(v.claim).title for v in rows if not v.counted]
+    family = sum(v.correction is not None for v in rows)
+    words = {"holds": "hold", "fails": "fail", "mixed": "mixed or undecided", "none": "without an answer"}
+    counts = ", ".join(f"{tones.get(t, 0)} {w}" for t, w in words.items())
+    text = (f"Bottom line ({len(rows)} rows; Holm over the {family} interval-decided, only survivors counted): "
+            f"{counts}")
+    return text + (f"; not counted, their decision does not survive the correction: {'; '.join(dropped)}."
+                   if dropped else ".")
+
+
 def verdict_markdown(verdicts: Sequence[Verdict], scope: str) -> str:
-    """The verdict table as README prints it: the scope line, then claim | outcome | measured."""
-    rows = [f"| {claim(v.claim).title} | {v.outcome} | {figure(v)} |".replace("\n", " ") for v in verdicts]
-    return "\n".join([f"**{scope}**", "", "| claim | outcome | measured |", "|---|---|---|", *rows]) + "\n"
+    """The verdict table as README prints it: the scope line, claim | outcome | measured | Holm, the
+    correction stated and the bottom line."""
+    rows = [f"| {claim(v.claim).title} | {v.outcome} | {figure(v)} | {correction(v)} |".replace("\n", " ")
+            for v in verdicts]
+    return "\n".join([f"**{scope}**", "", "| claim | outcome | measured | Holm |", "|---|---|---|---|", *rows, "",
+                      CORRECTION, "", bottom_line(verdicts)]) + "\n"
 
 
 def verdict_lines(verdicts: Sequence[Verdict], *, measured: bool = True) -> list[str]:

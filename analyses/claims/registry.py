@@ -17,18 +17,19 @@ iterate ``claims()``, in registration order. Adding a row is one module that cal
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
 
 import pandas as pd
 
+from analyses.multiplicity import multiplicity
 from analyses.results import Result
 from analyses.runinfo import RunInfo
 from analyses.verdict import Evidence, Verdict
 
 __all__ = ["NOT_MEASURED", "NOT_TESTABLE", "TONES", "Claim", "ClaimInputs", "Outcome", "SuiteInputs", "Tone",
-           "claim", "claims", "decide", "measured_text", "reason_text", "register", "result_rule", "run_names", "skipped", "unregister"]
+           "claim", "claims", "corrected", "decide", "measured_text", "reason_text", "register", "result_rule", "run_names", "skipped", "unregister"]
 
 Tone = Literal["holds", "fails", "mixed", "none"]
 TONES: tuple[str, ...] = get_args(Tone)
@@ -56,6 +57,7 @@ class ClaimInputs:
 
     results: Mapping[str, Result]
     skipped: Mapping[str, str]
+    level: float = 0.95  # the intervals' level; the table's correction controls its error at 1 - level
 
     def get(self, name: str, kind: type[T]) -> T | None:
         """The result ``name`` if it is a ``kind``, else None (skipped or absent)."""
@@ -97,6 +99,7 @@ class Claim:
     analyses: Mapping[str, Callable[[SuiteInputs], Result]] = field(default_factory=dict)
     control: bool = False  # a control of a rule, not a claim of the paper
     tests: tuple[str, ...] = ()  # its calibration or control tests, "tests/PATH.py::test_name"
+    p_value: Callable[[Evidence], float | None] | None = None  # the decisive test's two-sided p (None: no test)
 
     def headline(self, evidence: Evidence) -> str:
         """The card's headline: ``short`` when the claim has one, else ``measured``."""
@@ -109,6 +112,8 @@ class Claim:
             raise ValueError(f"claim {self.key!r}: its rule returned a verdict for {verdict.claim!r}")
         if verdict.outcome not in self.outcomes:
             raise ValueError(f"claim {self.key!r}: outcome {verdict.outcome!r} is not one of {tuple(self.outcomes)}")
+        if verdict.evidence.p_value is None and self.p_value is not None:
+            verdict = replace(verdict, evidence=replace(verdict.evidence, p_value=self.p_value(verdict.evidence)))
         return verdict
 
 
@@ -142,8 +147,15 @@ def claim(key: str) -> Claim:
 
 
 def decide(inputs: ClaimInputs) -> list[Verdict]:
-    """The verdict table: one ``Verdict`` per registered claim, in table order."""
-    return [c.decide(inputs) for c in claims()]
+    """The verdict table: one ``Verdict`` per registered claim, in table order, each row with a p
+    placed in the table's Holm correction at ``inputs.level`` (``analyses.multiplicity``)."""
+    return corrected([c.decide(inputs) for c in claims()], inputs.level)
+
+
+def corrected(verdicts: Sequence[Verdict], level: float = 0.95) -> list[Verdict]:
+    """``verdicts`` with ``correction`` set: Holm over the rows whose evidence has a ``p_value``."""
+    found = multiplicity([v.evidence.p_value for v in verdicts], level)
+    return [replace(v, correction=m) for v, m in zip(verdicts, found, strict=True)]
 
 
 def skipped(key: str, name: str, inputs: ClaimInputs) -> Verdict:

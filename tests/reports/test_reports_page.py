@@ -36,11 +36,14 @@ def test_html_and_markdown_escape_cells():
 def test_blocks_open_with_the_scope_and_a_card_per_claim(tmp_path):
     suite = analyze_runs([write_run(tmp_path, "z", steps=40)], n_boot=10)
     blocks = report_blocks(suite)
-    assert [b.kind for b in blocks[:5]] == ["h1", "p", "cards", "details", "table"]
+    assert [b.kind for b in blocks[:3]] == ["h1", "p", "cards"]
+    assert blocks[3].text.startswith("Bottom line (") and blocks[4].text.startswith("Multiplicity: Holm")
+    table_at = next(i for i, b in enumerate(blocks) if b.kind == "table")
+    assert blocks[table_at - 1].kind == "details" and "Holm" in blocks[table_at].headers
     assert blocks[1].text.startswith("Scope: model tiny-random-llama") and "40 steps per run" in blocks[1].text
     assert "1 seed(s)" in blocks[1].text and "95% seed-level" in blocks[1].text
     assert [c.title for c in blocks[2].cards] == [row.title for row in claims()]
-    assert [row[0] for row in blocks[4].rows] == [row.title for row in claims()]
+    assert [row[0] for row in blocks[table_at].rows] == [row.title for row in claims()]
     assert all(c.outcome == v.outcome for c, v in zip(blocks[2].cards, suite.claims, strict=True))
     kinds = [b.kind for b in blocks]
     assert kinds.count("details") == kinds.count("end")  # every collapsible part is closed

@@ -55,7 +55,7 @@ def suite(tmp_path_factory):
 def test_the_json_carries_the_evidence_and_rows_reload_alike(suite, tmp_path):
     index = json.loads(suite.save(tmp_path).read_text())
     rows = {row["claim"]: row for row in index["claims"]}
-    assert set(rows) == set(CLAIMS) and all(set(r) == {"claim", "outcome", "evidence"} for r in rows.values())
+    assert set(rows) == set(CLAIMS) and all(set(r) == {"claim", "outcome", "evidence", "correction"} for r in rows.values())
     rate = rows["theorem1_rate_forward"]["evidence"]["result"]
     assert rate["kind"] == "group_rate" and rate["rate"]["seeds"] == 3 and rate["rate"]["horizon"] == 60
     loaded = load_suite(tmp_path)
