@@ -215,6 +215,8 @@ class RunConfig:
     """Also export metrics: tensorboard, wandb or both (comma-separated on the command line)."""
     global_grad_every: int = 0
     """Steps between the unbiased global Ĝ_t of the task loss from two halves of the training batch; 0 = off."""
+    unbiased_grad_sq: bool = True
+    """Ĝ_t of every step from two halves of the minibatch; keeps a copy of the first half's gradient (one more gradient's memory: small with LoRA, the gradients' size in full fine-tuning); false = off (null in the log)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.report_to, str):  # "tensorboard,wandb" from a flag or --set
@@ -229,6 +231,8 @@ class RunConfig:
         _require(isinstance(self.global_grad_every, int) and not isinstance(self.global_grad_every, bool)
                  and self.global_grad_every >= 0,
                  f"run.global_grad_every must be an integer >= 0, got {self.global_grad_every!r}")
+        _require(isinstance(self.unbiased_grad_sq, bool),
+                 f"run.unbiased_grad_sq must be true or false, got {self.unbiased_grad_sq!r}")
 
 
 _SECTIONS = {

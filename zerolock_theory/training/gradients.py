@@ -1,8 +1,9 @@
 """Gradient measurements shared by the steps, the probes, the pipeline and the tests.
 
 * ``count_labelled`` / ``labelled_tokens``: the labelled-token count, n of every loss;
-* ``grad_sq``: ‖∇_{ω_k}‖² of the accumulated ``.grad`` of one chunk;
-* ``half_inner``: Ĝ_t's ⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk (docs/MATH.md, "Theorem 1");
+* ``grad_sq``: ‖∇_{ω_k}‖² of the accumulated ``.grad`` of one chunk (``grad_sq_tensor``: on the device);
+* ``half_inner``: Ĝ_t's ⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk (docs/MATH.md, "Theorem 1"), on the device;
+* ``snapshot`` / ``snapshot_bytes``: the copy of the first half's gradient Ĝ_t keeps, and its size;
 * ``global_gradient`` / ``local_gradients``: ∇_{ω_k} L and ∇_{ω_k} ℓ_k by autograd, without
   touching ``.grad`` or any optimizer; ``global_and_local_gradients``: both from one forward.
 """
@@ -17,7 +18,7 @@ from zerolock_theory.training.losses import LossSpec, Readout, chunk_loss
 
 __all__ = [
     "Blocks", "count_labelled", "global_and_local_gradients", "global_gradient", "grad_of", "grad_sq",
-    "half_inner", "labelled_tokens", "local_gradients", "snapshot",
+    "grad_sq_tensor", "half_inner", "labelled_tokens", "local_gradients", "snapshot", "snapshot_bytes",
 ]
 
 Blocks = list[list[torch.Tensor]]
@@ -39,9 +40,16 @@ def grad_of(p: torch.nn.Parameter) -> torch.Tensor:
     return p.grad.detach() if p.grad is not None else torch.zeros_like(p)
 
 
+def grad_sq_tensor(params: list[torch.nn.Parameter]) -> torch.Tensor:
+    """‖∇‖² of the accumulated ``.grad`` of ``params`` as a float32 scalar on their device (parameters
+    without one count 0); no host synchronisation."""
+    grads = [p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None]
+    return sum(grads[1:], grads[0]) if grads else torch.zeros((), device=params[0].device if params else None)
+
+
 def grad_sq(params: list[torch.nn.Parameter]) -> float:
     """‖∇‖² of the accumulated ``.grad`` of ``params`` (parameters without one count 0)."""
-    return float(sum(p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None))
+    return float(grad_sq_tensor(params))
 
 
 def snapshot(params: Blocks) -> Blocks:
@@ -49,22 +57,31 @@ def snapshot(params: Blocks) -> Blocks:
     return [[grad_of(p).clone() for p in ps] for ps in params]
 
 
-def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) -> list[float] | None:
+def snapshot_bytes(params: Blocks) -> int:
+    """Bytes of ``snapshot(params)``: one more copy of every trainable parameter's gradient (the
+    price of Ĝ_t; ``run.unbiased_grad_sq = false`` saves it)."""
+    return sum(p.numel() * p.element_size() for ps in params for p in ps)
+
+
+def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) -> list[torch.Tensor] | None:
     """⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk, from the first half's gradient and the full accumulated one.
 
     With S_i the summed half gradients (``.grad`` = (S_1 + S_2)/n) and n_i the halves' labelled
-    tokens, g^{(i)} = S_i/n_i. None without two halves or when a half has no labelled token.
+    tokens, g^{(i)} = S_i/n_i. Each is a float64 scalar on the device (the dot products added
+    tensor by tensor, in order: the same values as summing them on the host, without a
+    synchronisation per tensor). None without two halves or when a half has no labelled token.
     """
     if first is None or min(counts) == 0:
         return None
     scale = n * n / (counts[0] * counts[1])
     out = []
     for ps, firsts in zip(params, first, strict=True):
-        total = 0.0
+        total: torch.Tensor | None = None
         for p, g1 in zip(ps, firsts, strict=True):
             g1 = g1.double()
-            total += float(torch.dot(g1.reshape(-1), (grad_of(p).double() - g1).reshape(-1)))
-        out.append(scale * total)
+            dot = torch.dot(g1.reshape(-1), (grad_of(p).double() - g1).reshape(-1))
+            total = dot if total is None else total + dot
+        out.append(total * scale)
     return out
 
 

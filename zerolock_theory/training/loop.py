@@ -132,7 +132,8 @@ def setup(
     if config.run.threads is not None:
         torch.set_num_threads(config.run.threads)
     chunked, tokenizer, data, stream = build_components(config, device)
-    step_fn = build_step(chunked, config.method, config.optim, config.model, config.run.steps)
+    step_fn = build_step(chunked, config.method, config.optim, config.model, config.run.steps,
+                         unbiased_grad_sq=config.run.unbiased_grad_sq, readout_every=config.run.eval_every)
     start, probe_states = 0, {}
     if checkpoint is not None:
         state = load_checkpoint(checkpoint)
@@ -246,7 +247,7 @@ def execute(run: Run) -> RunSummary:
                 with quiet_mode(run.chunked):
                     for hook in before:
                         hook.before_step(run.hook_ctx, step)
-            own = run.step_fn.name == "backprop"  # backprop's own Ĝ_t is the global one
+            own = run.step_fn.name == "backprop" and run.config.run.unbiased_grad_sq  # its own Ĝ_t is the global one
             glob = cfg.global_grad_every > 0 and step % cfg.global_grad_every == 0
             g_hat = global_grad_sq_unbiased(run.step_fn, batch) if glob and not own else None  # at ω^step
             tic = time.perf_counter()

@@ -28,7 +28,7 @@ from zerolock_theory.theory.losses import local_loss_from_logits
 
 __all__ = [
     "SUM_KEYS", "ChunkLoss", "LossSpec", "NonFiniteLossError", "Readout", "check_finite", "chunk_loss",
-    "prev_log_probs", "sliced_backward",
+    "prev_log_probs", "sliced_backward", "sliced_backward_totals",
 ]
 
 SUM_KEYS = ("loss", "task", "consistency", "ce")
@@ -99,11 +99,21 @@ def prev_log_probs(chunked: ChunkedLM, h_prev: torch.Tensor | None, k: int, p0: 
 
 @dataclass(frozen=True)
 class ChunkLoss:
-    """A readout loss with its graph, its terms as floats, and log p_k (detached)."""
+    """A readout loss with its graph, its terms' sums on the device, and log p_k (detached).
+
+    ``totals`` holds Σ term / n of each ``SUM_KEYS`` term, float64 on the loss's device (the
+    float32 sum widened, so the values equal ``float(sum) / n``); reading ``sums`` copies them
+    to the host (one synchronisation).
+    """
 
     loss: torch.Tensor
-    sums: dict[str, float]
+    totals: torch.Tensor
     log_p: torch.Tensor
+
+    @property
+    def sums(self) -> dict[str, float]:
+        """The terms' sums / n as floats, keyed by ``SUM_KEYS``."""
+        return dict(zip(SUM_KEYS, self.totals.tolist(), strict=True))
 
 
 def chunk_loss(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
@@ -117,8 +127,8 @@ def chunk_loss(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: t
     with readout.autocast():
         logits = readout.chunked.readout(hidden)
     terms = local_loss_from_logits(logits, labels, log_prev, spec.alpha, spec.direction, spec.epsilon)
-    sums = {key: float(getattr(terms, key).detach().sum()) / n for key in SUM_KEYS}
-    return ChunkLoss(terms.loss.sum() / n, sums, terms.log_p.detach())
+    totals = torch.stack([getattr(terms, key).detach().sum() for key in SUM_KEYS]).double() / n
+    return ChunkLoss(terms.loss.sum() / n, totals, terms.log_p.detach())
 
 
 def sliced_backward(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
@@ -126,15 +136,24 @@ def sliced_backward(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_pr
                     log_prev: torch.Tensor | None = None) -> tuple[dict[str, float], torch.Tensor | None]:
     """Backpropagate ``chunk_loss`` into ``hidden``'s graph slice by slice; return the sums and,
     when the loss ran as one slice, log p_k for the next chunk (else None)."""
+    totals, log_p = sliced_backward_totals(readout, spec, hidden, h_prev, labels, k, n, log_prev)
+    return dict(zip(SUM_KEYS, totals.tolist(), strict=True)), log_p
+
+
+def sliced_backward_totals(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
+                           labels: torch.Tensor, k: int, n: float,
+                           log_prev: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``sliced_backward`` with the sums left on the device (``ChunkLoss.totals``, added slice by
+    slice in float64): no host synchronisation."""
     leaf = hidden.detach().requires_grad_(True)
     slices = readout.slices(hidden.shape[1])
-    sums = dict.fromkeys(SUM_KEYS, 0.0)
+    totals: torch.Tensor | None = None
     part = None
     for s in slices:
         part = chunk_loss(readout, spec, leaf[:, s], None if h_prev is None else h_prev[:, s], labels[:, s], k, n,
                           log_prev if len(slices) == 1 else None)
         part.loss.backward()
-        for key in SUM_KEYS:
-            sums[key] += part.sums[key]
+        totals = part.totals if totals is None else totals + part.totals
     hidden.backward(leaf.grad)
-    return sums, part.log_p if len(slices) == 1 and part is not None else None
+    assert totals is not None and part is not None  # a sequence has at least one position
+    return totals, part.log_p if len(slices) == 1 else None

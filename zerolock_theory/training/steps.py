@@ -16,7 +16,19 @@ float summation order). The first half's gradient is kept; with n_i the labelled
 half i, the half-batch mean gradients are g^{(1)} = S_1/n_1 and g^{(2)} = S_2/n_2 and
 ``chunk/{k}/grad_sq_unbiased`` = ⟨g^{(1)}_k, g^{(2)}_k⟩, an unbiased estimate of ‖∇_{ω_k} R^t‖²
 (it can be negative); ``train/grad_sq_unbiased`` is its sum over chunks. Null when the
-minibatch has one sequence or a half has no labelled token.
+minibatch has one sequence or a half has no labelled token, or when the step's
+``unbiased_grad_sq`` is off (``run.unbiased_grad_sq``: the kept copy costs one more gradient's
+memory, ``gradients.snapshot_bytes``; small with LoRA, as large as the gradients in full
+fine-tuning).
+
+Host synchronisations: every per-step scalar (the loss terms, ‖∇‖², Ĝ_t) stays on the device
+until one read at the end of the step, after the halves' label counts (one read), so a step
+synchronises a fixed number of times whatever the number of chunks and parameter tensors.
+
+Backprop's per-chunk readouts (``chunk/{k}/ce`` for k < K, a no-grad readout of each h_k that
+its update does not need) are computed every ``readout_every`` steps (the loop passes
+``run.eval_every``: they land on the evaluated records), so the baseline's step pays only for
+its own loss in between; 0 = never.
 """
 
 from __future__ import annotations
@@ -30,23 +42,24 @@ import torch
 
 from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.gradients import (
     Blocks,
     count_labelled,
     global_gradient,
-    grad_sq,
+    grad_sq_tensor,
     half_inner,
-    labelled_tokens,
     local_gradients,
     snapshot,
 )
 from zerolock_theory.training.losses import (
+    SUM_KEYS,
     LossSpec,
     NonFiniteLossError,
     Readout,
     check_finite,
     chunk_loss,
-    sliced_backward,
+    sliced_backward_totals,
 )
 from zerolock_theory.training.optimizers import ChunkOptimizers
 
@@ -56,6 +69,8 @@ __all__ = [
 ]
 
 Batch = dict[str, torch.Tensor]
+Totals = dict[str, torch.Tensor]
+"""Metric name → a scalar on the device (read once per step by ``update_on_halves``)."""
 
 
 class TrainStep(Protocol):
@@ -96,31 +111,40 @@ def split_halves(batch: Batch) -> list[Batch]:
     return [{k: v[:mid] for k, v in batch.items()}, {k: v[mid:] for k, v in batch.items()}]
 
 
-def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], dict[str, float]],
+def half_counts(halves: list[Batch]) -> list[int]:
+    """Labelled tokens of each half, read from the device at once (one synchronisation)."""
+    return [int(c) for c in torch.stack([(h["labels"] != IGNORE_INDEX).sum() for h in halves]).tolist()]
+
+
+def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Totals],
                      batch: Batch, step: int, loss_name: Callable[[int], str]) -> dict[str, float | None]:
     """Accumulate ``.grad`` over the two halves, measure ‖∇‖² and Ĝ_t, then update (module docstring)."""
-    n = labelled_tokens(batch)
     halves = split_halves(batch)
-    metrics: dict[str, float] = {}
+    counts = half_counts(halves)
+    n = max(1, sum(counts))  # labelled_tokens(batch)
+    totals: Totals = {}
     first: Blocks | None = None
     for i, half in enumerate(halves):
         for key, value in accumulate(half, n).items():
-            metrics[key] = metrics.get(key, 0.0) + value
-        if i == 0 and len(halves) == 2:
+            totals[key] = totals[key] + value if key in totals else value
+        if i == 0 and len(halves) == 2 and getattr(step_fn, "unbiased_grad_sq", True):
             first = snapshot(step_fn.params)
     K = len(step_fn.params)
+    inner = half_inner(step_fn.params, first, counts, n)
+    scalars = [*totals.values(), *(grad_sq_tensor(ps) for ps in step_fn.params), *(inner or [])]
+    values = torch.stack([v.double() for v in scalars]).tolist()  # the step's one read of its scalars
+    metrics = dict(zip(totals, values, strict=False))
+    sq, inner_values = values[len(totals): len(totals) + K], values[len(totals) + K:] if inner is not None else None
     for k in range(1, K + 1):
         if f"chunk/{k}/loss" in metrics:
             check_finite(metrics[f"chunk/{k}/loss"], step, loss_name(k))
-    sq = [grad_sq(ps) for ps in step_fn.params]
-    inner = half_inner(step_fn.params, first, [count_labelled(h["labels"]) for h in halves], n)
     out: dict[str, float | None] = dict(metrics)
     for k in range(1, K + 1):
         out[f"chunk/{k}/grad_norm_sq"] = sq[k - 1]
-        out[f"chunk/{k}/grad_sq_unbiased"] = None if inner is None else inner[k - 1]
+        out[f"chunk/{k}/grad_sq_unbiased"] = None if inner_values is None else inner_values[k - 1]
     out["train/final_ce"] = metrics[f"chunk/{K}/ce"]
     out["train/grad_norm_sq"] = sum(sq)
-    out["train/grad_sq_unbiased"] = None if inner is None else sum(inner)
+    out["train/grad_sq_unbiased"] = None if inner_values is None else sum(inner_values)
     if step_fn.capture_gradients:
         step_fn.last_gradients = snapshot(step_fn.params)
     out["train/lr"] = step_fn.optimizers.step(step, sq)
@@ -173,6 +197,7 @@ class ZeroLockStep:
     optimizers: ChunkOptimizers
     capture_gradients: bool = False
     last_gradients: Blocks = field(default_factory=list)
+    unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
         return update_on_halves(self, self._accumulate, batch, step, lambda k: f"chunk {k} local loss")
@@ -180,19 +205,19 @@ class ZeroLockStep:
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return self.readout.autocast()
 
-    def _accumulate(self, batch: Batch, n: int) -> dict[str, float]:
-        """∇(Σ_k ℓ_k on ``batch`` / n) into ``.grad``, chunk by chunk; the loss terms."""
+    def _accumulate(self, batch: Batch, n: int) -> Totals:
+        """∇(Σ_k ℓ_k on ``batch`` / n) into ``.grad``, chunk by chunk; the loss terms (on the device)."""
         labels, spec = batch["labels"], LossSpec.local(self.method)
         with self.autocast():
             hidden, ctx = self.chunked.embed(batch["input_ids"], batch.get("attention_mask"))
-        metrics: dict[str, float] = {}
+        metrics: Totals = {}
         log_prev = None  # log p_{k-1}, reused from chunk k-1's readout when unsliced
         for k in range(1, self.chunked.num_chunks + 1):
             h_in = hidden.detach()
             with self.autocast():
                 hidden = self.chunked.forward_chunk(k, h_in, ctx)
-            sums, log_prev = sliced_backward(self.readout, spec, hidden, h_in, labels, k, n, log_prev)
-            metrics.update({f"chunk/{k}/{key}": value for key, value in sums.items()})
+            totals, log_prev = sliced_backward_totals(self.readout, spec, hidden, h_in, labels, k, n, log_prev)
+            metrics.update({f"chunk/{k}/{key}": totals[i] for i, key in enumerate(SUM_KEYS)})
         return metrics
 
     def global_gradient(self, batch: Batch) -> Blocks:
@@ -214,26 +239,33 @@ class BackpropStep:
     optimizers: ChunkOptimizers
     capture_gradients: bool = False
     last_gradients: Blocks = field(default_factory=list)
+    unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
+    readout_every: int = 1  # chunk/{k}/ce for k < K every so many steps (module docstring); 0 = never
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
-        return update_on_halves(self, self._accumulate, batch, step, lambda k: "loss")
+        every = self.readout_every
+        readouts = every > 0 and (step + 1) % every == 0
+        return update_on_halves(self, lambda half, n: self._accumulate(half, n, readouts), batch, step,
+                                lambda k: "loss")
 
     def local_gradients(self, batch: Batch) -> Blocks:
         return local_gradients(self.readout, self.method, self.params, batch)
 
-    def _accumulate(self, batch: Batch, n: int) -> dict[str, float]:
-        """∇(L on ``batch`` / n) into ``.grad``; CE of every chunk's readout as metrics."""
+    def _accumulate(self, batch: Batch, n: int, readouts: bool = True) -> Totals:
+        """∇(L on ``batch`` / n) into ``.grad``; L's CE and, with ``readouts``, every chunk's CE (on the device)."""
         labels, spec = batch["labels"], LossSpec.global_(self.method)
         with self.autocast():
             hiddens = self.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
         K = self.chunked.num_chunks
-        sums, _ = sliced_backward(self.readout, spec, hiddens[-1], None, labels, K, n)
-        metrics: dict[str, float] = {}
-        with torch.no_grad():
-            for k in range(1, K):
-                metrics[f"chunk/{k}/ce"] = chunk_ce(self.readout, spec, hiddens[k].detach(), labels, k, n)
-        metrics[f"chunk/{K}/ce"] = sums["ce"]
-        metrics[f"chunk/{K}/loss"] = sums["loss"]
+        totals, _ = sliced_backward_totals(self.readout, spec, hiddens[-1], None, labels, K, n)
+        metrics: Totals = {}
+        if readouts:
+            with torch.no_grad():
+                for k in range(1, K):
+                    metrics[f"chunk/{k}/ce"] = chunk_loss(self.readout, spec, hiddens[k].detach(), None, labels,
+                                                          k, n).totals[SUM_KEYS.index("ce")]
+        metrics[f"chunk/{K}/ce"] = totals[SUM_KEYS.index("ce")]
+        metrics[f"chunk/{K}/loss"] = totals[SUM_KEYS.index("loss")]
         return metrics
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
@@ -243,13 +275,10 @@ class BackpropStep:
         return global_gradient(self.readout, self.method, self.params, batch)
 
 
-def chunk_ce(readout: Readout, spec: LossSpec, hidden: torch.Tensor, labels: torch.Tensor, k: int, n: int) -> float:
-    """CE(p_y^ε, p_k) of chunk k's readout, summed over labelled positions / n."""
-    return chunk_loss(readout, spec, hidden, None, labels, k, n).sums["ce"]
-
-
 def build_step(chunked: ChunkedLM, method: MethodConfig, optim: OptimConfig, model_cfg: ModelConfig,
-               total_steps: int) -> TrainStep:
-    """The step object for ``method.name``."""
-    cls = {"zerolock": ZeroLockStep, "backprop": BackpropStep}[method.name]
-    return cls(chunked, method, *step_parts(chunked, optim, model_cfg, total_steps))
+               total_steps: int, *, unbiased_grad_sq: bool = True, readout_every: int = 1) -> TrainStep:
+    """The step object for ``method.name`` (``readout_every``: backprop's per-chunk readouts)."""
+    parts = step_parts(chunked, optim, model_cfg, total_steps)
+    if method.name == "backprop":
+        return BackpropStep(chunked, method, *parts, unbiased_grad_sq=unbiased_grad_sq, readout_every=readout_every)
+    return ZeroLockStep(chunked, method, *parts, unbiased_grad_sq=unbiased_grad_sq)
