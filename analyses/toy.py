@@ -35,7 +35,7 @@ class ToyRow:
 @register
 @dataclass(frozen=True)
 class ToyCheck(Result):
-    """The review's two-token check computed with ``zerolock_theory``."""
+    """The two-token check (p_y = (1, 0), p = (0.5, 0.5)) computed with ``zerolock_theory``."""
 
     kind = "toy_check"
     alpha: float

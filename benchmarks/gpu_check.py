@@ -5,8 +5,8 @@ A randomly initialised model with the shape of Qwen2.5-0.5B (24 layers, d = 896,
 downloaded) is saved to a temporary directory with the packaged tokenizer (its ids are a
 subset of V), and trained with LoRA at K = 4 under bf16 autocast. Measured, in one run:
 
-1. ZeroLock vs backprop: median step time and peak CUDA memory per step
-   (``torch.cuda.max_memory_allocated``, reset before each step), interleaved;
+1. ZeroLock vs plain backprop (its own loss only, no per-chunk readouts): median step time and
+   peak CUDA memory per step (``torch.cuda.max_memory_allocated``, reset before each step), interleaved;
 2. the probe overhead: training step + every probe's ``after_step`` (readouts top-k store,
    stability, minimizers every step; gradients every 10), ÷ the plain step; and the probe
    forward alone (the floor);
@@ -21,8 +21,8 @@ Everything prints as one table. Budget: about 6 minutes on one H200 (model build
 ``--tiny`` shrinks everything (2-layer-per-chunk, d = 64, V = 8192, CPU allowed) to check
 the script itself in a few seconds::
 
-    python3 benchmarks/gpu_check.py            # on a GPU machine
-    python3 benchmarks/gpu_check.py --tiny     # smoke test, CPU
+    python3 benchmarks/gpu_check.py                      # on a GPU machine
+    python3 benchmarks/gpu_check.py --tiny --device cpu  # smoke test (tests/benchmarks runs it)
 """
 
 from __future__ import annotations
@@ -66,11 +66,12 @@ def build_model(shape: dict, where: Path) -> Path:
     return where
 
 
-def config(model: Path, method: str, device: str, steps: int, seq_len: int, batch: int, probes: dict | None = None) -> TrainConfig:
-    """The run config shared by every measurement."""
+def config(model: Path, method: str, device: str, steps: int, seq_len: int, batch: int, probes: dict | None = None,
+           chunks: int = 4) -> TrainConfig:
+    """The run config shared by every measurement (bf16 autocast on CUDA)."""
     return TrainConfig.from_dict({
-        "model": {"path": str(model), "chunks": 4, "device": device,
-                  "autocast": "bfloat16" if device == "cuda" else None, "readout_chunk_size": 128},
+        "model": {"path": str(model), "chunks": chunks, "device": device,
+                  "autocast": "bfloat16" if device.startswith("cuda") else None, "readout_chunk_size": 128},
         "data": {"seq_len": seq_len, "batch_size": batch, "eval_batches": 1},
         "method": {"name": method},
         "run": {"steps": steps, "progress": False, "eval_every": max(steps, 1), "checkpoint_every": max(steps, 1)},
@@ -78,27 +79,38 @@ def config(model: Path, method: str, device: str, steps: int, seq_len: int, batc
     })
 
 
+def resolve(device: str) -> str:
+    """``auto`` as every command resolves it (``models.resolve_device``): cuda when present, else cpu."""
+    from zerolock_theory.models import resolve_device
+
+    return str(resolve_device(device))
+
+
 def _sync(device: str) -> None:
-    if device == "cuda":
+    if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
 def timed_step(run, step: int, device: str) -> tuple[float, int]:
     """(seconds, peak bytes) of one training step."""
     batch = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
-    if device == "cuda":
+    if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     _sync(device)
     tic = time.perf_counter()
     run.step_fn.train_step(batch, step)
     _sync(device)
-    peak = torch.cuda.max_memory_allocated() if device == "cuda" else 0
+    peak = torch.cuda.max_memory_allocated() if device.startswith("cuda") else 0
     return time.perf_counter() - tic, peak
 
 
-def compare_methods(model: Path, device: str, steps: int, seq_len: int, batch: int, tmp: Path) -> dict:
-    """Median step time and peak memory of ZeroLock and backprop, interleaved."""
-    runs = {m: setup(config(model, m, device, 10_000, seq_len, batch), tmp / m) for m in ("zerolock", "backprop")}
+def compare_methods(model: Path, device: str, steps: int, seq_len: int, batch: int, tmp: Path,
+                    chunks: int = 4) -> dict:
+    """Median step time and peak memory of ZeroLock and plain backprop (its own loss only: no
+    per-chunk readouts, ``BackpropStep.readout_every = 0``) at K = ``chunks``, interleaved."""
+    runs = {m: setup(config(model, m, device, 10_000, seq_len, batch, chunks=chunks), tmp / m)
+            for m in ("zerolock", "backprop")}
+    runs["backprop"].step_fn.readout_every = 0
     times: dict[str, list[float]] = {m: [] for m in runs}
     peaks = dict.fromkeys(runs, 0)
     for i in range(steps + 2):
@@ -111,10 +123,12 @@ def compare_methods(model: Path, device: str, steps: int, seq_len: int, batch: i
     return {m: (statistics.median(times[m]), peaks[m]) for m in runs}
 
 
-def probe_overhead(model: Path, device: str, steps: int, seq_len: int, batch: int, tmp: Path) -> dict:
-    """Plain step, step + probes, and the probe forward alone (medians, seconds)."""
-    plain = setup(config(model, "zerolock", device, 10_000, seq_len, batch), tmp / "plain")
-    probed = probed_setup(config(model, "zerolock", device, steps + 2, seq_len, batch, PROBES), tmp / "probed")
+def probe_overhead(model: Path, device: str, steps: int, seq_len: int, batch: int, tmp: Path,
+                   chunks: int = 4) -> dict:
+    """Plain step, step + probes, and the probe forward alone (medians, seconds) at K = ``chunks``."""
+    plain = setup(config(model, "zerolock", device, 10_000, seq_len, batch, chunks=chunks), tmp / "plain")
+    probed = probed_setup(config(model, "zerolock", device, steps + 2, seq_len, batch, PROBES, chunks=chunks),
+                          tmp / "probed")
     with quiet_mode(probed.chunked):
         for probe in probed.hooks:
             probe.on_start(probed.hook_ctx)
@@ -159,7 +173,7 @@ def pipeline_check(model: Path, device: str, seq_len: int, batch: int, tmp: Path
     """Rows of the 2-stage pipeline check (module docstring, item 4)."""
     from zerolock_theory.pipeline import PipelineOptions, launch
 
-    gpus = torch.cuda.device_count() if device == "cuda" else 0
+    gpus = torch.cuda.device_count() if device.startswith("cuda") else 0
     backend = "nccl" if gpus >= 2 else "gloo"
     rows = [("pipeline", f"K=2, M=2, 6 steps, {max(gpus, 1)} {'GPU' if gpus else 'CPU'}(s), links on {backend}")]
     for schedule in ("zerolock", "1f1b") if gpus >= 2 or device == "cpu" else ("zerolock",):
@@ -186,11 +200,16 @@ def main() -> int:
     """Run the three measurements and print one table."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="tiny model, few steps: a smoke test (CPU is fine)")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default="auto", help="auto (cuda when present), cuda, cpu, ...")
     p.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
     p.add_argument("--train-steps", type=int, default=50, help="steps of the probed run")
     args = p.parse_args()
-    if args.device == "cuda" and not torch.cuda.is_available():
+    try:
+        args.device = resolve(args.device)
+    except ValueError as exc:
+        print(f"gpu_check: {exc} (use --tiny --device cpu for a smoke test)", file=sys.stderr)
+        return 2
+    if not args.tiny and not args.device.startswith("cuda"):
         print("gpu_check: no CUDA device (use --tiny --device cpu for a smoke test)", file=sys.stderr)
         return 2
     shape = TINY if args.tiny else QWEN
@@ -205,16 +224,17 @@ def main() -> int:
         overhead = probe_overhead(model, args.device, steps, seq_len, batch, tmp)
         run = probed_run(model, args.device, train_steps, seq_len, batch, tmp)
         pipeline_rows = pipeline_check(model, args.device, seq_len, batch, tmp)
-    name = "torch.cuda" if args.device == "cuda" else "cpu"
-    device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    on_cuda = args.device.startswith("cuda")
+    name = "torch.cuda" if on_cuda else "cpu"
+    device = torch.cuda.get_device_name(args.device) if on_cuda else "cpu"
     zl, bp = methods["zerolock"], methods["backprop"]
     rows = [
         ("device", device),
         ("model", f"Qwen2-shaped random init, {shape['num_hidden_layers']} layers, d={shape['hidden_size']}, "
-                  f"V={shape['vocab_size']}, K=4, batch {batch}x{seq_len}, bf16 autocast={args.device == 'cuda'}"),
+                  f"V={shape['vocab_size']}, K=4, batch {batch}x{seq_len}, bf16 autocast={on_cuda}"),
         ("model build s", f"{built:.1f}"),
         ("zerolock step ms", f"{zl[0] * 1e3:.1f}"),
-        ("backprop step ms", f"{bp[0] * 1e3:.1f}"),
+        ("backprop step ms (own loss only)", f"{bp[0] * 1e3:.1f}"),
         ("time ratio zl/bp", f"{zl[0] / bp[0]:.3f}"),
         (f"zerolock peak MiB ({name})", f"{zl[1] / 2**20:.0f}"),
         (f"backprop peak MiB ({name})", f"{bp[1] / 2**20:.0f}"),

@@ -51,7 +51,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if "%(default)" in text or default in (None, False, [], argparse.SUPPRESS):
+        if "%(default)" in text or re.search(r"\bdefault\b", text) or default in (None, False, [], argparse.SUPPRESS):
             return text
         if action.option_strings or action.nargs in ("?", "*"):
             return f"{text} (default: %(default)s)"
@@ -94,10 +94,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost sub-command parser that ``args`` went through (``zerolock probe fixed-point``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return _command_parser(action.choices[chosen], args)
+    return parser
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> typing.NoReturn:
+    """Unknown arguments, reported by the sub-command that got them, with the closest option."""
+    import difflib
+
+    command = _command_parser(parser, args)
+    known = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
+    close = [m for f in flags for m in difflib.get_close_matches(f, known, n=1, cutoff=0.6)]
+    hint = f"; did you mean {', '.join(dict.fromkeys(close))}?" if close else ""
+    command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``zerolock`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _unrecognized(parser, args, extras)
     try:
         return int(args.func(args) or 0)
     except CLIError as exc:

@@ -34,7 +34,8 @@ USAGE = (
     "       zerolock analyze rate --table FILE --column NAME [--step-column step] "
     "[--seed-column NAME] [--window 0.5|0.333] [--min-horizon T] [--level L] [--json]\n"
     "       zerolock analyze drift --table FILE --column DRIFT --lr-column LR [--step-column step] "
-    "[--seed-column NAME] [--descent-column NAME] [--min-horizon T] [--level L] [--json]"
+    "[--seed-column NAME] [--descent-column NAME] [--min-horizon T] [--level L] [--json]\n"
+    "       zerolock analyze RUN_DIR --from-store [--out DIR] [--overwrite]"
 )
 EPILOG = """\
 forms:

@@ -88,11 +88,22 @@ def _config(args: argparse.Namespace):
     return config_from_args(args, base or None, {"model.chunks": args.stages, "method.name": method})
 
 
+def _check_stages(config) -> None:
+    """K against the model's layer count, before any stage process is spawned."""
+    from zerolock_theory.workflows.preflight import check_chunks
+
+    try:
+        check_chunks(config.model.path, config.model.chunks, "--stages")
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
 def run(args: argparse.Namespace) -> int:
     from zerolock_theory.training.rundir import check_out
 
     check_out(args.out, "pipeline", resume=args.resume, overwrite=args.overwrite)
     config, options = _config(args), _options(args)
+    _check_stages(config)
     from zerolock_theory.pipeline import PipelineError, launch, launch_torchrun
     from zerolock_theory.pipeline.launch import under_torchrun
     from zerolock_theory.pipeline.memory import MEMORY_PARTS

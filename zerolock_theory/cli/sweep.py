@@ -11,7 +11,7 @@ Run it again after an interruption: complete runs are skipped, a half-written ru
 Spread the runs (results equal those of --jobs 1 when run.threads is fixed):
 
     zerolock sweep --out runs/sweep --grid run.seed=0,1,2,3 --jobs 4    # 4 worker processes
-    zerolock sweep --out runs/sweep --grid run.seed=0,1,2,3 --launcher slurm \
+    zerolock sweep --out runs/sweep --grid run.seed=0,1,2,3 --launcher slurm \\
         --slurm partition=gpu --slurm gpus_per_node=1 --slurm time=120
 """
 

@@ -3,7 +3,7 @@
 Sub-commands (all print text, or one JSON object with ``--json``):
 
 ``zerolock theory toy [--alpha A] [--epsilon E] [--json]``
-    The review's two-token check: p_y = (1, 0), p_{k-1} = p = (0.5, 0.5), at α = A
+    The two-token check: p_y = (1, 0), p_{k-1} = p = (0.5, 0.5), at α = A
     (default 0.5), with the one-hot target and with label smoothing ε = E (default 0.1).
     JSON keys: ``alpha``, ``p``, ``p_prev``, and two cases ``one_hot`` and ``smoothed``,
     each with ``epsilon``, ``p_y`` (the target used), ``kl_p_py`` = KL(p ‖ p_y),
@@ -104,7 +104,7 @@ def _toy_case(alpha: float, epsilon: float) -> dict[str, Any]:
 
 
 def run_toy(args: argparse.Namespace) -> int:
-    """The two-token check of the review, one-hot and label-smoothed."""
+    """The two-token check (p_y = (1, 0), p = (0.5, 0.5)), one-hot and label-smoothed."""
     alpha = parse_unit_interval(args.alpha, "--alpha")
     epsilon = parse_unit_interval(args.epsilon, "--epsilon")
     result = to_json_value(
@@ -236,7 +236,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="theory_command", metavar="SUBCOMMAND", required=True)
-    toy = sub.add_parser("toy", help="the review's two-token check")
+    toy = sub.add_parser("toy", help="the two-token check: both losses and minimizers on p_y = (1, 0), p = (0.5, 0.5)")
     toy.add_argument("--alpha", default="0.5", help="weight of the task term (default 0.5)")
     toy.add_argument("--epsilon", default="0.1", help="label smoothing of the second case")
     toy.add_argument("--json", action="store_true", help="print one JSON object")

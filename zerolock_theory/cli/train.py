@@ -48,6 +48,10 @@ FLAGS: dict[str, str] = {
 """Flag → ``TrainConfig`` field path; type, help and default come from the field (``cli.flags``)."""
 
 
+RUN_FLAGS: dict[str, str] = {"threads": "run.threads"}
+"""Flags of ``zerolock train`` alone (``zerolock pipeline`` has its own --threads per stage)."""
+
+
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Recipe, overrides and the common flags (shared by train, sweep and pipeline)."""
     parser.add_argument("--config", type=Path, help="recipe file (TOML, YAML or JSON) or a packaged recipe's name "
@@ -79,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("train", help="train one run (ZeroLock or backprop)", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser)
+    add_field_flags(parser, TRAIN_CONFIG, RUN_FLAGS)
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", action="store_true", help="continue from the latest complete checkpoint in --out")
@@ -112,7 +117,13 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("train runs in one process, but WORLD_SIZE > 1 (torchrun): use 'zerolock pipeline' "
                        "for multi-process training, or run train without torchrun")
     check_out(args.out, "train", resume=args.resume, overwrite=args.overwrite)  # before reading anything
-    config = config_from_args(args, _saved_base(args))
+    config = config_from_args(args, _saved_base(args), flag_values(args, RUN_FLAGS))
+    try:
+        from zerolock_theory.workflows.preflight import check_chunks
+
+        check_chunks(config.model.path, config.model.chunks)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
     from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
     from zerolock_theory.workflows.runs import probed_train

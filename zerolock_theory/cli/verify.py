@@ -77,7 +77,8 @@ def _flag_overrides(args: argparse.Namespace) -> list[str]:
     out = []
     if args.steps is not None:
         if args.steps < 5:
-            raise CLIError("--steps must be at least 5 (the bound test needs 500 for a verdict)")
+            raise CLIError(f"--steps {args.steps}: a suite needs at least 5 steps (Theorem 1's rate row "
+                           "needs 500 for a verdict; shorter suites leave it not testable)")
         out.append(f"suite.steps={args.steps}")
     if args.seeds is not None:
         if args.seeds < 1:

@@ -21,13 +21,22 @@ def list_recipes() -> dict[str, Path]:
 
 
 def recipe_description(path: Path) -> str:
-    """The first comment line of a recipe, without ``#`` (empty if it has none)."""
+    """The first sentence of a recipe's opening comment, without ``#`` (empty if it has none).
+
+    The sentence may run over several comment lines; it ends at a full stop followed by a space
+    or the line's end, or at a colon that introduces the commands below it (dropped)."""
+    words: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            return line.lstrip("#").strip()
-        if line.strip():
+        if not line.startswith("#") or line.startswith("#  "):  # the comment's end, or a command line
             break
-    return ""
+        text = line.lstrip("#").strip()
+        words.append(text)
+        if text.endswith((".", ":")) or ". " in text:
+            break
+    sentence = " ".join(words)
+    cut = sentence.find(". ")
+    sentence = sentence[: cut + 1] if cut >= 0 else sentence
+    return sentence[:-1] if sentence.endswith(":") else sentence
 
 
 def resolve_recipe(name: str | Path) -> Path:

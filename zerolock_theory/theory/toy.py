@@ -1,4 +1,4 @@
-"""The review's exact two-token toy (docs/MATH.md, "Local losses" and "Lemma 2 on the implemented loss").
+"""The exact two-token toy (docs/MATH.md, "Local losses" and "Lemma 2 on the implemented loss").
 
 Two tokens, p_y = e_1 = (1, 0) (label-smoothed to p_y^ε), p_{k-1} = p = (½, ½). The one
 definition of the toy, used by ``analyses.movement.toy_check`` (the Lemma 2 row),

@@ -140,6 +140,8 @@ def check_out(out: str | Path, kind: str, *, resume: bool = False, overwrite: bo
         if found == kind:
             raise OutDirError(f"{flag} {out} already holds a {kind} run; pass --resume to continue "
                               "it or --overwrite to replace it")
+        if found is not None:
+            raise OutDirError(f"{flag} {out} holds a {found} run, not a {kind} directory; choose another path")
         raise OutDirError(f"{flag} {out} is not empty and is not a {kind} directory (no zerolock "
                           f"{MANIFEST}); choose another path")
     if found is None:

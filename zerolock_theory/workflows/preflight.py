@@ -31,15 +31,15 @@ def model_layers(path: str) -> int | None:
     from zerolock_theory.models.gguf_files import is_gguf_source
     from zerolock_theory.models.loading import _cached, resolve_model_path
 
-    if is_gguf_source(path):
-        from zerolock_theory.models.gguf_files import gguf_file
+    try:  # a source that is not usable is reported by the model check itself (config.check_sources)
+        if is_gguf_source(path):
+            from zerolock_theory.models.gguf_files import gguf_file
 
-        directory = _cached(gguf_file(path))
-        if directory is None:
-            return None
-    else:
-        directory = resolve_model_path(path)
-    try:
+            directory = _cached(gguf_file(path))
+            if directory is None:
+                return None
+        else:
+            directory = resolve_model_path(path)
         config = json.loads((Path(directory) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -51,7 +51,8 @@ def check_chunks(path: str, chunks: int, what: str = "model.chunks") -> None:
     """``ValueError`` unless K = ``chunks`` lies in 1 to the model's layer count."""
     layers = model_layers(path)
     if layers is not None and not 1 <= chunks <= layers:
-        raise ValueError(f"{what}={chunks}: the model has {layers} decoder layers, so K must lie in 1 to {layers}")
+        given = f"{what} {chunks}" if what.startswith("--") else f"{what}={chunks}"
+        raise ValueError(f"{given}: the model has {layers} decoder layers, so K must lie in 1 to {layers}")
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,8 @@ def check_verify_resume(out: Path, spec: Any, base: dict[str, Any]) -> None:
         raise ValueError(f"{path} is not valid JSON ({exc}); cannot resume this verify directory") from exc
     old = {**_flat(saved.get("spec", {}), "suite"), **_flat(saved.get("base", {}), "")}
     new = {**_flat(json.loads(json.dumps(asdict(spec))), "suite"), **_flat(json.loads(json.dumps(base)), "")}
-    changed = [k for k in sorted(old.keys() & new.keys()) if old[k] != new[k] and k not in RESUMABLE_CHANGES]
+    changed = sorted((k for k in old.keys() & new.keys() if old[k] != new[k] and k not in RESUMABLE_CHANGES),
+                     key=lambda k: (not k.startswith("suite."), k))  # the suite's own settings first
     if changed:
         shown = ", ".join(f"{k} {_short(old[k])} -> {_short(new[k])}" for k in changed[:3])
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
