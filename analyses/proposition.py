@@ -1,8 +1,11 @@
-"""Proposition 1 on the rising pairs: CE_k ≤ CE_{k−1} + δ_k (docs/MATH.md, "Proposition 1 and depth").
+"""Descriptive: the unscaled transcription CE_k ≤ CE_{k−1} + δ_k on a run's rising pairs.
 
-Question: where the task loss rises with depth (CE_k > CE_{k−1}), does the local gap δ_k
-cover the rise, as Proposition 1's CE_k ≤ CE_{k−1} + δ_k says? Elsewhere the inequality
-holds because δ_k ≥ 0, for any method, so only rising pairs are tested.
+Not a verdict (docs/MATH.md, "Proposition 1 and depth", principle 4). What the losses imply is
+CE_k ≤ CE_{k−1} + δ_k/α (forward; KL(p_k ‖ p_y^ε) reverse), an identity that no run can violate
+(``analyses.proposition_identity`` is the row); the unscaled form is false as algebra (a reverse
+chunk at its optimum after a confident p_{k−1}). Counting pairs on a run says neither, so the
+report shows these counts beside the task CE by depth as a description of the run: where the task
+loss rises with depth (CE_k > CE_{k−1}), by how much the unscaled gap covers the rise.
 
 From the ``minimizers`` probe on the probe batch (same positions, parameters ω^{t+1}):
 CE_k = ``probe/minimizer/{k}/ce`` and δ_k = ``probe/minimizer/{k}/gap`` (KL(p_k ‖ g_k)

@@ -19,6 +19,7 @@ __all__ = [
     "interior_alphas",
     "loss_case",
     "one_hot_case",
+    "readout_pair_case",
     "vocab_sizes",
 ]
 
@@ -65,3 +66,26 @@ def one_hot_case(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, float, in
     p_y[y] = 1.0
     alpha = draw(st.one_of(st.just(1.0), interior_alphas))
     return p_y, draw(distribution(v)), alpha, y
+
+
+@st.composite
+def readout_pair_case(draw: st.DrawFn, direction: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """(p_{k-1}, p_k, t = p_y^ε, α ∈ (0, 1]) for Proposition 1: any readouts, sometimes p_k exactly at
+    the loss's optimum (δ_k = 0) or p_{k-1} confident on the label; ε ∈ [0, 0.5] forward, (0, 0.5] reverse."""
+    from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth
+
+    v = draw(vocab_sizes)
+    y = draw(st.integers(0, v - 1))
+    e_y = torch.zeros(v, dtype=torch.float64)
+    e_y[y] = 1.0
+    epsilon = draw(epsilons if direction == "reverse" else st.one_of(st.just(0.0), epsilons))
+    target = label_smooth(e_y, epsilon)
+    alpha = draw(st.one_of(st.just(1.0), interior_alphas))
+    p_prev = draw(distribution(v))
+    if draw(st.booleans()):
+        p_prev = 0.99 * e_y + 0.01 * p_prev
+    p = draw(distribution(v))
+    if draw(st.booleans()):
+        p = arithmetic_target(target, p_prev, alpha) if direction == "forward" else \
+            geometric_target(target, p_prev, alpha)[0].exp()
+    return p_prev, p, target, alpha

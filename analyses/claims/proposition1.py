@@ -1,94 +1,82 @@
-"""Proposition 1 on the rising pairs: CE_k ≤ CE_(k−1) + δ_k where the task loss rises with
-depth (``analyses.proposition``, docs/MATH.md "Proposition 1 and depth").
+"""Proposition 1 as an analytic row (``analyses.proposition_identity``, docs/MATH.md "Proposition 1
+and depth").
 
-The inequality has content only at pairs where CE_k > CE_(k−1): elsewhere it holds because
-δ_k ≥ 0, for any method. Per seed, the share of rising pairs that violate it (float
-tolerance); the same counts at the untrained model as the baseline; the tightness
-(CE_k − CE_(k−1))/δ_k at each rising pair. Outcomes: "holds" (at the n rising pairs),
-"violated" (at m of n), "not tested" (the task loss never rises with depth on this run),
-"not testable" (too few seeds). More violations never give a weaker outcome.
+What the losses imply for every pair of readouts, with the gap scaled by 1/α and the loss's own
+task term (CE(t, ·) forward, KL(· ‖ t) reverse, t = p_y^ε), is an identity of the definitions
+(sympy, and checked on a grid of readouts here): "holds as an identity". The transcription
+CE_k ≤ CE_(k-1) + δ_k (task CE, gap unscaled) is false: a reverse chunk exactly at its optimum
+(δ_k = 0) after a confident p_(k-1)(y) = 0.99 has CE_k > CE_(k-1). A run adds no evidence to
+either (principle 4): the rising pairs counted on the model and the task CE by depth are
+descriptive sections of the report, not this row's evidence.
 """
 
 from __future__ import annotations
 
-from analyses.claims.registry import (
-    NOT_MEASURED,
-    NOT_TESTABLE,
-    Claim,
-    ClaimInputs,
-    Outcome,
-    register,
-    run_names,
-    skipped,
-)
-from analyses.proposition import PropositionGroup, PropositionSet
-from analyses.verdict import Evidence, Verdict
+from analyses.claims.registry import NOT_MEASURED, Claim, Outcome, register, result_rule
+from analyses.claims.text import fmt
+from analyses.proposition_identity import IDENTITY_OUTCOMES, Proposition1Identity, proposition1_identity
+from analyses.verdict import Evidence
 
 KEY = "proposition1"
 
 
-def rule(inputs: ClaimInputs) -> Verdict:
-    """The primary group's outcome (the paper's reverse setting, most seeds)."""
-    test = inputs.get("proposition", PropositionSet)
-    if test is None:
-        return skipped(KEY, "proposition", inputs)
-    own = test.primary.trained == "reverse"
-    evidence = Evidence("proposition" if own else "no_proposition_group", preregistered="reverse",
-                        excluded=run_names(test.excluded), result=test)
-    return Verdict(KEY, test.primary.outcome if own else "not testable", evidence)
-
-
-def _primary(ev: Evidence) -> PropositionGroup | None:
-    return ev.result.primary if isinstance(ev.result, PropositionSet) and ev.result.groups else None
+def _result(ev: Evidence) -> Proposition1Identity | None:
+    return ev.result if isinstance(ev.result, Proposition1Identity) else None
 
 
 def short(ev: Evidence) -> str:
-    g = _primary(ev)
-    if g is None:
+    r = _result(ev)
+    if r is None:
         return "-"
-    return f"{g.pairs.n_violations} of {g.pairs.n_rising} rising pairs violate ({g.pairs.n_pairs} pairs)"
+    c = r.transcription
+    return (f"implied form: 0 of {r.forward.cases + r.reverse.cases} cases violate; as transcribed: "
+            f"CE_k - CE_(k-1) = {fmt(c.ce - c.ce_prev)} > delta_k = 0")
 
 
 def measured(ev: Evidence) -> str:
-    g = _primary(ev)
-    if g is None:
+    r = _result(ev)
+    if r is None:
         return "-"
-    tight = ("n/a" if g.median_tightness is None
-             else f"median {g.median_tightness:.3g}, max {g.max_tightness:.3g}")
-    share = "n/a" if g.violation_share is None else str(g.violation_share)
-    return (f"{short(ev)}; violating share {share}; tightness (CE_k - CE_k-1)/delta_k {tight}; untrained "
-            f"baseline: {g.baseline.n_rising} of {g.baseline.n_pairs} pairs rise; {len(g.runs)} seed(s), {g.group}")
+    c = r.transcription
+    checks = "; ".join(f"{x.direction}: {x.cases} readout pairs ({x.at_optimum} exactly at the optimum), largest "
+                       f"excess {x.max_violation:.1e}, identity residual {x.max_residual:.1e}"
+                       for x in (r.forward, r.reverse))
+    return (f"CE_k <= CE_(k-1) + delta_k/alpha (forward) and KL(p_k||t) <= KL(p_(k-1)||t) + delta_k/alpha "
+            f"(reverse), alpha in {r.alphas}, eps in {r.epsilons}, V in {r.vocabs}: {checks}. Counterexample to "
+            f"CE_k <= CE_(k-1) + delta_k: reverse chunk at g_k (delta_k = 0), p_(k-1)(y) = {c.p_prev_label:g}, "
+            f"eps = {c.epsilon:g}, alpha = {c.alpha:g}, V = {c.vocab}: CE_(k-1) = {fmt(c.ce_prev)}, "
+            f"CE_k = {fmt(c.ce)}")
 
 
 REASONS = {
     "skipped": lambda ev: ev.skipped or "no data",
-    "no_proposition_group": lambda ev: f"no non-diverged {ev.preregistered}-trained runs with CE_k and delta_k "
-    "(the pre-registered group)",
-    "proposition": lambda ev: {
-        "holds": "every rising pair is covered by its slack, at float tolerance",
-        "violated": "at least one rising pair is not covered by its slack",
-        "not tested": "the task loss never rises with depth: the slack is never needed",
-        "not testable": "fewer than 3 seeds in the primary group",
-    }[_primary(ev).outcome],
+    "algebra": lambda ev: "an identity of the definitions (sympy: proposition1_slack; a run cannot add evidence); "
+    "the transcription's counterexample is exact (sympy: proposition1_transcription)",
 }
 
 CLAIM = register(Claim(
     key=KEY,
-    title="Proposition 1: CE_k <= CE_(k-1) + delta_k where CE rises with depth",
-    paper="Proposition 1: the task loss is non-increasing in depth up to the local gaps, "
+    title="Proposition 1: the task loss through depth, up to the local gaps",
+    paper="Proposition 1 (as transcribed here): the task loss is non-increasing in depth up to the local gaps, "
     "L(p_k) <= L(p_(k-1)) + delta_k.",
-    question="Where the task loss rises from chunk k-1 to chunk k, does the local gap cover the rise?",
-    primary="ZeroLock reverse (the paper's setting), the group with the most seeds",
+    question="What do the local losses imply about the task loss from chunk k-1 to chunk k, for every pair of "
+    "readouts, and does the unscaled transcription follow?",
+    primary="algebra: a sympy derivation and a seeded grid of readouts, both losses, every alpha and eps (no runs)",
     outcomes={
-        "holds": Outcome("holds at the rising pairs (their tightness is shown)", "holds"),
-        "violated": Outcome("violated at some rising pairs", "fails"),
-        "not tested": Outcome("not tested: the task loss never rises with depth on this run (the slack is never "
-                              "needed)", "none"),
-        "not testable": NOT_TESTABLE,
+        IDENTITY_OUTCOMES[0]: Outcome("with delta_k/alpha and the loss's own task term the inequality is an "
+                                      "identity (no run can violate it); CE_k <= CE_(k-1) + delta_k is false "
+                                      "(the delta_k = 0 counterexample)", "mixed"),
+        IDENTITY_OUTCOMES[1]: Outcome("the implied inequality is an identity, and the counterexample did not "
+                                      "break the transcription", "holds"),
+        IDENTITY_OUTCOMES[2]: Outcome("a readout pair broke the implied inequality: a bug in the losses "
+                                      "(the algebra cannot fail)", "fails"),
         "not measured": NOT_MEASURED,
     },
-    rule=rule, measured=measured, short=short, reason=lambda ev: REASONS[ev.reason](ev), figure="depth",
-    tests=("tests/analyses/test_analyses_proposition.py::test_no_rising_pair_is_not_tested",
-           "tests/analyses/test_analyses_proposition.py::test_adding_a_violation_never_weakens_the_outcome",
-           "tests/analyses/test_analyses_proposition.py::test_rising_pairs_beyond_the_slack_are_violated_at_m_of_n"),
+    rule=result_rule(KEY, "proposition1_identity", Proposition1Identity, lambda found: "algebra"),
+    measured=measured, short=short, reason=lambda ev: REASONS[ev.reason](ev), figure="depth",
+    analyses={"proposition1_identity": lambda inputs: proposition1_identity()},
+    tests=("tests/theory/test_theory_proposition1.py::test_forward_implied_inequality_for_every_readout",
+           "tests/theory/test_theory_proposition1.py::test_reverse_implied_inequality_for_every_readout",
+           "tests/theory/test_theory_proposition1.py::test_the_transcription_fails_at_an_exact_optimum",
+           "tests/analyses/test_analyses_proposition_identity.py::test_the_row_is_analytic_and_fooled_by_no_run"),
 ))

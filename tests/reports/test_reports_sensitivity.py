@@ -15,15 +15,16 @@ from reports.figures import FIGURES, render_figure, save_figure
 from reports.page import report_blocks
 from reports.sensitivity import TONE_COLORS, changed_sentence, sensitivity_blocks, shown_claims
 
-FLIP = "proposition1"
+FLIP = "lemma2_stated"  # a row with a "holds" and a "fails" outcome
+HOLD, FAIL = "holds (exact)", "fails"
 
 
 def _suite(flip: bool) -> SuiteAnalysis:
     def verdicts(outcome: str) -> list[Verdict]:
         return [Verdict(c.key, outcome if c.key == FLIP else "not measured", Evidence("x")) for c in claims()]
 
-    rows = [SettingVerdicts("default", "default", verdicts("holds"), 6),
-            SettingVerdicts("chunks-2", "model.chunks=2", verdicts("violated" if flip else "holds"), 6)]
+    rows = [SettingVerdicts("default", "default", verdicts(HOLD), 6),
+            SettingVerdicts("chunks-2", "model.chunks=2", verdicts(FAIL if flip else HOLD), 6)]
     found = sensitivity_map(rows)
     return SuiteAnalysis([], {}, [], {}, {"sensitivity": found})  # the verdict table itself is not under test
 
@@ -31,7 +32,7 @@ def _suite(flip: bool) -> SuiteAnalysis:
 def test_the_sentence_names_the_changed_claim_with_its_settings():
     found = _suite(flip=True).get("sensitivity")
     text = changed_sentence(found)
-    assert claim(FLIP).title in text and "holds: default" in text and "violated: model.chunks=2" in text
+    assert claim(FLIP).title in text and f"{HOLD}: default" in text and f"{FAIL}: model.chunks=2" in text
     assert changed_sentence(_suite(flip=False).get("sensitivity")).startswith("No claim's outcome changes")
 
 
@@ -40,13 +41,15 @@ def test_section_sits_after_the_cards_with_figure_and_one_table_row_per_claim():
     blocks = report_blocks(suite)
     kinds = [b.kind for b in blocks]
     start = kinds.index("cards") + 1
+    while kinds[start] == "p":  # the bottom line and the correction stated under the cards
+        start += 1
     assert blocks[start].kind == "h2" and blocks[start].text.startswith("Sensitivity map") and "sensitive" in blocks[start].text
     section = sensitivity_blocks(suite)
     assert blocks[start:start + len(section)] == section
     (grid,) = [b for b in section if b.kind == "table"]
     assert grid.headers == ("claim", "default", "model.chunks=2") and len(grid.rows) == len(claims())
     row = grid.rows[[c.key for c in claims()].index(FLIP)]
-    assert row[1].startswith("holds: ") and row[2].startswith("violated: ")
+    assert row[1].startswith(f"{HOLD}: ") and row[2].startswith(f"{FAIL}: ")
     assert any(b.kind == "figure" and b.text == "sensitivity" for b in section)
     assert sensitivity_blocks(SuiteAnalysis([], {}, [], {}, {})) == []  # other suites: no section
 

@@ -13,6 +13,15 @@ sympy expressions of the derivation and ``holds`` (the statement was verified ex
   CE(p_y, p) = log 2;
 * Lemma 1: the entropy mirror step on KL(p ‖ p_y) is g_k, the Euclidean step on
   ½‖p − p_y‖² is m_k, and the entropy step on CE(p_y, p) is not m_k (a counterexample).
+* Proposition 1 ("Proposition 1 and depth"): what the losses imply for every pair of readouts
+  p_{k-1} = q, p_k = p, with δ_k = ℓ_k(p) − min ℓ_k and the loss's own target t = p_y^ε:
+  forward, α·(CE(t, q) + δ_k/α − CE(t, p)) = [ℓ^F(q) − min ℓ^F] + (1-α)·KL(q ‖ p);
+  reverse, α·(KL(q ‖ t) + δ_k/α − KL(p ‖ t)) = [ℓ^R(q) − min ℓ^R] + (1-α)·KL(p ‖ q).
+  Both right sides are ≥ 0 (a gap and a KL), so CE_k ≤ CE_{k-1} + δ_k/α (forward) and
+  KL(p_k ‖ t) ≤ KL(p_{k-1} ‖ t) + δ_k/α (reverse) hold for every input, α ∈ (0, 1]
+  (``proposition1_slack``). The transcription without 1/α and with the task CE is false: a
+  reverse chunk at its optimum (δ_k = 0) after a confident p_{k-1}(y) = 0.99 > 1 − ε/2 has
+  CE_k > CE_{k-1} (``proposition1_transcription``).
 
 Symbols y_v, q_v, p_v stand for p_y, p_{k-1}, p; α ∈ (0, 1).
 """
@@ -34,6 +43,8 @@ __all__ = [
     "forward_minimizer",
     "lemma1_steps",
     "mirror_counterexample",
+    "proposition1_slack",
+    "proposition1_transcription",
     "reverse_minimizer",
     "two_token_check",
 ]
@@ -272,6 +283,68 @@ def mirror_counterexample() -> Derivation:
     )
 
 
+def proposition1_slack(vocab: int = 3) -> list[Derivation]:
+    """The slack of Proposition 1's implied inequality, forward and reverse, as a sum of two
+    non-negative terms (module docstring), exactly, for symbolic readouts on the simplex."""
+    t, q, p = _symbols("y", vocab), _symbols("q", vocab), _symbols("p", vocab)
+    z = sum(ti**ALPHA * qi ** (1 - ALPHA) for ti, qi in _zip(t, q))
+    g = [ti**ALPHA * qi ** (1 - ALPHA) / z for ti, qi in _zip(t, q)]
+    m = [ALPHA * ti + (1 - ALPHA) * qi for ti, qi in _zip(t, q)]
+
+    def ce(r: Sequence[sp.Expr]) -> sp.Expr:
+        return -sum(ti * sp.log(ri) for ti, ri in _zip(t, r))
+
+    def forward(r: Sequence[sp.Expr]) -> sp.Expr:
+        return ALPHA * ce(r) + (1 - ALPHA) * _kl(q, r)
+
+    def reverse(r: Sequence[sp.Expr]) -> sp.Expr:
+        return ALPHA * _kl(r, t) + (1 - ALPHA) * _kl(r, q)
+
+    cases = []
+    for name, loss, task, best, kl_term in (
+        ("forward", forward, ce, m, _kl(q, p)),
+        ("reverse", reverse, lambda r: _kl(r, t), g, _kl(p, q)),
+    ):
+        delta = loss(p) - loss(best)  # δ_k: the gap of p_k to the loss's minimizer
+        slack = ALPHA * (task(q) + delta / ALPHA - task(p))
+        rhs = (loss(q) - loss(best)) + (1 - ALPHA) * kl_term
+        cases.append((name, delta, slack, rhs))
+    words = {"forward": "α·(CE(t,q) + δ/α − CE(t,p)) = [ℓ^F(q) − ℓ^F(m_k)] + (1-α)·KL(q ‖ p) ≥ 0",
+             "reverse": "α·(KL(q‖t) + δ/α − KL(p‖t)) = [ℓ^R(q) − ℓ^R(g_k)] + (1-α)·KL(p ‖ q) ≥ 0"}
+    return [
+        Derivation(
+            f"Proposition 1 implied, {name}, V={vocab}",
+            words[name],
+            (("δ_k", delta), ("α · slack", slack), ("gap of p_{k-1} + (1-α)·KL", rhs),
+             ("difference", sp.simplify(sp.expand_log(sp.expand(slack - rhs), force=True)))),
+            _is_zero(slack - rhs),
+        )
+        for name, delta, slack, rhs in cases
+    ]
+
+
+def proposition1_transcription() -> Derivation:
+    """CE_k ≤ CE_{k-1} + δ_k (task CE, δ_k unscaled) is false: a reverse chunk exactly at its
+    optimum g_k (δ_k = 0) after p_{k-1} = (99/100, 1/100), ε = 1/10, α = 1/2, V = 2."""
+    half, eps = sp.Rational(1, 2), sp.Rational(1, 10)
+    t = (1 - eps + eps / 2, eps / 2)
+    q = (sp.Rational(99, 100), sp.Rational(1, 100))
+    weights = [ti**half * qi**half for ti, qi in _zip(t, q)]
+    g = [w / sum(weights) for w in weights]
+    ce_prev, ce_k = -sp.log(q[0]), -sp.log(g[0])
+    rise = sp.simplify(ce_k - ce_prev)
+    implied = sp.simplify(_kl(g, t) - _kl(q, t))  # ≤ 0 + δ_k/α = 0: the implied form holds
+    return Derivation(
+        "Proposition 1 as transcribed fails",
+        "reverse chunk at g_k (δ_k = 0), p_{k-1}(y) = 0.99 > 1 − ε/2: CE_k − CE_{k-1} > 0 = δ_k "
+        "(ε = 0.1, α = 0.5, V = 2), while KL(p_k‖t) ≤ KL(p_{k-1}‖t) + δ_k/α holds",
+        (("g_k", sp.Tuple(*g)), ("CE_{k-1}", ce_prev), ("CE_k", ce_k), ("δ_k", sp.Integer(0)),
+         ("CE_k − CE_{k-1}", rise), ("numerically", sp.N(rise, 6)),
+         ("KL(p_k‖t) − KL(p_{k-1}‖t)", sp.N(implied, 6))),
+        bool(sp.N(rise) > 0 and sp.N(implied) <= 0),
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def all_derivations() -> tuple[Derivation, ...]:
     """Every derivation of this module, in reading order (computed once, a few seconds)."""
@@ -282,4 +355,6 @@ def all_derivations() -> tuple[Derivation, ...]:
     out.append(two_token_check())
     out += lemma1_steps(3)
     out.append(mirror_counterexample())
+    out += proposition1_slack(3)
+    out.append(proposition1_transcription())
     return tuple(out)
