@@ -3,9 +3,10 @@
 ``write_report(suite, out_dir)`` writes ``figures/NAME.{png,svg}``, ``report.md`` (figures
 linked as files), ``report.html`` (figures embedded as base64 PNG) and ``verdicts.md`` (the
 scope line and the verdict table as README shows it). Both render the same
-list of blocks (``report_blocks``). The first screen answers the question: the scope line and
-one card per registered claim (``analyses.claims``: the question, the outcome word, the
-headline figure, a small figure). Everything else is collapsible and keyed to the cards: the
+list of blocks (``report_blocks``). The first screen answers the question: the scope line, the
+key to the outcome colours (``reports.legend``) and one card per registered claim
+(``analyses.claims``: the question, the outcome word, the headline figure or, without an
+answer, the reason, a small figure). Everything else is collapsible and keyed to the cards: the
 whole verdict table with reasons, each claim's evidence (the paper's statement, the primary
 group, what the outcome means, why the rule gave it), then the systems claims, one section per
 analysis, the skipped analyses and the configs and environment of the runs.
@@ -27,12 +28,21 @@ from analyses.verdict import Verdict
 from reports import render
 from reports.blocks import Block, Card, pct, table
 from reports.figures import render_figures
+from reports.legend import legend_block
 from reports.scope import scope_line
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 from reports.sensitivity import sensitivity_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
 from reports.theorem1 import convergence_blocks
-from reports.wording import CORRECTION, bottom_line, correction, figure, fmt, reason, verdict_markdown
+from reports.wording import (
+    CORRECTION,
+    bottom_line,
+    correction,
+    figure,
+    fmt,
+    reason,
+    verdict_markdown,
+)
 
 __all__ = [
     "Block",
@@ -71,14 +81,19 @@ def _card(verdict: Verdict) -> Card:
 
 
 def _card_headline(verdict: Verdict) -> str:
-    """The claim's headline, then the row's place in the table's Holm correction when it has a p."""
-    text = claim_of(verdict.claim).headline(verdict.evidence)
+    """The claim's headline, then the row's place in the table's Holm correction when it has a p.
+    A card without an answer (not measured, not testable, ...) says why: its reason."""
+    row = claim_of(verdict.claim)
+    text = row.headline(verdict.evidence)
+    if row.outcomes[verdict.outcome].tone == "none":
+        why = reason(verdict)
+        text = why if text.strip() in ("", "-") else f"{text}; {why}"
     return text if verdict.correction is None else f"{text}; Holm: {verdict.correction.label}"
 
 
 def _glance_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The first screen: the scope line and one card per claim."""
-    return [Block("p", scope_line(suite)), Block("cards", cards=tuple(_card(v) for v in suite.claims)),
+    return [Block("p", scope_line(suite)), legend_block(), Block("cards", cards=tuple(_card(v) for v in suite.claims)),
             Block("p", bottom_line(suite.claims)), Block("p", CORRECTION)]
 
 

@@ -37,8 +37,10 @@ def render_html(blocks: list[Block], figures_png: Mapping[str, bytes], *, title:
                 captions: Mapping[str, str]) -> str:
     """A self-contained HTML page; figures embedded as base64 PNG (missing ones skipped)."""
     figures = {name: base64.b64encode(data).decode("ascii") for name, data in figures_png.items()}
+    from reports.legend import TONE_COLORS
+
     return _environment().get_template("report.html.j2").render(
-        blocks=blocks, figures=figures, title=title, captions=captions)
+        blocks=blocks, figures=figures, title=title, captions=captions, tone_colors=TONE_COLORS)
 
 
 def render_markdown(blocks: list[Block], figure_files: Mapping[str, str], *, captions: Mapping[str, str]) -> str:

@@ -1,8 +1,8 @@
 """The report's sensitivity section: the verdict map of claims × settings, a figure and a table.
 
 Reads the ``sensitivity`` result of a suite (``analyses.sensitivity.SensitivityMap``, written by
-the sensitivity suite). The figure colours each cell by the tone of its outcome (holds green,
-fails red, mixed amber, no answer grey) and prints the outcome word and the claim's headline
+the sensitivity suite). The figure colours each cell by the tone of its outcome (``reports.legend``:
+holds green, fails violet, mixed amber, no answer grey) and prints the outcome word and the claim's headline
 figure; the table gives the same per setting; a sentence names each claim whose outcome word
 changes across settings. Importing this module adds the figure to ``reports.figures.FIGURES``.
 """
@@ -19,10 +19,10 @@ from analyses.sensitivity import SensitivityMap
 from analyses.suite import SuiteAnalysis
 from reports.blocks import Block, table
 from reports.figures import FIGURES
+from reports.legend import TONE_COLORS  # the page's key: one colour per tone
 
 __all__ = ["TONE_COLORS", "changed_sentence", "sensitivity_blocks", "sensitivity_figure", "shown_claims"]
 
-TONE_COLORS = {"holds": "#b7e1b7", "fails": "#f0b3b3", "mixed": "#f6dc94", "none": "#dcdcdc"}
 NAME = "sensitivity"
 
 

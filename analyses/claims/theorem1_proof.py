@@ -12,6 +12,7 @@ the signed sum.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from analyses.claims.groups import primary_group
@@ -79,8 +80,12 @@ def short(ev: Evidence) -> str:
     if not isinstance(found, GroupDrift):
         return "-"
     b = found.budget
-    s = str(b.first_order) if b.first_order is not None else f"{b.s_point:.3g} (no interval)"
-    return f"s = {s} (first order ~ {b.s_first:.2g}, threshold {b.threshold:g})"
+    if b.first_order is not None:
+        s = str(b.first_order)
+    else:  # no interval; without a finite point either, say what is missing rather than print nan
+        s = f"{b.s_point:.3g} (no interval)" if math.isfinite(b.s_point) else "not estimated (no seed gave a slope)"
+    first = f"first order ~ {b.s_first:.2g}" if math.isfinite(b.s_first) else "first-order slope not estimated"
+    return f"s = {s} ({first}, threshold {b.threshold:g})"
 
 
 def measured(ev: Evidence) -> str:
