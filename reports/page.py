@@ -92,9 +92,10 @@ def _card_headline(verdict: Verdict) -> str:
 
 
 def _glance_blocks(suite: SuiteAnalysis) -> list[Block]:
-    """The first screen: the scope line and one card per claim."""
-    return [Block("p", scope_line(suite)), legend_block(), Block("cards", cards=tuple(_card(v) for v in suite.claims)),
-            Block("p", bottom_line(suite.claims)), Block("p", CORRECTION)]
+    """The first screen: the scope line, the bottom line, the key to the colours, one card per claim,
+    then how the correction counts."""
+    return [Block("p", scope_line(suite)), Block("p", bottom_line(suite.claims), css=("bottom",)), legend_block(),
+            Block("cards", cards=tuple(_card(v) for v in suite.claims)), Block("p", CORRECTION)]
 
 
 def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:

@@ -36,9 +36,9 @@ def test_html_and_markdown_escape_cells():
 def test_blocks_open_with_the_scope_and_a_card_per_claim(tmp_path):
     suite = analyze_runs([write_run(tmp_path, "z", steps=40)], n_boot=10)
     blocks = report_blocks(suite)
-    assert [b.kind for b in blocks[:4]] == ["h1", "p", "legend", "cards"]
-    blocks = [b for b in blocks if b.kind != "legend"]
-    assert blocks[3].text.startswith("Bottom line (") and blocks[4].text.startswith("Multiplicity: Holm")
+    assert [b.kind for b in blocks[:5]] == ["h1", "p", "p", "legend", "cards"]  # the answer on the first screen
+    assert blocks[2].text.startswith("Bottom line (") and blocks[5].text.startswith("Multiplicity: Holm")
+    blocks = [b for b in blocks if b.kind != "legend" and not b.text.startswith("Bottom line (")]
     table_at = next(i for i, b in enumerate(blocks) if b.kind == "table")
     assert blocks[table_at - 1].kind == "details" and "Holm" in blocks[table_at].headers
     assert blocks[1].text.startswith("Scope: model tiny-random-llama") and "40 steps per run" in blocks[1].text
