@@ -74,7 +74,8 @@ def config(model: Path, method: str, device: str, steps: int, seq_len: int, batc
                   "autocast": "bfloat16" if device.startswith("cuda") else None, "readout_chunk_size": 128},
         "data": {"seq_len": seq_len, "batch_size": batch, "eval_batches": 1},
         "method": {"name": method},
-        "run": {"steps": steps, "progress": False, "eval_every": max(steps, 1), "checkpoint_every": max(steps, 1)},
+        "run": {"steps": steps, "progress": False, "eval_every": max(steps, 1), "checkpoint_every": max(steps, 1),
+                "threads": 1 if device == "cpu" else None},  # CPU: one thread, as verify's runs
         "probes": probes or {},
     })
 

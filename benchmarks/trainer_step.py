@@ -1,9 +1,12 @@
-"""Benchmark (not a test): ZeroLock vs backprop step time and saved activations, one run.
+"""Benchmark (not a test): ZeroLock vs backprop step time against a FLOP model, and saved activations.
 
 Prints, on the embedded model (or ``--model``: a directory, a .gguf file, smollm2-135m), for
 each K in ``--chunks``:
 
-* ZeroLock step time ÷ backprop step time (median over interleaved repetitions);
+* each method's step time (median over interleaved repetitions; backprop computes only its own
+  loss: ``BackpropStep.readout_every = 0``) beside its FLOP model (``step_flops.py``): the
+  layers forward and backward, each readout, the loss over V, the machine's measured matmul
+  rates, and the ZeroLock ÷ backprop step-time ratio measured beside the modelled one;
 * peak saved-for-backward activation bytes per step, ZeroLock ÷ backprop
   (``SavedTensorMeter``: ``torch.autograd.graph.saved_tensors_hooks``, parameters excluded,
   shared storage counted once; ZeroLock frees chunk k's graph before chunk k+1 runs, backprop
@@ -14,6 +17,7 @@ each K in ``--chunks``:
   backprop run without slicing, "sliced / sliced bp" by backprop with the same slicing.
 
     python3 benchmarks/trainer_step.py --chunks 2 4 --repeats 20
+    python3 benchmarks/trainer_step.py --model smollm2-135m --chunks 2 5 --seq-len 32 --batch-size 8
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import tempfile
 import time
 
 import torch
+from step_flops import flop_table, step_model
 
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.pipeline.memory import SavedTensorMeter
@@ -42,6 +47,7 @@ def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str, slice_
             "run": {"steps": 10_000, "progress": False},
         })
         runs[method] = setup(cfg, tempfile.mkdtemp(prefix=f"bench-{method}-"))
+    runs["backprop"].step_fn.readout_every = 0  # plain backprop: its own loss only
     return runs
 
 
@@ -75,7 +81,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if args.clock == "cpu":
         CLOCK[0] = time.process_time
-    sliced = {}
+    sliced, measured = {}, {}
     for chunks in args.chunks:
         runs = _runs(args.model, chunks, args.seq_len, args.batch_size, args.device, args.slice)
         sliced[chunks] = {m: max(_one_step(run, i)[1] for i in range(2)) for m, run in runs.items()}
@@ -94,11 +100,15 @@ def main() -> None:
                     times[method].append(elapsed)
                     peaks[method] = max(peaks[method], peak)
         zl, bp = statistics.median(times["zerolock"]), statistics.median(times["backprop"])
+        measured[chunks] = (runs, zl, bp)
         print(f"{chunks:>3} {zl:>10.4f} {bp:>10.4f} {zl / bp:>10.3f} "
               f"{peaks['zerolock'] / 2**20:>12.2f} {peaks['backprop'] / 2**20:>12.2f} "
               f"{peaks['zerolock'] / peaks['backprop']:>10.3f} {sliced[chunks]['zerolock'] / 2**20:>14.2f} "
               f"{sliced[chunks]['zerolock'] / peaks['backprop']:>16.3f} "
               f"{sliced[chunks]['zerolock'] / sliced[chunks]['backprop']:>17.3f}")
+    for chunks, (runs, zl, bp) in measured.items():
+        model = step_model(runs["zerolock"], runs["backprop"], args.batch_size, args.seq_len)
+        print("\n" + flop_table(model, {"zerolock": zl, "backprop": bp}, chunks))
 
 
 if __name__ == "__main__":
