@@ -116,3 +116,38 @@ def test_benchmarks_default_to_auto():
     for script in root.glob("*.py"):
         text = script.read_text()
         assert 'add_argument("--device", default="cpu")' not in text, script.name
+
+
+def _commands():
+    """(name, parser) of every command and sub-command."""
+    import argparse
+
+    stack = [("zerolock", build_parser())]
+    while stack:
+        name, parser = stack.pop()
+        yield name, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack += [(f"{name} {sub}", p) for sub, p in action.choices.items()]
+
+
+def test_one_dtype_vocabulary_in_every_command():
+    """--dtype is the parameter dtype and --autocast the autocast dtype wherever they appear."""
+    seen = set()
+    for name, parser in _commands():
+        for action in parser._actions:
+            if "--dtype" in action.option_strings:
+                seen.add(name)
+                assert "arameter dtype" in action.help, (name, action.help)
+                assert "autocast" not in action.help.lower(), (name, action.help)
+            if "--autocast" in action.option_strings:
+                assert "utocast dtype" in action.help, (name, action.help)
+    assert {"zerolock train", "zerolock verify", "zerolock probe fixed-point"} <= seen
+
+
+def test_verify_dtype_is_the_parameter_dtype():
+    """``verify --dtype bfloat16`` means bf16 parameters, as in ``train``; ``--autocast`` the compute dtype."""
+    runs, _ = _suite_configs(["--quick", "--dtype", "bfloat16"])
+    assert {(r["model"]["dtype"], r["model"]["autocast"]) for r in runs} == {("bfloat16", None)}
+    runs, _ = _suite_configs(["--quick", "--autocast", "bfloat16"])
+    assert {(r["model"]["dtype"], r["model"]["autocast"]) for r in runs} == {("float32", "bfloat16")}
