@@ -9,11 +9,16 @@
   forward identity ℓ^F_k(p) = KL(m_k ‖ p) + H(m_k) − (1-α)·H(p_{k-1}) makes m_k the
   minimizer, confirmed by a numerical minimizer that never sees m_k; "no: m_k" when
   TV(m_k, g_k) > ``IDENTITY_TOL``, "yes" when the two coincide (α ∈ {0, 1}, p_{k-1} = p_y^ε).
-* ``lemma2_mismatch`` — "Does the mismatch matter on this model?": TV(m_k, g_k) from the
-  ``lemma2`` probe (exact readouts), per chunk, untrained (``_initial``, ω^0) and trained (the
-  last record), a t-interval over seeds each; "large" when some interval lies above
-  ``TV_SMALL``, "small" when every interval lies below it, "undecided" otherwise, "not
-  testable" with fewer than ``analyses.seeds.MIN_SEEDS`` seeds.
+* ``lemma2_mismatch`` — "How far apart are m_k and g_k at this model's readouts?": TV(m_k, g_k)
+  from the ``lemma2`` probe (exact readouts), per chunk, untrained (``_initial``, ω^0) and trained
+  (the last record), a t-interval over seeds each; "far apart" when some interval lies above
+  ``TV_SMALL``, "close" when every interval lies below it, "undecided" otherwise, "not
+  testable" with fewer than ``analyses.seeds.MIN_SEEDS`` seeds. A distance between two targets,
+  mostly set by α, ε and the readouts' entropy (≥ 0.17 at α = ½ for almost any readout), not a
+  statement about what training reaches. Its p-value (``mismatch_p_value``): two-sided t-tests of
+  each interval's mean against ``TV_SMALL``; "far apart" and "undecided" take the smallest p times
+  the number of intervals (Bonferroni within the row: one interval suffices), "close" the largest
+  (every interval must lie below).
 * ``lemma2_tracking`` — the earlier r(m) − r(g) from exact readouts, next to its
   entropy-matched null; always "descriptive only" (or "not measured"): flattening a readout
   without label information moves it toward g_k when p_{k-1} is nearly uniform.
@@ -29,6 +34,7 @@ import pandas as pd
 import torch
 
 from analyses.io import numeric_column
+from analyses.multiplicity import t_test_p
 from analyses.results import Interval, Result, register
 from analyses.seeds import seed_interval
 from zerolock_theory.metric_keys import INITIAL, lemma2_key, present_chunks
@@ -38,14 +44,14 @@ from zerolock_theory.theory.minimize import minimize_local_loss
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth
 
 __all__ = [
-    "IMPLEMENTED_OUTCOMES", "MISMATCH_OUTCOMES", "STATED_OUTCOMES", "TRACKING_OUTCOMES", "ChunkMismatch",
+    "IMPLEMENTED_OUTCOMES", "MISMATCH_OUTCOMES", "mismatch_p_value", "STATED_OUTCOMES", "TRACKING_OUTCOMES", "ChunkMismatch",
     "Lemma2Implemented", "Lemma2Mismatch", "Lemma2Stated", "Lemma2Tracking", "RunTrackingNull",
     "lemma2_implemented", "lemma2_mismatch", "lemma2_stated", "lemma2_tracking",
 ]
 
 STATED_OUTCOMES: tuple[str, ...] = ("holds (exact)", "fails")
 IMPLEMENTED_OUTCOMES: tuple[str, ...] = ("no: m_k", "yes")
-MISMATCH_OUTCOMES: tuple[str, ...] = ("small", "large", "undecided", "not testable")
+MISMATCH_OUTCOMES: tuple[str, ...] = ("close", "far apart", "undecided", "not testable")
 TRACKING_OUTCOMES: tuple[str, ...] = ("descriptive only", "not measured")
 
 IDENTITY_TOL = 1e-10
@@ -157,7 +163,7 @@ class ChunkMismatch:
 @register
 @dataclass(frozen=True)
 class Lemma2Mismatch(Result):
-    """Does the mismatch matter on this model? TV(m_k, g_k) per chunk (module docstring)."""
+    """How far apart are m_k and g_k at this model's readouts? TV(m_k, g_k) per chunk (module docstring)."""
 
     kind = "lemma2_mismatch"
     outcome: str
@@ -181,12 +187,23 @@ def lemma2_mismatch(frames: Mapping[str, pd.DataFrame], level: float = 0.95,
     if not chunks or any(iv is None for iv in intervals):
         outcome = "not testable"
     elif any(iv.low > threshold for iv in intervals):
-        outcome = "large"
+        outcome = "far apart"
     elif all(iv.high < threshold for iv in intervals):
-        outcome = "small"
+        outcome = "close"
     else:
         outcome = "undecided"
     return Lemma2Mismatch(outcome, threshold, names, chunks)
+
+
+def mismatch_p_value(found: Lemma2Mismatch) -> float | None:
+    """The row's two-sided p against ``threshold`` (module docstring); None when not testable."""
+    if found.outcome not in MISMATCH_OUTCOMES[:3]:
+        return None
+    ps = [t_test_p(values, found.threshold) for c in found.chunks for values in (c.untrained, c.trained)]
+    ps = [p for p in ps if p is not None]
+    if not ps:
+        return None
+    return max(ps) if found.outcome == "close" else min(1.0, len(ps) * min(ps))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from analyses.claims import ClaimInputs, SuiteInputs, claims, decide
 from analyses.depth import depth_set
 from analyses.drift import drift_check
 from analyses.fixed_point import FixedPointResult
+from analyses.fixed_point_controls import FixedPointControls
 from analyses.io import Run, RunDataError, load_run
 from analyses.movement import minimizer_table, toy_check
 from analyses.outcome import compare_outcomes
@@ -78,9 +79,14 @@ def analyze_runs(
     for path in paths:
         if path.is_dir() and (path / "systems.json").is_file() and not (path / "metrics.jsonl").exists():
             systems = systems or path
-        elif path.is_dir() and (path / FIXED_POINT_FILE).is_file() and not (path / "metrics.jsonl").exists():
-            found = _fixed_point(path / FIXED_POINT_FILE)
-            extra[f"fixed_point_chunk{found.chunk}"] = found
+        elif path.is_dir() and any((path / f).is_file() for f in (FIXED_POINT_FILE, CONTROLS_FILE)) \
+                and not (path / "metrics.jsonl").exists():
+            if (path / FIXED_POINT_FILE).is_file():
+                found = _fixed_point(path / FIXED_POINT_FILE)
+                extra[f"fixed_point_chunk{found.chunk}"] = found
+            if (path / CONTROLS_FILE).is_file():
+                controls = _fixed_point(path / CONTROLS_FILE, FixedPointControls)
+                extra[f"fixed_point_controls_chunk{controls.chunk}"] = controls
         else:
             runs_paths.append(path)
     if not runs_paths:
@@ -102,15 +108,17 @@ def analyze_runs(
 
 
 FIXED_POINT_FILE = "fixed_point.json"
+CONTROLS_FILE = "controls.json"  # the experiment with its label-part null and controls (``analyses.fixed_point_controls``)
 
 
-def _fixed_point(path: Path) -> FixedPointResult:
-    """The fixed-point experiment's result (``zerolock probe fixed-point``); ``RunDataError`` if unreadable."""
+def _fixed_point(path: Path, kind: type = FixedPointResult):
+    """The fixed-point experiment's result (``zerolock probe fixed-point``) or its controls
+    (``controls.json``); ``RunDataError`` if unreadable."""
     try:
         found = load_result(path)
     except (ValueError, TypeError, KeyError, OSError) as exc:
         raise RunDataError(f"{path}: not a fixed-point result ({exc})") from exc
-    if not isinstance(found, FixedPointResult):
+    if not isinstance(found, kind):
         raise RunDataError(f"{path}: not a fixed-point result (kind {found.kind!r})")
     return found
 

@@ -80,7 +80,7 @@ def _mismatch(level: float, spread: float, seeds: int = 5):
 
 
 @pytest.mark.parametrize(("level", "spread", "outcome"), [
-    (0.40, 0.02, "large"), (0.01, 0.002, "small"), (TV_SMALL, 0.02, "undecided"),
+    (0.40, 0.02, "far apart"), (0.01, 0.002, "close"), (TV_SMALL, 0.02, "undecided"),
 ])
 def test_mismatch_outcomes(level, spread, outcome) -> None:
     result = _mismatch(level, spread)

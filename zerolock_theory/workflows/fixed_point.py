@@ -40,7 +40,7 @@ from zerolock_theory.theory.lemma2 import readout_distances
 from zerolock_theory.theory.losses import local_loss_from_logits
 from zerolock_theory.training.loop import build_components
 
-__all__ = ["FixedPointSettings", "run_fixed_point", "train_chunk_alone"]
+__all__ = ["FixedPointSettings", "SeedBatch", "prepare_seed", "run_fixed_point", "train_chunk_alone", "train_from_start"]
 
 
 @dataclass(frozen=True)
@@ -168,8 +168,25 @@ def train_chunk_alone(chunked: ChunkedLM, k: int, hidden: torch.Tensor, ctx, mas
     return record, log_p
 
 
-def _one_seed(settings: FixedPointSettings, seed: int) -> FixedPointSeed:
-    began = time.perf_counter()
+@dataclass
+class SeedBatch:
+    """One seed's model and fixed batch: chunk k's input h_{k-1} (and context), the label mask and
+    labels, log p_{k-1}, the start readout log p^0, chunk k's initial adapters, the start's distances."""
+
+    chunked: ChunkedLM
+    k: int
+    hidden: torch.Tensor
+    ctx: object
+    mask: torch.Tensor
+    labels: torch.Tensor
+    log_prev: torch.Tensor
+    start_log_p: torch.Tensor
+    initial: list[torch.Tensor]
+    start: dict[str, torch.Tensor]
+
+
+def prepare_seed(settings: FixedPointSettings, seed: int) -> SeedBatch:
+    """Build seed ``seed``'s model, adapters and probe batch; compute h_{k-1}, log p_{k-1} and p^0 once."""
     config = settings.config(seed)
     chunked, _, data, _ = build_components(config, resolve_device(settings.device))
     chunked.train(False)  # no dropout: the fixed batch gives one loss per point
@@ -187,15 +204,30 @@ def _one_seed(settings: FixedPointSettings, seed: int) -> FixedPointSeed:
         start_log_p = torch.log_softmax(chunked.readout(chunked.forward_chunk(k, hidden, ctx)[mask]).float(), dim=-1)
     start = readout_distances(log_prev, start_log_p, labels, settings.alpha, settings.epsilon)
     initial = [p.detach().clone() for p in chunked.chunk_parameters(k)]
-    out = {}
-    for direction in ("forward", "reverse"):
-        with torch.no_grad():
-            for p, q in zip(chunked.chunk_parameters(k), initial, strict=True):
-                p.copy_(q)
-        out[direction], _ = train_chunk_alone(chunked, k, hidden, ctx, mask, labels, log_prev, start_log_p,
-                                            settings, direction)
-    return FixedPointSeed(seed, out["forward"], out["reverse"], float(start["tv_m"].mean()),
-                         float(start["tv_g"].mean()), float(start["tv_m_g"].mean()), time.perf_counter() - began)
+    return SeedBatch(chunked, k, hidden, ctx, mask, labels, log_prev, start_log_p, initial, start)
+
+
+def train_from_start(b: SeedBatch, settings: FixedPointSettings, direction: str,
+                     labels: torch.Tensor | None = None) -> tuple[Reached, torch.Tensor]:
+    """Reset chunk k to its initial adapters and train it alone with ``direction``'s loss on
+    ``labels`` (default: the batch's own); the record's distances use the batch's own labels."""
+    with torch.no_grad():
+        for p, q in zip(b.chunked.chunk_parameters(b.k), b.initial, strict=True):
+            p.copy_(q)
+    if labels is None:
+        return train_chunk_alone(b.chunked, b.k, b.hidden, b.ctx, b.mask, b.labels, b.log_prev, b.start_log_p,
+                                 settings, direction)
+    _, log_p = train_chunk_alone(b.chunked, b.k, b.hidden, b.ctx, b.mask, labels, b.log_prev, b.start_log_p,
+                                 settings, direction)
+    return reached(direction, b.log_prev, b.start_log_p, log_p, b.labels, settings.alpha, settings.epsilon), log_p
+
+
+def _one_seed(settings: FixedPointSettings, seed: int) -> FixedPointSeed:
+    began = time.perf_counter()
+    b = prepare_seed(settings, seed)
+    out = {direction: train_from_start(b, settings, direction)[0] for direction in ("forward", "reverse")}
+    return FixedPointSeed(seed, out["forward"], out["reverse"], float(b.start["tv_m"].mean()),
+                         float(b.start["tv_g"].mean()), float(b.start["tv_m_g"].mean()), time.perf_counter() - began)
 
 
 def run_fixed_point(settings: FixedPointSettings, progress: Callable[[FixedPointSeed], None] | None = None,

@@ -1,6 +1,7 @@
 """The suite's side runs: Lemma 2's fixed-point experiment and the systems row's memory runs.
 
-Each writes one result file under the verify directory (``fixed_point/chunk-K/fixed_point.json``,
+Each writes its result files under the verify directory (``fixed_point/chunk-K/controls.json`` and
+``fixed_point.json``,
 ``systems/systems.json``) and is skipped when that file exists, so a resumed verify does not
 redo it. ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
 ``base`` the runs' base config.
@@ -61,24 +62,32 @@ def memory_settings(spec: Any, base: dict[str, Any]):
 
 
 def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[Path]:
-    """Lemma 2's fixed-point experiment (``workflows.fixed_point``) on ``spec.fixed_point_chunks``,
-    one directory per chunk holding ``fixed_point.json``; a chunk already done is skipped (resume)."""
+    """Lemma 2's fixed-point experiment with its controls (``workflows.fixed_point_controls``) on
+    ``spec.fixed_point_chunks``, one directory per chunk holding ``controls.json`` and
+    ``fixed_point.json`` (the experiment, written from the controls' run when missing); a chunk
+    whose ``controls.json`` exists is skipped (resume), one with only ``fixed_point.json`` (an older
+    suite) gets its controls."""
     from zerolock_theory.training.resume import write_text_atomic
-    from zerolock_theory.workflows.fixed_point import run_fixed_point
+    from zerolock_theory.workflows.fixed_point_controls import run_fixed_point_controls
 
     dirs = []
     for chunk in spec.fixed_point_chunks:
         where = out / f"chunk-{chunk}"
         dirs.append(where)
-        if (where / "fixed_point.json").is_file():
+        if (where / "controls.json").is_file():
             log(f"fixed point, chunk {chunk}: done, skipped")
             continue
         settings = fixed_point_settings(spec, base, chunk)
-        log(f"fixed point, chunk {chunk}: {settings.seeds} seeds, each loss until it stops falling ...")
-        result = run_fixed_point(settings)
+        log(f"fixed point, chunk {chunk}: {settings.seeds} seeds, each loss until it stops falling, on the labels "
+            "and on permuted labels, and the label-free move ...")
+        result = run_fixed_point_controls(settings)
         where.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(where / "fixed_point.json", result.to_json() + "\n")
-        log(f"fixed point, chunk {chunk}: {result.outcome} (contrast {result.contrast})")
+        if not (where / "fixed_point.json").is_file():
+            write_text_atomic(where / "fixed_point.json", result.main.to_json() + "\n")
+        write_text_atomic(where / "controls.json", result.to_json() + "\n")
+        verdict = "calibrated" if result.calibrated else "NOT calibrated: " + "; ".join(result.failed_controls)
+        log(f"fixed point, chunk {chunk}: {result.main.outcome} (label part {result.main.label_contrast}); "
+            f"controls {verdict}")
     return dirs
 
 

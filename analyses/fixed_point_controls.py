@@ -1,0 +1,60 @@
+"""The fixed-point experiment with its controls (docs/MATH.md, "Lemma 2"; ``analyses.fixed_point``).
+
+Three decisions through the SAME rule (``analyses.fixed_point.fixed_point_decision``), each on
+per-seed records whose distances carry the label-permutation null (so the label part C_label
+decides):
+
+* ``main``: chunk k trained alone with each loss on the batch's labels (the experiment);
+* ``permuted``: both trainings re-run on the labels permuted among the batch's positions, the
+  reached readouts measured against the TRUE labels' targets: training carried no information
+  about those labels, so the rule must not find a direction ("no difference detected" or "not
+  testable"; "each loss moves toward its own optimum" or "opposite" is a failed control);
+* ``label_free``: no training and no label: the forward "reached" readout is the arithmetic
+  move (1−s)·p^0 + s·p_{k-1}, the reverse one the geometric move ∝ (p^0)^{1−s}·p_{k-1}^s
+  (s = ``LABEL_FREE_STEP``), which near m_k and g_k respectively without any label; the rule must
+  not read "each loss moves toward its own optimum".
+
+``calibrated`` is True when both controls read as they must; the Lemma 2 row reports "not
+calibrated" otherwise (and without controls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyses.fixed_point import OUTCOMES, FixedPointResult
+from analyses.results import Result, register
+
+__all__ = ["LABEL_FREE_STEP", "PERMUTED_ALLOWED", "FixedPointControls"]
+
+LABEL_FREE_STEP = 0.5
+"""s: how far the label-free control moves p^0 toward p_{k-1} (arithmetic forward, geometric reverse)."""
+PERMUTED_ALLOWED: tuple[str, ...] = ("no difference detected", "not testable")
+"""What the label-permutation control may read: the rule finds no direction in it."""
+
+
+@register
+@dataclass(frozen=True)
+class FixedPointControls(Result):
+    """The experiment on one chunk with its label-part null, and its two controls."""
+
+    kind = "fixed_point_controls"
+    chunk: int
+    main: FixedPointResult
+    permuted: FixedPointResult
+    label_free: FixedPointResult
+    label_free_step: float = LABEL_FREE_STEP
+
+    @property
+    def failed_controls(self) -> list[str]:
+        """The controls that read what they must not (empty: calibrated)."""
+        failed = []
+        if self.permuted.outcome not in PERMUTED_ALLOWED:
+            failed.append(f"label permutation reads {self.permuted.outcome!r}")
+        if self.label_free.outcome == OUTCOMES[0]:
+            failed.append(f"label-free move reads {self.label_free.outcome!r}")
+        return failed
+
+    @property
+    def calibrated(self) -> bool:
+        return not self.failed_controls
