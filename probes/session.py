@@ -14,13 +14,14 @@ the chunk boundaries) and returns the metrics:
 * ``probe/stability/{paper,implemented}/…`` for the change since the previous ``step`` call
   (φ, q, ρ, actual change, remainder), from the first call on.
 
-Example (a user's own loop)::
+Example (a user's own loop; a complete, tested one is in docs/PROBES.md)::
 
     with ProbeSession(model, batch, chunks=4, alpha=0.5) as probes:
+        metrics = probes.step(0)              # ω^0: p̃ and the minimizer and depth keys
         for t, inputs in enumerate(loader):
             loss = model(**inputs).loss
             loss.backward(); optimizer.step(); optimizer.zero_grad()
-            metrics = probes.step(t)      # p̃ now, and the terms of the change since the last call
+            metrics = probes.step(t + 1)      # p̃ at ω^{t+1}, and the terms of the change ω^t → ω^{t+1}
 
 ``batch``: ``input_ids`` [B, T], optional ``attention_mask``, and ``labels`` [B, T] holding
 the target of each position (already shifted: ``labels[b, t]`` is the token after
@@ -29,8 +30,9 @@ turns Hugging Face style labels into these). The computation is the one the pack
 probes run (``probes.readout_pass.log_readouts``, ``probes.kernels``,
 ``probes.stability.kernel_metrics``). ``store`` appends p̃ to a new readout store
 (``probes.store``; a path that exists and is not an empty directory is refused).
-``compile`` ("auto": on a CPU) runs the kernels through ``torch.compile``
-(``probes.kernels.use_compiled``); ``autocast`` ("bfloat16" or "float16") runs the probe
+``compile`` runs the kernels through ``torch.compile`` (``probes.kernels.use_compiled``):
+"auto" compiles on a CPU when ``steps``, the number of ``step`` calls planned, is at least
+``AUTO_MIN_STEPS`` (200), where compiling (~30 s once) pays; without ``steps`` it stays eager; ``autocast`` ("bfloat16" or "float16") runs the probe
 forward under autocast on the model's device, as ``model.autocast`` does in the trainer (the
 kernels always work on float32 log-probabilities).
 """
@@ -94,6 +96,7 @@ class ProbeSession:
         store: str | Path | None = None,
         compile: str = "auto",  # noqa: A002 (the [probes] setting's name)
         autocast: str | None = None,
+        steps: int | None = None,
     ) -> None:
         if not 0.0 <= alpha < 1.0:
             raise ValueError(f"alpha must lie in [0, 1) for the probes, got {alpha}")
@@ -108,7 +111,9 @@ class ProbeSession:
         self.chunked = ChunkedLM(model, chunks, boundaries)
         self.autocast = Readout(self.chunked, getattr(torch, autocast) if autocast else None).autocast
         device = next(model.parameters()).device
-        self.compiled = use_compiled(compile, device)
+        # "auto" compiles only where it pays: on a CPU, for at least AUTO_MIN_STEPS probed steps; a session
+        # that does not say how many (steps None) stays eager (compiling costs ~30 s before the first step)
+        self.compiled = use_compiled(compile, device, 0 if steps is None else steps)
         _check_batch(batch, model.get_input_embeddings().num_embeddings, self.chunked.head.out_features)
         self.input_ids = batch["input_ids"].to(device)
         mask = batch.get("attention_mask")
