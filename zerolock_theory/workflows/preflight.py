@@ -7,7 +7,9 @@ Each check reads configs, a model's ``config.json`` and the corpus, and raises O
 * ``check_data``: every run's corpus gives enough packed blocks for its batch size, held-out
   batches and probe positions (the rule of ``data.LMData`` and ``LMData.probe_batch``),
   tokenizing only as much text as the largest need;
-* ``suite_checks``: both for every run and side run of a verify suite.
+* ``suite_checks``: both for every run and side run of a verify suite (``check_runs``: for a
+  list of runs, as each setting of the sensitivity suite);
+* ``check_verify_resume``: a resumed verify directory holds the same suite.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.data_config import DataConfig
 
-__all__ = ["DataNeed", "blocks_needed", "check_chunks", "check_data", "model_layers", "suite_checks"]
+__all__ = ["DataNeed", "blocks_needed", "check_chunks", "check_data", "check_runs", "check_verify_resume",
+           "model_layers", "run_needs", "suite_checks"]
 
 
 def model_layers(path: str) -> int | None:
@@ -148,7 +151,7 @@ def suite_checks(spec: Any, base: dict[str, Any], runs: list[tuple[str, TrainCon
     check_chunks(model, spec.chunks, "suite.chunks")
     for stages in spec.memory_stages:
         check_chunks(model, stages, "suite.memory_stages")
-    needs = [DataNeed(f"run {name}", config.data, _probe_positions(config)) for name, config in runs]
+    needs = run_needs(runs)
     for chunk in spec.fixed_point_chunks:
         settings = fixed_point_settings(spec, base, chunk)  # ValueError for a chunk outside 1..K
         config = settings.config(settings.first_seed)
@@ -157,6 +160,21 @@ def suite_checks(spec: Any, base: dict[str, Any], runs: list[tuple[str, TrainCon
         memory = memory_settings(spec, base)
         needs.append(DataNeed("memory runs", memory_config(memory, "zerolock", max(spec.memory_stages)).data))
     check_data(model, _distinct(needs))
+
+
+def run_needs(runs: list[tuple[str, TrainConfig]]) -> list[DataNeed]:
+    """What each named run asks of its corpus (its data config and its probes' positions)."""
+    return [DataNeed(f"run {name}", config.data, _probe_positions(config)) for name, config in runs]
+
+
+def check_runs(runs: list[tuple[str, TrainConfig]]) -> None:
+    """K against the model's layers and the corpus's size, for runs that share one model."""
+    if not runs:
+        return
+    model = runs[0][1].model.path
+    for chunks in sorted({config.model.chunks for _, config in runs}):
+        check_chunks(model, chunks)
+    check_data(model, _distinct(run_needs(runs)))
 
 
 def _probe_positions(config: TrainConfig) -> int:

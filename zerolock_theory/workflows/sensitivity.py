@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from zerolock_theory.config import parse_value
+from zerolock_theory.workflows.preflight import check_runs
 from zerolock_theory.workflows.sweep import GridPoint, validate_grid
 from zerolock_theory.workflows.verify import (
     MARKER,
@@ -121,8 +122,10 @@ def plan_settings(spec: SuiteSpec, model: str, data: str, device: str, dtype: st
         points = setting_points(setting)
         try:
             configs = validate_grid(base, points)
+            check_runs([(p.name, c) for p, c in zip(points, configs, strict=True)])  # K, corpus sizes
         except ValueError as exc:
-            raise ValueError(f"suite.variants: {setting.change}: {exc}") from exc
+            said = str(exc) if str(exc).startswith(setting.change) else f"{setting.change}: {exc}"
+            raise ValueError(f"suite.variants: {said}") from exc
         plan.append((setting, base, points, [json.dumps(c.to_dict(), sort_keys=True, default=str) for c in configs]))
     return plan
 
