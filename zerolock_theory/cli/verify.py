@@ -9,7 +9,7 @@ Examples::
     zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
     zerolock verify --config verify_sensitivity --out runs/sensitivity   # the sensitivity map, ~10 min on 2 idle cores
     zerolock verify --out runs/qwen --model /models/Qwen2.5-0.5B --data corpus.jsonl \\
-        --set data.text_field=body --device cuda --autocast bfloat16   # fp32 weights, bf16 compute
+        --text-field body --device cuda --autocast bfloat16   # fp32 weights, bf16 compute
 
 The suite is a recipe: --quick is --config verify_quick, the default is verify_full
 (zerolock recipes verify_full --out my.toml copies one out). Its [suite] table sizes the
