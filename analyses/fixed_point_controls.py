@@ -14,13 +14,18 @@ decides):
   (s = ``LABEL_FREE_STEP``), which near m_k and g_k respectively without any label; the rule must
   not read "each loss moves toward its own optimum".
 
+The floor of all three decisions (``main.floor``) is the label part that label-free moves reach on
+the same batches at other steps (``floor_steps``; ``zerolock_theory.workflows.fixed_point_controls``),
+never below ``analyses.fixed_point.CONTRAST_FLOOR``: on a real model p^0 and p_{k-1} already lean
+toward the labels, so a label-free move has a small label part of its own.
+
 ``calibrated`` is True when both controls read as they must; the Lemma 2 row reports "not
 calibrated" otherwise (and without controls).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from analyses.fixed_point import OUTCOMES, FixedPointResult
 from analyses.results import Result, register
@@ -44,6 +49,8 @@ class FixedPointControls(Result):
     permuted: FixedPointResult
     label_free: FixedPointResult
     label_free_step: float = LABEL_FREE_STEP
+    floor_steps: list[float] = field(default_factory=list)  # s of the label-free moves that set the floor
+    seed_floors: list[float] = field(default_factory=list)  # per seed, the largest |C_label| over floor_steps
 
     @property
     def failed_controls(self) -> list[str]:

@@ -33,7 +33,12 @@ import torch
 from analyses.results import Result, register
 from zerolock_theory.theory.divergences import cross_entropy, kl
 from zerolock_theory.theory.losses import local_loss
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 
 __all__ = ["ALPHAS", "EPSILONS", "IDENTITY_OUTCOMES", "IDENTITY_TOL", "VOCABS", "ImpliedCheck", "Proposition1Identity",
            "Slack", "Transcription", "implied_slack", "proposition1_identity", "transcription_counterexample"]

@@ -61,7 +61,10 @@ def _current(claim: dict[str, Any]) -> bool:
     """A verdict row in today's form: a registered claim, an ``outcome``, and evidence as data (no
     group ``statement`` or bound-test reason sentence, as rows were once written)."""
     evidence = claim.get("evidence") if isinstance(claim, dict) else None
-    if not isinstance(evidence, dict) or "outcome" not in claim or claim.get("claim") not in {c.key for c in claims()}:
+    known = {c.key: c for c in claims()}
+    if not isinstance(evidence, dict) or "outcome" not in claim or claim.get("claim") not in known:
+        return False
+    if claim["outcome"] not in known[claim["claim"]].outcomes:  # a row decided under older outcome words
         return False
     bounds = [b for b in (evidence.get("bound"), evidence.get("backprop")) if isinstance(b, dict)]
     return not (any("statement" in g for g in evidence.get("groups") or ())

@@ -24,12 +24,25 @@ is [min, max] over repeats, estimate the median. The decision uses the total (wh
 states): every repeat ≤ 0.735 → "lower than 1F1B, as the paper claims"; every repeat < 1 →
 "lower than 1F1B, less than the paper claims"; every repeat ≥ 1 → "not lower than 1F1B";
 otherwise "undecided"; no split recorded → "not measured". The activations-only ratio (the
-part the schedule changes; weights are fixed by the model and LoRA) is shown beside it.
+part the schedule changes; weights are fixed by the model and LoRA) is shown beside it. The
+split is a deterministic accounting: repeats agree, and their spread is no evidence.
+
+The answer depends on the setting: weights and optimizer state are fixed while activations grow
+with the tokens a micro-batch carries, so the total ratio falls with the micro-batch size.
+``memory_map`` reads ``memory_map.json`` (``zerolock_theory.workflows.memory_map``: the ratio
+at ≥ 3 measured sizes, the split per component) and ``memory_claim`` decides on it when present:
+"as the paper claims at every measured size" (every ratio ≤ 0.735), "as the paper claims from a
+micro-batch size on" (the ratios cross 0.735 within the measured sizes; the crossing, by linear
+interpolation in log tokens between the two measured points around it, is named),
+"lower than 1F1B, less than the paper claims at every measured size", "not lower than 1F1B at
+some measured size". Without a map the outcome is the one measured setting's, and it says which
+setting (K, micro-batches, tokens per micro-batch).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +54,11 @@ __all__ = [
     "CLAIMED_MEMORY_REDUCTION",
     "CLAIMED_MEMORY_RATIO",
     "CLAIMED_THROUGHPUT_GAIN",
+    "MAP_OUTCOMES",
     "MEMORY_OUTCOMES",
+    "MemoryMap",
+    "MemoryMapPoint",
+    "memory_map",
     "SPLIT_PARTS",
     "MemoryClaim",
     "MemoryRatioRow",
@@ -56,6 +73,12 @@ __all__ = [
 CLAIMED_MEMORY_REDUCTION = 0.265
 CLAIMED_THROUGHPUT_GAIN = 0.049
 CLAIMED_MEMORY_RATIO = 1.0 - CLAIMED_MEMORY_REDUCTION  # 0.735
+MAP_OUTCOMES: tuple[str, ...] = ("as the paper claims at every measured size",
+                                 "as the paper claims from a micro-batch size on",
+                                 "lower than 1F1B, less than the paper claims at every measured size",
+                                 "not lower than 1F1B at some measured size")
+MIN_MAP_POINTS = 3
+"""A memory map decides only with at least this many measured micro-batch sizes."""
 MEMORY_OUTCOMES: tuple[str, ...] = ("lower than 1F1B, as the paper claims", "lower than 1F1B, less than the paper claims",
                                     "not lower than 1F1B", "undecided", "not measured")
 SPLIT_PARTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations", "communication")
@@ -194,6 +217,71 @@ class MemoryRatioRow:
     outcome: str
 
 
+@dataclass(frozen=True)
+class MemoryMapPoint:
+    """One measured micro-batch size: ZeroLock ÷ 1F1B at the peak stage, total and activations, and
+    each method's split (bytes) at its peak stage."""
+
+    tokens: int
+    sequences: int
+    total: float
+    activations: float
+    zerolock_split: dict[str, float]
+    baseline_split: dict[str, float]
+
+
+@register
+@dataclass(frozen=True)
+class MemoryMap(Result):
+    """The total ratio against tokens per micro-batch at one K (module docstring)."""
+
+    kind = "systems_memory_map"
+    outcome: str  # one of MAP_OUTCOMES, or "not testable" below MIN_MAP_POINTS sizes
+    chunks: int
+    micro_batches: int
+    seq_len: int
+    points: list[MemoryMapPoint]
+    crossing_tokens: float | None  # where the total ratio reaches 0.735 (interpolated), if it crosses
+
+
+def _crossing(points: list[MemoryMapPoint]) -> float | None:
+    """Tokens where the total ratio falls through 0.735, linear in log tokens between measured points."""
+    for a, b in zip(points, points[1:], strict=False):
+        if a.total > CLAIMED_MEMORY_RATIO >= b.total:
+            w = (a.total - CLAIMED_MEMORY_RATIO) / (a.total - b.total)
+            return float(math.exp(math.log(a.tokens) + w * (math.log(b.tokens) - math.log(a.tokens))))
+    return None
+
+
+def map_outcome(totals: list[float]) -> str:
+    """The map's outcome word from its total ratios in order of size (module docstring)."""
+    if len(totals) < MIN_MAP_POINTS:
+        return "not testable"
+    if max(totals) >= 1.0:
+        return MAP_OUTCOMES[3]
+    if max(totals) <= CLAIMED_MEMORY_RATIO:
+        return MAP_OUTCOMES[0]
+    return MAP_OUTCOMES[1] if min(totals) <= CLAIMED_MEMORY_RATIO else MAP_OUTCOMES[2]
+
+
+def memory_map(path: str | Path) -> MemoryMap:
+    """``memory_map.json`` as a ``MemoryMap`` (points sorted by tokens); ``RunDataError`` if malformed."""
+    path = Path(path)
+    path = path / "memory_map.json" if path.is_dir() else path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        points = []
+        for raw in data["points"]:
+            (zt, zs), (bt, bs) = _peak(raw["zerolock"], "total", str(path)), _peak(raw["1f1b"], "total", str(path))
+            za, ba = _peak(raw["zerolock"], "activations", str(path))[0], _peak(raw["1f1b"], "activations", str(path))[0]
+            points.append(MemoryMapPoint(int(raw["tokens"]), int(raw["sequences"]), zt / bt, za / ba, zs, bs))
+    except (OSError, KeyError, TypeError, ZeroDivisionError, json.JSONDecodeError) as exc:
+        raise RunDataError(f"{path}: not a memory map ({exc})") from exc
+    points.sort(key=lambda p: p.tokens)
+    return MemoryMap(map_outcome([p.total for p in points]), int(data["K"]), int(data["micro_batches"]),
+                     int(data["seq_len"]), points, _crossing(points))
+
+
 @register
 @dataclass(frozen=True)
 class MemoryClaim(Result):
@@ -207,6 +295,8 @@ class MemoryClaim(Result):
     claimed_ratio: float = CLAIMED_MEMORY_RATIO
     decided_on: str = "total"
     reason: str = ""
+    setting: str = ""  # the measured setting of the rows (K, micro-batches, tokens per micro-batch)
+    map: MemoryMap | None = None  # the ratio against tokens per micro-batch, when measured
 
 
 QUESTION = ("Is ZeroLock's per-stage peak memory lower than 1F1B's at the same K, micro-batches and batch, "
@@ -277,4 +367,12 @@ def memory_claim(path: str | Path) -> MemoryClaim:
     if not rows:
         return MemoryClaim(QUESTION, "not measured", 0, [], reason="no_memory_split")
     primary = rows[-1]
-    return MemoryClaim(QUESTION, primary.outcome, primary.chunks, rows)
+    setup = data.get("setup", {}) if isinstance(data.get("setup"), dict) else {}
+    m, batch, seq = (setup.get(k) for k in ("micro_batches", "batch_size", "seq_len"))
+    setting = f"K = {primary.chunks}" + (
+        f", {m} micro-batches of {batch // m} x {seq} = {batch // m * seq} tokens" if m and batch and seq else "")
+    found = memory_map(path.parent) if (path.parent / "memory_map.json").is_file() else None
+    if found is not None and found.outcome in MAP_OUTCOMES:
+        return MemoryClaim(QUESTION, found.outcome, primary.chunks, rows, setting=setting, map=found,
+                           reason="memory_map")
+    return MemoryClaim(QUESTION, primary.outcome, primary.chunks, rows, setting=setting, map=found)

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from analyses.claims.registry import NOT_MEASURED, Claim, Outcome, register, result_rule
 from analyses.claims.text import fmt
-from analyses.proposition_identity import IDENTITY_OUTCOMES, Proposition1Identity, proposition1_identity
+from analyses.proposition_identity import (
+    IDENTITY_OUTCOMES,
+    Proposition1Identity,
+    proposition1_identity,
+)
 from analyses.verdict import Evidence
 
 KEY = "proposition1"

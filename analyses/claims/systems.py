@@ -1,16 +1,17 @@
-"""The paper's systems claims as rows: peak memory, measured; throughput, modelled.
+"""The paper's systems claims as rows: peak memory, measured as a map; throughput, predicted as a map.
 
 * **Memory** (paper: 26.5% lower peak memory than 1F1B, a ratio of 0.735): per-stage peak memory of
   pipelined ZeroLock against 1F1B at the same K, micro-batches and batch, split into weights,
-  optimizer state, activations and communication buffers, over repeats
-  (``analyses.systems.memory_claim`` on ``systems.json``, written by ``zerolock verify`` or
-  ``benchmarks/pipeline_memory.py``). Decided on the total; the activations-only ratio beside it.
-* **Throughput** (paper: 4.9% higher than 1F1B, 1.049): on 2 CPU cores it cannot be measured, so
-  it is modelled (``zerolock_theory.pipeline.schedule_model``, validated against the CPU pipeline)
-  at the setting the package assumes (the paper does not state it), with the sign of the
-  prediction at SmolLM2-135M's shape beside it (``analyses.systems_throughput``). It reads a
-  ``schedule_prediction.json`` next to the systems output when given, else the packaged one
-  (``zerolock_theory/pipeline/data/``, costs measured on 2 CPU cores; see docs/SYSTEMS.md).
+  optimizer state, activations and communication buffers (``analyses.systems.memory_claim`` on
+  ``systems.json``). The ratio falls with the tokens a micro-batch carries, so the row decides on
+  the memory map (``memory_map.json``: ≥ 3 measured sizes) when present and names where it crosses
+  0.735; without one, on the suite's one setting, which it names. The split is a deterministic
+  accounting: repeats are not shown as a spread.
+* **Throughput** (paper: 4.9% higher than 1F1B, 1.049): a schedule model's prediction over
+  (model, K, m), never a verdict: the region where it reaches 1.049 per model, the suite's own
+  model's map first (``analyses.systems_throughput``), and what the CPU pipelines validated (step
+  times) and did not (the overlap between stages). It reads a ``schedule_prediction.json`` next to
+  the systems output when given, else the packaged one (``zerolock_theory/pipeline/data/``).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from analyses.claims.registry import (
     result_rule,
 )
 from analyses.results import NotMeasured
-from analyses.systems import MEMORY_OUTCOMES, MemoryClaim, memory_claim
+from analyses.systems import MAP_OUTCOMES, MEMORY_OUTCOMES, MemoryClaim, memory_claim
 from analyses.systems_throughput import (
     THROUGHPUT_OUTCOMES,
+    VALIDATED_WITHIN,
     ThroughputPrediction,
     throughput_prediction,
 )
@@ -51,80 +53,124 @@ def _throughput(inputs: SuiteInputs) -> ThroughputPrediction:
         given = folder / "schedule_prediction.json"
     source = given if given is not None and given.is_file() else PACKAGED / "schedule_prediction.json"
     validation = source.parent / "schedule_validation.json"
-    return throughput_prediction(source, validation if validation.is_file() else None)
+    model = inputs.table[0][0].model if inputs.table else ""
+    return throughput_prediction(source, validation if validation.is_file() else None, model=model)
 
 
 def _memory_short(ev: Evidence) -> str:
     r = ev.result
     if not isinstance(r, MemoryClaim) or not r.rows:
         return "-"
+    if r.map is not None and r.map.points:
+        cross = f"; reaches 0.735 near {r.map.crossing_tokens:.0f} tokens" if r.map.crossing_tokens else ""
+        ends = f"{r.map.points[0].total:.3f} at {r.map.points[0].tokens} to {r.map.points[-1].total:.3f} at " \
+               f"{r.map.points[-1].tokens} tokens per micro-batch"
+        return f"K = {r.map.chunks}: total {ends}{cross} (paper 0.735)"
     row = next(x for x in r.rows if x.chunks == r.primary_chunks)
-    return f"K = {row.chunks}: total {row.total}, activations {row.activations} (paper 0.735)"
+    return f"{r.setting or f'K = {row.chunks}'}: total {row.total.estimate:.3f}, activations " \
+           f"{row.activations.estimate:.3f} (paper 0.735)"
 
 
 def _memory_measured(ev: Evidence) -> str:
     r = ev.result
     if not isinstance(r, MemoryClaim):
         return "-"
-    cells = [f"K = {x.chunks}: total {x.total}, activations {x.activations} ({x.repeats} repeats)" for x in r.rows]
-    return "ZeroLock / 1F1B per-stage peak memory, median [min, max]: " + "; ".join(cells)
+    cells = [f"K = {x.chunks}: total {x.total.estimate:.3f}, activations {x.activations.estimate:.3f}" for x in r.rows]
+    text = f"ZeroLock / 1F1B per-stage peak memory at the suite's setting ({r.setting}): " + "; ".join(cells)
+    if r.map is not None:
+        points = "; ".join(f"{p.tokens} tokens: total {p.total:.3f}, activations {p.activations:.3f}"
+                           for p in r.map.points)
+        text += f". Map at K = {r.map.chunks}, {r.map.micro_batches} micro-batches (measured): {points}"
+        if r.map.crossing_tokens:
+            text += f"; the total reaches 0.735 near {r.map.crossing_tokens:.0f} tokens per micro-batch (interpolated)"
+    return text
+
+
+def _region(region) -> str:
+    where = ", ".join(f"K={k} m={m}" for k, m in region.reaching) or "nowhere"
+    return (f"{region.model}: ratio {region.lowest:.3g} to {region.highest:.3g}; >= 1.049 at {where} "
+            f"({len(region.reaching)} of {region.cells} cells)")
 
 
 def _throughput_short(ev: Evidence) -> str:
     r = ev.result
-    if not isinstance(r, ThroughputPrediction) or r.at_setting is None:
+    if not isinstance(r, ThroughputPrediction) or not r.regions:
         return "-"
-    return f"modelled {r.at_setting.ratio:.3g} x 1F1B (paper 1.049); {r.real_model}: {r.real_model_sign}"
+    own = next((g for g in r.regions if g.model == r.model), None)
+    if own is None:
+        return f"predicted, no verdict: {r.share_reaching_claim:.0%} of the (model, K, m) grid reaches 1.049"
+    return f"predicted, no verdict: {own.model} reaches 1.049 at {len(own.reaching)} of {own.cells} (K, m) cells"
 
 
 def _throughput_measured(ev: Evidence) -> str:
     r = ev.result
     if not isinstance(r, ThroughputPrediction):
         return "-"
-    at = r.at_setting
-    head = "not in the grid" if at is None else (
-        f"{at.ratio:.3g} = bubble {at.bubble:.3g} x work {at.work:.3g} (readouts {at.readout_share:.0%} of a "
-        f"ZeroLock stage's work)")
-    setting = ", ".join(f"{k} {v}" for k, v in r.setting.items())
-    return (f"at the assumed setting ({setting}; {r.setting_source}): {head}; {r.real_model} shape: "
-            f"{r.real_model_sign}; {r.share_reaching_claim:.0%} of the (model, K, m) grid reaches 1.049")
+    regions = sorted(r.regions, key=lambda g: g.model != r.model)  # the suite's own model first
+    errors = r.validation_errors
+    validated = (f"validated: CPU pipeline step times, errors {min(errors):+.0%} to {max(errors):+.0%} "
+                 f"({r.validated} of {len(errors)} within {VALIDATED_WITHIN:.0%})" if errors
+                 else "validated: no validation file")
+    return ("A prediction (schedule model, costs measured on this machine, scaled by FLOPs to each shape): "
+            + "; ".join(_region(g) for g in regions)
+            + f". {validated}; not validated: the overlap between stages, which the claim is about")
+
+
+REASONS = {
+    "memory_map": "the memory map decides: the total ratio at >= 3 measured micro-batch sizes against 0.735",
+    "computed": "the suite's one setting decides (no memory map): its total ratio against 0.735 and 1",
+    "no_memory_split": "no per-stage memory split recorded",
+    "prediction": "a schedule model's prediction: shown as a map, never a verdict",
+}
 
 
 def _reason(ev: Evidence) -> str:
-    return ev.skipped or "no data" if ev.reason == "skipped" else ev.reason.replace("_", " ")
+    if ev.reason == "skipped":
+        return ev.skipped or "no data"
+    return REASONS.get(ev.reason, ev.reason.replace("_", " "))
 
 
 MEMORY = register(Claim(
     key="systems_memory", title="Systems: peak memory (paper: 0.735x 1F1B)",
     paper="ZeroLock reduces peak memory by 26.5% compared with a PipeDream-style 1F1B pipeline.",
     question="Is ZeroLock's per-stage peak memory lower than 1F1B's at the same K, micro-batches and batch, by "
-    "as much as the paper's 26.5%?",
-    primary="the embedded model (or the suite's model), ZeroLock and 1F1B pipelines, 3 repeats, the largest K",
-    outcomes={MEMORY_OUTCOMES[0]: Outcome("every repeat's total ratio is at or below 0.735", "holds"),
-              MEMORY_OUTCOMES[1]: Outcome("lower than 1F1B, but by less than the paper's 26.5%", "mixed"),
-              MEMORY_OUTCOMES[2]: Outcome("not lower than 1F1B", "fails"),
+    "as much as the paper's 26.5%, and at which tokens per micro-batch?",
+    primary="the suite's model, ZeroLock and 1F1B pipelines at the largest K: the memory map over tokens per "
+    "micro-batch (>= 3 sizes), else the suite's one setting",
+    outcomes={MAP_OUTCOMES[0]: Outcome("at every measured micro-batch size the total ratio is at or below 0.735",
+                                       "holds"),
+              MAP_OUTCOMES[1]: Outcome("the total ratio falls with the micro-batch size and passes 0.735 within "
+                                       "the measured sizes (where is named)", "mixed"),
+              MAP_OUTCOMES[2]: Outcome("lower than 1F1B at every measured size, never by 26.5%", "mixed"),
+              MAP_OUTCOMES[3]: Outcome("not lower than 1F1B at some measured size", "fails"),
+              MEMORY_OUTCOMES[0]: Outcome("at the named setting, the total ratio is at or below 0.735 (no map)",
+                                          "holds"),
+              MEMORY_OUTCOMES[1]: Outcome("at the named setting, lower than 1F1B but by less than 26.5% (no map)",
+                                          "mixed"),
+              MEMORY_OUTCOMES[2]: Outcome("at the named setting, not lower than 1F1B (no map)", "fails"),
               MEMORY_OUTCOMES[3]: Outcome("the repeats straddle the thresholds", "mixed"),
               "not measured": NOT_MEASURED},
     rule=result_rule("systems_memory", "systems_memory", MemoryClaim, lambda found: found.reason or "computed"),
     measured=_memory_measured, short=_memory_short,
     reason=_reason, analyses={"systems_memory": _memory}, figure="systems_memory",
     tests=("tests/analyses/test_analyses_systems.py::test_memory_claim_returns_each_outcome",
-           "tests/analyses/test_analyses_systems.py::test_memory_claim_without_split_is_not_measured"),
+           "tests/analyses/test_analyses_systems.py::test_memory_claim_without_split_is_not_measured",
+           "tests/analyses/test_analyses_systems_map.py::test_the_map_names_where_the_ratio_crosses"),
 ))
 THROUGHPUT = register(Claim(
-    key="systems_throughput", title="Systems: throughput (modelled, paper: 1.049x 1F1B)",
+    key="systems_throughput", title="Systems: throughput (predicted map, paper: 1.049x 1F1B)",
     paper="ZeroLock improves throughput by 4.9% compared with a PipeDream-style 1F1B pipeline.",
-    question="Does a schedule model, fed with measured costs and validated on the CPU pipeline, predict ZeroLock "
-    "above 1F1B by the paper's 4.9%?",
-    primary="the schedule model at the assumed setting (the paper does not state K, m or the model)",
-    outcomes={THROUGHPUT_OUTCOMES[0]: Outcome("the modelled ratio is at least 1.049", "holds"),
-              THROUGHPUT_OUTCOMES[1]: Outcome("above 1F1B, by less than 4.9%", "mixed"),
-              THROUGHPUT_OUTCOMES[2]: Outcome("the model predicts ZeroLock no faster than 1F1B", "fails"),
+    question="Where over (model, K, micro-batches m) does a schedule model, fed with measured costs, predict "
+    "ZeroLock above 1F1B by the paper's 4.9%? (a prediction: throughput is not measured here)",
+    primary="the schedule model's map, the suite's own model first (the paper states neither K, m nor the model)",
+    outcomes={THROUGHPUT_OUTCOMES[0]: Outcome("a predicted map with the region reaching 1.049; the overlap between "
+                                              "stages it rests on is not validated", "none"),
               "not measured": NOT_MEASURED},
     rule=result_rule("systems_throughput", "systems_throughput", ThroughputPrediction,
                      lambda found: found.reason or "computed"), measured=_throughput_measured,
     short=_throughput_short, reason=_reason, analyses={"systems_throughput": _throughput},
     figure="systems_throughput",
-    tests=("tests/analyses/test_analyses_systems_throughput.py::test_outcome_at_the_setting",
+    tests=("tests/analyses/test_analyses_systems_throughput.py::test_the_row_is_a_map_whatever_the_ratios",
+           "tests/analyses/test_analyses_systems_throughput.py::test_each_model_reads_its_own_cells",
            "tests/distributed/test_schedule_model.py::test_uniform_costs_give_the_closed_form_bubble"),
 ))

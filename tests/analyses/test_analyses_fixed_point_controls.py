@@ -13,12 +13,23 @@ import pytest
 import torch
 
 from analyses.claims import ClaimInputs, claim
-from analyses.fixed_point import OUTCOMES, FixedPointSeed, fixed_point_decision, label_permutations, reached
+from analyses.fixed_point import (
+    OUTCOMES,
+    FixedPointSeed,
+    fixed_point_decision,
+    label_permutations,
+    reached,
+)
 from analyses.fixed_point_controls import FixedPointControls
 from analyses.results import load_result
-from tests.analyses.test_analyses_fixed_point import ALPHA, EPS, N, SEEDS, V, _batch
+from tests.analyses.test_analyses_fixed_point import ALPHA, EPS, SEEDS, N, V, _batch
 from zerolock_theory.theory.lemma2 import readout_distances
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 from zerolock_theory.workflows.fixed_point_controls import label_free_moves
 
 SHAPES = [(0.3, 0.5), (2.0, 2.0)]  # nearly uniform p_(k-1) (the package's runs), and peaked

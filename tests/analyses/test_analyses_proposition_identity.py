@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from analyses.claims import ClaimInputs, claim
 from analyses.proposition import proposition_group
-from analyses.proposition_identity import IDENTITY_OUTCOMES, Proposition1Identity, proposition1_identity
+from analyses.proposition_identity import (
+    IDENTITY_OUTCOMES,
+    Proposition1Identity,
+    proposition1_identity,
+)
 from analyses.results import load_result
 from tests.analyses.test_analyses_proposition import _frame
 

@@ -37,7 +37,7 @@ def test_every_analysis_runs_on_complete_data(suite):
         "convergence_global", "convergence_global_backprop", "convergence_backprop", "control_logistic", "diverged",
         "depth", "proposition", "outcome", "systems", "lemma2_stated", "lemma2_implemented", "lemma2_tracking",
         "rate_reverse", "rate_forward", "rate_controls", "proof_reverse", "proof_forward", "versus_backprop",
-        "systems_memory", "systems_throughput",
+        "systems_memory", "systems_throughput", "proposition1_identity",
     }
     assert len(suite.runs) == 13
 
@@ -50,7 +50,7 @@ def test_verdict_rows_follow_the_synthetic_truth(suite):
                 A5_IMPLEMENTED: "fails systematically",  # phi' > 0 at 90% of scaled steps, random 50%
                 RATE_REVERSE: "not testable", RATE_FORWARD: "not testable", PROOF_REVERSE: "not testable",
                 PROOF_FORWARD: "not testable", VERSUS: "not testable",
-                "proposition1": "not tested",  # CE falls with depth at every pair: no rising pair to test
+                "proposition1": "holds as an identity; as transcribed, false",  # analytic: the same on any run
                 "systems_memory": "lower than 1F1B, less than the paper claims"}  # 0.8 in every repeat
     assert {k: got[k] for k in expected} == expected  # 100 steps: below the rate's and the drift's minimum horizon
     assert all(figure(v) and reason(v) for v in suite.claims)

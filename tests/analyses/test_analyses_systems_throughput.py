@@ -32,15 +32,27 @@ def _write(tmp_path, at_setting: float, smol: list[float]) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("ratio", "outcome"), [
-    (1.20, THROUGHPUT_OUTCOMES[0]), (1.049, THROUGHPUT_OUTCOMES[0]), (1.03, THROUGHPUT_OUTCOMES[1]),
-    (1.0, THROUGHPUT_OUTCOMES[2]), (0.8, THROUGHPUT_OUTCOMES[2]),
-])
-def test_outcome_at_the_setting(tmp_path, ratio, outcome) -> None:
+@pytest.mark.parametrize("ratio", [1.20, 1.049, 1.03, 1.0, 0.8])
+def test_the_row_is_a_map_whatever_the_ratios(tmp_path, ratio) -> None:
+    """The assumed setting's cell no longer decides: every predicted map reads "a prediction, not a verdict"."""
     result = throughput_prediction(_write(tmp_path, ratio, [0.9, 0.8, 0.7]))
-    assert result.outcome == outcome == throughput_outcome(ratio)
-    assert result.at_setting is not None and result.at_setting.ratio == ratio
+    assert result.outcome == THROUGHPUT_OUTCOMES[0] == "a prediction, not a verdict"
+    assert result.at_setting is not None and result.at_setting.ratio == ratio  # described, on its own model's map
     assert result.setting_source.startswith("assumed")
+    assert throughput_outcome([]) == "not measured"
+
+
+def test_each_model_reads_its_own_cells(tmp_path) -> None:
+    result = throughput_prediction(_write(tmp_path, 1.1, [0.9, 1.05, 1.0]), model="/models/HuggingFaceTB/SmolLM2-135M")
+    assert result.model == "SmolLM2-135M"
+    regions = {g.model: g for g in result.regions}
+    assert regions["SmolLM2-135M"].cells == 4 and regions["SmolLM2-135M"].reaching == [[3, 4], [8, 4]]
+    assert regions["Llama-3-8B"].reaching == [[4, 8], [2, 2]] and regions["Llama-3-8B"].cells == 2
+    from analyses.claims.systems import _throughput_short
+    from analyses.verdict import Evidence
+    text = _throughput_short(Evidence("prediction", result=result))
+    assert "SmolLM2-135M" in text and "Llama" not in text  # the SmolLM2 section prints no Llama-3-8B cell
+    assert throughput_prediction(_write(tmp_path, 1.1, [1, 1, 1]), model="embedded").model == ""
 
 
 @pytest.mark.parametrize(("smol", "sign"), [([0.9, 0.8, 0.7], "lower"), ([1.1, 1.2, 1.01], "higher"),
@@ -58,12 +70,11 @@ def test_share_reaching_the_claim_and_round_trip(tmp_path) -> None:
     assert load_result(result.to_json()) == result
 
 
-def test_setting_outside_the_grid_is_not_measured(tmp_path) -> None:
+def test_setting_outside_the_grid_is_still_a_map(tmp_path) -> None:
     result = throughput_prediction(_write(tmp_path, 1.1, [1, 1, 1]), setting={"model": "x", "chunks": 2,
                                                                              "micro_batches": 2})
-    assert (result.outcome, result.reason, result.at_setting) == ("not measured", "setting_not_in_grid", None)
+    assert (result.outcome, result.at_setting) == ("a prediction, not a verdict", None)
     assert result.setting_source == "given"
-    assert throughput_outcome(None) == "not measured"
 
 
 def test_validation_errors_are_carried(tmp_path) -> None:

@@ -2,7 +2,7 @@
 
 Each writes its result files under the verify directory (``fixed_point/chunk-K/controls.json`` and
 ``fixed_point.json``,
-``systems/systems.json``) and is skipped when that file exists, so a resumed verify does not
+``systems/systems.json`` and ``systems/memory_map.json``) and is skipped when that file exists, so a resumed verify does not
 redo it. ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
 ``base`` the runs' base config.
 """
@@ -96,13 +96,19 @@ def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path |
     ``spec.memory_stages``; ``out/systems.json``, skipped when already written (resume)."""
     if not spec.memory_stages:
         return None
-    if (out / "systems.json").is_file():
-        log("memory runs: done, skipped")
-        return out
+    from zerolock_theory.workflows.memory_map import measure_memory_map
     from zerolock_theory.workflows.systems import measure_memory
 
     settings = memory_settings(spec, base)
-    log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
-        f"{spec.memory_repeats} repeats ...")
-    measure_memory(settings, out, log=log)
+    if (out / "systems.json").is_file():
+        log("memory runs: done, skipped")
+    else:
+        log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
+            f"{spec.memory_repeats} repeats ...")
+        measure_memory(settings, out, log=log)
+    if (out / "memory_map.json").is_file():
+        log("memory map: done, skipped")
+    else:  # the ratio against tokens per micro-batch (workflows.memory_map), run on resume when missing
+        log(f"memory map: ZeroLock and 1F1B at K = {max(spec.memory_stages)}, four micro-batch sizes ...")
+        measure_memory_map(settings, out, log=log)
     return out
