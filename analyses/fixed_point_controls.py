@@ -32,7 +32,7 @@ from analyses.results import Result, register
 
 __all__ = ["LABEL_FREE_STEP", "PERMUTED_ALLOWED", "FixedPointControls"]
 
-LABEL_FREE_STEP = 0.5
+LABEL_FREE_STEP = 0.75
 """s: how far the label-free control moves p^0 toward p_{k-1} (arithmetic forward, geometric reverse)."""
 PERMUTED_ALLOWED: tuple[str, ...] = ("no difference detected", "not testable")
 """What the label-permutation control may read: the rule finds no direction in it."""

@@ -7,13 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from analyses import drift_budget, fixed_point, lemma2, rate, scaling
+from analyses import drift_budget, fixed_point, lemma2, proposition_identity, rate, scaling, systems, systems_throughput
+from analyses.fixed_point_controls import LABEL_FREE_STEP
+from zerolock_theory.workflows import fixed_point_controls, memory_map
 
 MATH = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "docs" / "MATH.md").read_text(encoding="utf-8"))
 
 
 def _g(x: float) -> str:
     return f"{x:g}"
+
+
+def _frac(x: float) -> str:
+    """¼, ½, ¾ or the number."""
+    return {0.25: "¼", 0.5: "½", 0.75: "¾"}.get(x, _g(x))
 
 
 @pytest.mark.parametrize("phrase", [
@@ -23,8 +30,17 @@ def _g(x: float) -> str:
     f"a burn-in of max({drift_budget.BURN_IN_MIN}, T/{round(1 / drift_budget.BURN_IN_SHARE)}) steps",
     f"below a horizon of {drift_budget.MIN_HORIZON} steps",
     f"at least {scaling.MIN_STEPS} resolved scaled steps",  # Assumption 5
-    f"\"small\" below {_g(lemma2.TV_SMALL)} everywhere",  # Lemma 2
+    f"\"close\" below {_g(lemma2.TV_SMALL)} everywhere",  # Lemma 2
     f"within TV {_g(fixed_point.RESIDUAL_FLOOR)} of the start readout",
+    f"permuted among the batch's positions ({fixed_point.NULL_PERMUTATIONS} permutations)",
+    f"(s = {', '.join(_frac(s) for s in fixed_point_controls.FLOOR_STEPS)}; at least {_g(fixed_point.CONTRAST_FLOOR)})",
+    f"a label-free move at s = {_frac(LABEL_FREE_STEP)} (must not pass)",
+    f"round-off allowed {proposition_identity.IDENTITY_TOL:.0e}".replace("e-0", "e-"),  # Proposition 1
+    f"α ∈ {{{', '.join(_g(a) for a in proposition_identity.ALPHAS)}}}",
+    f"V ∈ {{{', '.join(str(v) for v in proposition_identity.VOCABS)}}}",
+    f"with at least {systems.MIN_MAP_POINTS} sizes the row decides on the map",  # Systems
+    f"{', '.join(str(f) for f in memory_map.FACTORS[:-1])} and {memory_map.FACTORS[-1]} times its own sequences",
+    f"how many within {round(100 * systems_throughput.VALIDATED_WITHIN)}% is shown",
 ])
 def test_math_states_the_code_constant(phrase):
     assert phrase in MATH, phrase
