@@ -6,7 +6,10 @@ than 1F1B" in general. At the largest K of the suite, with its micro-batches m a
 length, the memory runs (``workflows.systems.run_one``, one repeat: the split is a deterministic
 accounting) are repeated at ``FACTORS`` × the suite's sequences per micro-batch. Writes
 ``memory_map.json``: ``{"K", "micro_batches", "seq_len", "points": [{"sequences", "tokens",
-"zerolock": [split per stage], "1f1b": [split per stage]}]}``, read by ``analyses.systems.memory_map``.
+"zerolock": [split per stage], "1f1b": [split per stage]}], "skipped": [...]}``, read by
+``analyses.systems.memory_map``. A size that fails (a corpus too small for the larger batch, a
+device out of memory) is listed in ``skipped`` and the map goes on; with fewer than 3 sizes the
+row falls back to the suite's one setting.
 """
 
 from __future__ import annotations
@@ -29,16 +32,21 @@ def measure_memory_map(settings: MemorySettings, out: Path, log=print, factors: 
     out.mkdir(parents=True, exist_ok=True)
     K = max(settings.stages)
     per_micro = settings.batch_size // settings.micro_batches
-    points = []
+    points, skipped = [], []
     for factor in factors:
         sequences = per_micro * factor
         sized = replace(settings, batch_size=sequences * settings.micro_batches, repeats=1, steps=2, warmup=1)
         point = {"sequences": sequences, "tokens": sequences * settings.seq_len}
-        for method in METHODS:
-            point[method] = run_one(sized, method, K, out / "map" / f"x{factor}")["memory"][0]
+        try:
+            for method in METHODS:
+                point[method] = run_one(sized, method, K, out / "map" / f"x{factor}")["memory"][0]
+        except Exception as exc:  # noqa: BLE001 -- a size the corpus or device cannot hold: recorded, not fatal
+            skipped.append(f"{point['tokens']} tokens: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+            log(f"memory map: {point['tokens']} tokens per micro-batch skipped ({skipped[-1]})")
+            continue
         points.append(point)
         log(f"memory map: {point['tokens']} tokens per micro-batch done")
     path = out / "memory_map.json"
     path.write_text(json.dumps({"K": K, "micro_batches": settings.micro_batches, "seq_len": settings.seq_len,
-                                "points": points}, indent=1))
+                                "points": points, "skipped": skipped}, indent=1))
     return path
