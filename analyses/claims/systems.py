@@ -86,10 +86,23 @@ def _memory_measured(ev: Evidence) -> str:
     return text
 
 
+def _where(reaching: list[list[int]]) -> str:
+    """The cells reaching 1.049, per K: "K=4: m <= 8" when they are the smallest m, else the list."""
+    by_k: dict[int, list[int]] = {}
+    for k, m in reaching:
+        by_k.setdefault(k, []).append(m)
+    parts = []
+    for k, ms in sorted(by_k.items()):
+        ms = sorted(ms)
+        parts.append(f"K={k}: m <= {ms[-1]}" if ms[0] == 1 and all(b == 2 * a for a, b in zip(ms, ms[1:], strict=False))
+                     else f"K={k}: m in {ms}")
+    return "; ".join(parts) or "nowhere"
+
+
 def _region(region) -> str:
-    where = ", ".join(f"K={k} m={m}" for k, m in region.reaching) or "nowhere"
+    where = _where(region.reaching)
     return (f"{region.model}: ratio {region.lowest:.3g} to {region.highest:.3g}; >= 1.049 at {where} "
-            f"({len(region.reaching)} of {region.cells} cells)")
+            f"({len(region.reaching)} of {region.cells} (K, m) cells)")
 
 
 def _throughput_short(ev: Evidence) -> str:
