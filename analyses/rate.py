@@ -1,35 +1,45 @@
-"""Theorem 1 (a): the rate of Ā_T described at this horizon (docs/THEOREM1.md).
+"""Theorem 1 (a): the rate of Ĝ_t's level described at this horizon (docs/THEOREM1.md).
 
 Theorem 1 bounds (1/T) Σ_{t<T} E‖∇R^t‖² by C·log T/√T with an unknown C. A finite run can
-describe the rate it shows; it cannot refute the bound. Per seed, from the per-step
-estimate Ĝ_t (unbiased for the squared gradient norm, possibly negative), with T = step + 1
-and Ā_T its running mean over the observed steps:
+describe the decay it shows; it cannot refute the bound. The rule reads the level of the
+per-step estimate Ĝ_t (unbiased for the squared gradient norm, possibly negative), T = step + 1.
 
-* the fit window is the last ``window`` of the horizon, T > (1 − window)·T_max
-  (``WINDOWS``: ½ by default, ⅓ for the sensitivity check);
-* β (the rule's exponent): Ā_T ≈ c·T^−β + K/T on the window. The K/T term absorbs the run's
-  history before the window (a warm-up, a transient), so β is the exponent of the level of
-  Ĝ_t in the window: the profile least-squares fit of Ĝ_t = c·T^−β (c > 0) on the window's
-  steps, β on the grid ``BETA_GRID`` refined by a parabola;
-* b = β_B − β, where β_B is the same fit on the exact bound's mean level
-  (Ā_T = log(T+1)/√T) at the same steps: the slope of log B_T, B_T = Ā_T·√T/log(T+1),
-  relative to the bound's own curve (b = 0 on the bound, < 0 faster, > 0 slower);
-* descriptive, as plotted: β_run = −(slope of log Ā_T on log T) and b_run = slope of log B_T
-  on log T over the window, where Ā_T > 0. They lag: a transient before the window bends
-  them (a plateau reached after a transient has β_run > 0).
+**Blocks.** The fit window (T_0, T_max], T_0 = (1 − ``WINDOW``)·T_max, is cut into ``BLOCKS``
+blocks of equal width in log T (edges T_0·r^j, r = (T_max/T_0)^(1/BLOCKS)). Per seed, L_j is
+the mean of Ĝ_t over block j. For a power law E Ĝ_T = c·T^−β, L_j/L_{j+1} = r^β exactly in the
+continuum, whatever c.
 
-Seed level: t-intervals over seeds (``analyses.seeds.seed_interval``) of β and b. Outcome
-(``RATE_OUTCOMES``), from the intervals [β_lo, β_hi] and [b_lo, b_hi]:
+**Per seed**, with m the seed's mean Ĝ over the window:
 
-* ``not testable`` — fewer than ``MIN_SEEDS`` seeds with a β (a single series: point
-  estimates only), horizon below ``MIN_HORIZON``, or β_lo ≤ 0 and b_lo ≤ 0 (the interval
-  holds both "no decay" and the bound's rate);
-* ``no decay`` — β_lo ≤ 0 < b_lo: no significant decay, significantly slower than the bound;
-* ``slower than the bound`` — β_lo > 0 and b_lo > 0;
-* ``at least the bound's rate`` — β_lo > 0 and b_lo ≤ 0.
+* ``decline_early`` = (L_1 − L_2)/m and ``decline_late`` = (L_3 − L_4)/m: the relative fall of
+  the level over two *disjoint* pairs of blocks;
+* β = log(L_3/L_4)/log r, the exponent of the level over the late pair (the rate at the
+  horizon); β_early the same over the early pair;
+* b = β_B − β, β_B the same exponent of the bound's exact level (the increments of
+  T·log(T+1)/√T) over the late pair: b ≤ 0 at the bound's rate or faster, b > 0 slower;
+* ``slowing`` = log(L_1/L_2) − log(L_3/L_4): how much the decay slows within the window
+  (0 for a power law; > 0 for a transient settling onto a floor).
 
-Under a plateau (β = 0) "at least"/"slower" need β_lo > 0: at most (1 − level)/2; on the
-bound's curve (b = 0) "no decay"/"slower" need b_lo > 0: at most (1 − level)/2. Deterministic.
+**Seed level**: t-intervals over seeds (``analyses.seeds.seed_interval``) of each figure.
+
+**Outcome** (``RATE_OUTCOMES``, reason codes ``RATE_REASONS``):
+
+* *decays* when both declines' intervals lie above 0 (an intersection–union test: a fall
+  onto a plateau, a step drop or a transient ending anywhere in the window leaves one pair
+  flat). Then, from b's interval: ``at the bound's rate or faster`` (b_hi ≤ 0), ``slower
+  than the bound`` (b_lo > 0), ``not distinguished from the bound`` (b straddles 0) —
+  except ``not testable`` when β_lo > ``TRANSIENT_BETA`` (a fall faster than any rate:
+  a transient), or, in place of "not distinguished", when the decay slows significantly
+  (the slowing's interval at ``SLOWING_LEVEL`` above 0: a transient onto a floor is not
+  excluded);
+* ``not testable`` (``rising``) when the late pair rises significantly;
+* ``no decay`` when the late pair shows no significant decline and b_lo > 0 there: over the
+  last half of the window (in log T) the level falls significantly slower than the bound;
+* ``not testable`` otherwise (too short, too few seeds, or intervals that hold both).
+
+Under a plateau a decay word needs both declines significant: at most (1 − level)/2.
+Deterministic. The confusion tables, the power at the model's noise and the families that
+try to fool the rule are in docs/THEOREM1.md (``benchmarks/calibrate_rate.py``).
 """
 
 from __future__ import annotations
@@ -41,148 +51,185 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from analyses.bootstrap import ols_slope
-from analyses.convergence import bound_statistic, running_average, seed_series
+from analyses.convergence import seed_series
 from analyses.results import Interval, Result, register
 from analyses.seeds import finite_mean, finite_or_none, interval_dict, seed_interval
 
 __all__ = [
-    "BETA_GRID",
-    "BETA_STEP",
+    "BLOCKS",
+    "MIN_BLOCK_POINTS",
     "MIN_HORIZON",
-    "MIN_WINDOW_POINTS",
     "RATE_OUTCOMES",
     "RATE_REASONS",
     "RATE_SENTENCES",
+    "SLOWING_LEVEL",
+    "TRANSIENT_BETA",
+    "WINDOW",
     "WINDOWS",
+    "DECAYS",
     "RateDescription",
     "SeedRate",
-    "bound_beta",
+    "block_edges",
+    "bound_level",
     "describe_rate",
-    "flips",
-    "level_exponent",
+    "noise_ratio",
     "rate_from_table",
     "rate_outcome",
     "seed_rate",
-    "window_sensitivity",
 ]
 
-RATE_OUTCOMES = ("at least the bound's rate", "slower than the bound", "no decay", "not testable")
+RATE_OUTCOMES = ("at the bound's rate or faster", "not distinguished from the bound", "slower than the bound",
+                 "no decay", "not testable")
+DECAYS = RATE_OUTCOMES[:3]
+"""The outcomes that say the level decays in the window."""
 RATE_SENTENCES = {
-    "at least the bound's rate": "decays at least at the bound's rate",
+    "at the bound's rate or faster": "decays at the bound's rate or faster",
+    "not distinguished from the bound": "decays; its rate is not distinguished from the bound's",
     "slower than the bound": "decays, slower than the bound",
-    "no decay": "does not decay at this horizon",
+    "no decay": "no decay at this horizon",
     "not testable": "not testable at this horizon",
 }
-RATE_REASONS = ("no_seed", "short_horizon", "few_seeds", "ambiguous", "decays", "slower", "flat")
-WINDOWS = (0.5, 1.0 / 3.0)
-"""Fit windows: the last half of the horizon (default) and the last third (sensitivity)."""
+RATE_REASONS = ("no_seed", "short_horizon", "few_seeds", "faster", "undistinguished", "slower", "transient",
+                "slowing", "rising", "flat", "ambiguous")
+WINDOW = 0.95
+"""The fit window: the last 95% of the horizon (T_0 = T_max/20 skips the first steps' warm-up)."""
+WINDOWS = (WINDOW,)
+BLOCKS = 4
+"""Blocks of equal width in log T: the early pair is blocks 1–2, the late pair blocks 3–4."""
 MIN_HORIZON = 500
 """Steps: below this horizon the outcome is ``not testable`` (reason ``short_horizon``)."""
-MIN_WINDOW_POINTS = 20
-"""A seed needs this many observed steps in the window for a β."""
-BETA_GRID = np.round(np.arange(-2.0, 3.0 + 1e-9, 0.05), 10)
-"""Candidate β of the profile fit (coarse); an estimate at an end of the grid is that end."""
-BETA_STEP = 0.0025
-"""Step of the fine grid around the best coarse β."""
+MIN_BLOCK_POINTS = 5
+"""A seed needs this many observed steps in every block for its figures."""
+TRANSIENT_BETA = 1.0
+"""β_lo above this: a fall faster than T^−1 in the level is a transient, not a rate."""
+SLOWING_LEVEL = 0.8
+"""Two-sided level of the slowing interval: "not distinguished from the bound" needs the slowing's
+interval at this level to reach 0 (one-sided 10%: a transient onto a floor is caught at high noise;
+a power law is flagged in at most 10% of the repetitions that would read it)."""
 
 
-def level_exponent(t: np.ndarray, g: np.ndarray) -> float:
-    """β of Ĝ_t ≈ c·T^−β (c > 0) by profile least squares: the best β of ``BETA_GRID``, then of a
-    grid ``BETA_STEP`` fine around it, refined by a parabola. NaN when no β gives c > 0 (the
-    window's level is not positive)."""
-    t, g = np.asarray(t, dtype=float), np.asarray(g, dtype=float)
-    logt = np.log(t / t[-1])
-
-    def explained(grid: np.ndarray) -> np.ndarray:  # RSS = Σg² − explained
-        x = np.exp(-grid[:, None] * logt[None, :])
-        sxy, sxx = x @ g, np.einsum("ij,ij->i", x, x)
-        return np.where(sxy > 0, sxy * sxy / sxx, 0.0)
-
-    coarse = explained(BETA_GRID)
-    i = int(np.argmax(coarse))
-    if coarse[i] <= 0:
-        return math.nan
-    step = BETA_GRID[1] - BETA_GRID[0]
-    fine = np.arange(BETA_GRID[i] - step, BETA_GRID[i] + step + BETA_STEP / 2, BETA_STEP)
-    fine = fine[(fine >= BETA_GRID[0] - 1e-12) & (fine <= BETA_GRID[-1] + 1e-12)]
-    values = explained(fine)
-    j = int(np.argmax(values))
-    if 0 < j < fine.size - 1:
-        y0, y1, y2 = values[j - 1 : j + 2]
-        curve = y0 - 2 * y1 + y2
-        if curve < 0:
-            return float(fine[j] + 0.5 * (y0 - y2) / curve * BETA_STEP)
-    return float(fine[j])
+def block_edges(horizon: int, window: float = WINDOW, blocks: int = BLOCKS) -> np.ndarray:
+    """The ``blocks + 1`` edges T_0·r^j of the window, geometric from (1 − window)·horizon to horizon."""
+    if not 0.0 < window < 1.0:
+        raise ValueError(f"window must lie in (0, 1), got {window}")
+    return np.exp(np.linspace(math.log((1.0 - window) * horizon), math.log(horizon), blocks + 1))
 
 
-def _bound_level(t: np.ndarray) -> np.ndarray:
+def _block_means(t: np.ndarray, g: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Mean of ``g`` over each block (e_j, e_{j+1}]; NaN where fewer than ``MIN_BLOCK_POINTS``."""
+    which = np.searchsorted(edges, t, side="left") - 1  # block j holds e_j < T ≤ e_{j+1}
+    out = np.full(edges.size - 1, math.nan)
+    for j in range(out.size):
+        part = g[which == j]
+        if part.size >= MIN_BLOCK_POINTS:
+            out[j] = float(part.mean())
+    return out
+
+
+def bound_level(t: np.ndarray) -> np.ndarray:
     """E[Ĝ] on the bound's curve at the observed T: increments of T·log(T+1)/√T over the steps."""
+    t = np.asarray(t, dtype=float)
     total = np.sqrt(t) * np.log(t + 1.0)
     before = np.concatenate([[0.0], total[:-1]])
-    gaps = np.diff(np.concatenate([[0.0], t]))
-    return (total - before) / gaps
-
-
-def bound_beta(t: np.ndarray, window: float = WINDOWS[0]) -> float:
-    """β_B: ``level_exponent`` of the bound's exact level at the window's steps of ``t``."""
-    t = np.asarray(t, dtype=float)
-    return _bound_beta(t.tobytes(), float(window))
+    return (total - before) / np.diff(np.concatenate([[0.0], t]))
 
 
 @functools.lru_cache(maxsize=64)
-def _bound_beta(key: bytes, window: float) -> float:
-    t = np.frombuffer(key, dtype=float)
-    win = t > (1.0 - window) * t[-1]
-    return level_exponent(t[win], _bound_level(t)[win])
+def _bound_beta(horizon: int, window: float) -> float:
+    """β_B: the late pair's exponent of the bound's exact level at T = 1..horizon."""
+    t = np.arange(1.0, horizon + 1.0)
+    edges = block_edges(horizon, window)
+    levels = _block_means(t, bound_level(t), edges)
+    return float(math.log(levels[-2] / levels[-1]) / math.log(edges[1] / edges[0]))
+
+
+def _log_ratio(a: float, b: float) -> float:
+    return math.log(a / b) if a > 0 and b > 0 else math.nan
 
 
 @dataclass(frozen=True)
 class SeedRate:
-    """One seed: β and b (the rule's), β_run and b_run (descriptive), the window's size."""
+    """One seed's block levels and the figures read off them (module docstring)."""
 
     name: str
     horizon: int
+    levels: list[float]
+    decline_early: float
+    decline_late: float
     beta: float
+    beta_early: float
     b: float
-    beta_run: float
-    b_run: float
-    n_window: int
+    slowing: float
+    noise: float
 
 
-def seed_rate(t: np.ndarray, g: np.ndarray, name: str = "", window: float = WINDOWS[0]) -> SeedRate:
+def noise_ratio(t: np.ndarray, g: np.ndarray, window: float = WINDOW) -> float:
+    """Ĝ_t's noise as a multiple of its mean level over the run: the standard deviation of Ĝ_t about
+    its block means in the window, over the mean of Ĝ_t over every step (the convention of the
+    calibration families, ``analyses.rate_families``). NaN when the run's mean is not positive."""
+    t, g = np.asarray(t, dtype=float), np.asarray(g, dtype=float)
+    edges = block_edges(int(t[-1]), window, blocks=4 * BLOCKS)
+    which = np.searchsorted(edges, t, side="left") - 1
+    inside = (which >= 0) & (which < edges.size - 1)
+    if inside.sum() < 2 * MIN_BLOCK_POINTS or not g.mean() > 0:
+        return math.nan
+    centred = np.concatenate([g[which == j] - g[which == j].mean() for j in np.unique(which[inside])])
+    return float(centred.std(ddof=1) / g.mean())
+
+
+def seed_rate(t: np.ndarray, g: np.ndarray, name: str = "", window: float = WINDOW) -> SeedRate:
     """The per-seed figures of one series ``(T, Ĝ_T)`` (T = step + 1, sorted); module docstring."""
     t, g = np.asarray(t, dtype=float), np.asarray(g, dtype=float)
-    if not 0.0 < window < 1.0:
-        raise ValueError(f"window must lie in (0, 1), got {window}")
-    a = running_average(g)
-    win = t > (1.0 - window) * t[-1]
-    n = int(win.sum())
-    beta = b = beta_run = b_run = math.nan
-    if n >= MIN_WINDOW_POINTS:
-        beta = level_exponent(t[win], g[win])
-        b = bound_beta(t, window) - beta
-        pos = win & (a > 0)
-        if pos.sum() >= max(MIN_WINDOW_POINTS, n / 2):
-            x = np.log(t[pos])
-            beta_run = -float(ols_slope(x, np.log(a[pos]))[0])
-            b_run = float(ols_slope(x, np.log(bound_statistic(t[pos], a[pos])))[0])
-    return SeedRate(name, int(t[-1]), beta, b, beta_run, b_run, n)
+    horizon = int(t[-1])
+    edges = block_edges(horizon, window)
+    levels = _block_means(t, g, edges)
+    mean = float(g[(t > edges[0]) & (t <= edges[-1])].mean()) if np.isfinite(levels).all() else math.nan
+    rel = mean if mean > 0 else math.nan
+    step = math.log(edges[1] / edges[0])
+    early, late = _log_ratio(levels[0], levels[1]), _log_ratio(levels[2], levels[3])
+    beta = late / step
+    return SeedRate(name, horizon, [float(x) for x in levels], (levels[0] - levels[1]) / rel,
+                    (levels[2] - levels[3]) / rel, beta, early / step,
+                    _bound_beta(horizon, float(window)) - beta, early - late, noise_ratio(t, g, window))
 
 
-def rate_outcome(beta: Interval | None, b: Interval | None, horizon: int, seeds: int,
+def _p_positive(values: Sequence[float]) -> float:
+    """Two-sided p-value of the seed-level t-test of mean 0 (NaN below 3 finite values)."""
+    x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+    if x.size < 3:
+        return math.nan
+    if np.all(x == x[0]):
+        return 0.0 if x[0] != 0 else 1.0
+    return float(stats.ttest_1samp(x, 0.0).pvalue)
+
+
+def rate_outcome(decline_early: Interval | None, decline_late: Interval | None, beta: Interval | None,
+                 b: Interval | None, slowing: Interval | None, horizon: int, seeds: int,
                  min_horizon: int = MIN_HORIZON) -> tuple[str, str]:
     """The outcome and its reason code (``RATE_REASONS``) from the seed intervals (module docstring)."""
     if seeds == 0:
         return "not testable", "no_seed"
     if horizon < min_horizon:
         return "not testable", "short_horizon"
-    if beta is None or b is None:
+    if None in (decline_early, decline_late, beta, b):
         return "not testable", "few_seeds"
-    if beta.low > 0:
-        return ("at least the bound's rate", "decays") if b.low <= 0 else ("slower than the bound", "slower")
-    return ("no decay", "flat") if b.low > 0 else ("not testable", "ambiguous")
+    if decline_early.low > 0 and decline_late.low > 0:
+        if beta.low > TRANSIENT_BETA:
+            return "not testable", "transient"
+        if b.low > 0:
+            return "slower than the bound", "slower"
+        if b.high <= 0:
+            return "at the bound's rate or faster", "faster"
+        if slowing is not None and slowing.low > 0:
+            return "not testable", "slowing"
+        return "not distinguished from the bound", "undistinguished"
+    if decline_late.high < 0:
+        return "not testable", "rising"
+    if decline_late.low <= 0 and b.low > 0:
+        return "no decay", "flat"
+    return "not testable", "ambiguous"
 
 
 @register
@@ -198,13 +245,17 @@ class RateDescription(Result):
     horizon: int
     seeds: int
     window: float
+    edges: list[float]
+    decline_early: Interval | None
+    decline_late: Interval | None
     beta: Interval | None
     b: Interval | None
+    slowing: Interval | None
     beta_point: float  # mean over seeds (also with one seed)
     b_point: float
-    beta_run: Interval | None
-    b_run: Interval | None
     bound_beta: float
+    noise: float  # median over seeds of ``noise_ratio``
+    p_value: float  # two-sided p of the test that decided the outcome; NaN when undecided
     per_seed: list[SeedRate]
     level: float = 0.95
 
@@ -219,20 +270,37 @@ class RateDescription(Result):
         """The report's words for the outcome."""
         return RATE_SENTENCES[self.outcome]
 
+    @property
+    def decays(self) -> bool:
+        return self.outcome in DECAYS
+
     def to_cli(self) -> dict:
-        """``rate: {outcome, sentence, reason, beta, b, beta_run, b_run, horizon, seeds, window}``."""
-        def iv(x: Interval | None, point: float) -> dict:
-            return interval_dict(x, point, self.level)
+        """``rate: {outcome, sentence, reason, beta, b, declines, slowing, noise, p_value, ...}``."""
+        def iv(x: Interval | None, values: list[float]) -> dict:
+            return interval_dict(x, finite_mean(values), self.level)
+        seeds = self.per_seed
         return {
             "outcome": self.outcome, "sentence": self.sentence, "reason": self.reason,
-            "beta": iv(self.beta, self.beta_point), "b": iv(self.b, self.b_point),
-            "beta_run": iv(self.beta_run, finite_mean([s.beta_run for s in self.per_seed])),
-            "b_run": iv(self.b_run, finite_mean([s.b_run for s in self.per_seed])),
-            "bound_beta": self.bound_beta, "horizon": self.horizon, "seeds": self.seeds,
-            "window": self.window, "column": self.column,
+            "beta": iv(self.beta, [s.beta for s in seeds]), "b": iv(self.b, [s.b for s in seeds]),
+            "decline_early": iv(self.decline_early, [s.decline_early for s in seeds]),
+            "decline_late": iv(self.decline_late, [s.decline_late for s in seeds]),
+            "slowing": iv(self.slowing, [s.slowing for s in seeds]),
+            "bound_beta": finite_or_none(self.bound_beta), "noise": finite_or_none(self.noise),
+            "p_value": finite_or_none(self.p_value), "horizon": self.horizon, "seeds": self.seeds,
+            "window": self.window, "edges": self.edges, "column": self.column,
             "per_seed": [{"name": s.name, "beta": finite_or_none(s.beta), "b": finite_or_none(s.b),
-                          "horizon": s.horizon} for s in self.per_seed],
+                          "levels": [finite_or_none(x) for x in s.levels], "horizon": s.horizon} for s in seeds],
         }
+
+
+def _decisive_p(outcome: str, fits: list[SeedRate]) -> float:
+    """The p-value of the test behind ``outcome``: the larger of the two declines' (a decay, an
+    intersection–union test), or b's over the late pair (no decay); NaN when undecided."""
+    if outcome in DECAYS:
+        return max(_p_positive([f.decline_early for f in fits]), _p_positive([f.decline_late for f in fits]))
+    if outcome == "no decay":
+        return _p_positive([f.b for f in fits])
+    return math.nan
 
 
 def describe_rate(
@@ -241,35 +309,32 @@ def describe_rate(
     names: Sequence[str] | None = None,
     label: str = "",
     column: str = "",
-    window: float = WINDOWS[0],
+    window: float = WINDOW,
     level: float = 0.95,
     min_horizon: int = MIN_HORIZON,
 ) -> RateDescription:
-    """Theorem 1 (a) over seeds: one ``(T, Ĝ_T)`` per seed. Guarantees: ``outcome`` in
-    ``RATE_OUTCOMES``; intervals are ``seed_interval`` of the finite per-seed values (``None``
-    below ``MIN_SEEDS``, with point estimates kept); deterministic."""
+    """Theorem 1 (a) over seeds: one ``(T, Ĝ_T)`` per seed, cut at the shortest seed's horizon.
+    Guarantees: ``outcome`` in ``RATE_OUTCOMES``; intervals are ``seed_interval`` of the finite
+    per-seed values (``None`` below ``MIN_SEEDS``, point estimates kept); deterministic."""
     names = list(names) if names is not None else [f"seed {i}" for i in range(len(series))]
-    fits = [seed_rate(t, g, n, window) for (t, g), n in zip(series, names, strict=True)]
-    horizon = min((f.horizon for f in fits), default=0)
-    beta = seed_interval([f.beta for f in fits], level)
-    b = seed_interval([f.b for f in fits], level)
-    outcome, reason = rate_outcome(beta, b, horizon, len(fits), min_horizon)
-    bb = bound_beta(np.arange(1.0, horizon + 1), window) if horizon >= 2 / window else math.nan
+    horizon = min((int(np.asarray(t)[-1]) for t, _ in series), default=0)
+    fits = []
+    if horizon >= 2 * BLOCKS * MIN_BLOCK_POINTS / window:
+        for (t, g), name in zip(series, names, strict=True):
+            keep = np.asarray(t) <= horizon
+            fits.append(seed_rate(np.asarray(t)[keep], np.asarray(g)[keep], name, window))
+    figures = {key: seed_interval([getattr(f, key) for f in fits], level)
+               for key in ("decline_early", "decline_late", "beta", "b")}
+    figures["slowing"] = seed_interval([f.slowing for f in fits], SLOWING_LEVEL)
+    outcome, reason = rate_outcome(**figures, horizon=horizon, seeds=len(series), min_horizon=min_horizon)
+    edges = block_edges(horizon, window).tolist() if fits else []
     return RateDescription(
-        label=label, column=column, outcome=outcome, reason=reason, horizon=horizon, seeds=len(fits),
-        window=float(window), beta=beta, b=b, beta_point=finite_mean([f.beta for f in fits]),
-        b_point=finite_mean([f.b for f in fits]), beta_run=seed_interval([f.beta_run for f in fits], level),
-        b_run=seed_interval([f.b_run for f in fits], level), bound_beta=bb, per_seed=fits, level=level)
-
-
-def window_sensitivity(series: Sequence[tuple[np.ndarray, np.ndarray]], **kwargs) -> dict[float, RateDescription]:
-    """``describe_rate`` under each fit window of ``WINDOWS`` (½ and ⅓); ``flips`` tells whether they differ."""
-    return {w: describe_rate(series, window=w, **kwargs) for w in WINDOWS}
-
-
-def flips(sensitivity: dict[float, RateDescription]) -> bool:
-    """True when the outcome differs between the fit windows (a verdict that flips is reported as such)."""
-    return len({r.outcome for r in sensitivity.values()}) > 1
+        label=label, column=column, outcome=outcome, reason=reason, horizon=horizon, seeds=len(series),
+        window=float(window), edges=edges, **figures, beta_point=finite_mean([f.beta for f in fits]),
+        b_point=finite_mean([f.b for f in fits]),
+        bound_beta=_bound_beta(horizon, float(window)) if fits else math.nan,
+        noise=float(np.nanmedian([f.noise for f in fits])) if any(math.isfinite(f.noise) for f in fits)
+        else math.nan, p_value=_decisive_p(outcome, fits), per_seed=fits, level=level)
 
 
 def rate_from_table(

@@ -1,9 +1,12 @@
 """Synthetic series with known answers for Theorem 1's rules (docs/THEOREM1.md, calibration).
 
-Rate families (``RATE_FAMILIES``): the running mean E[Ā_T] = A(T) exactly, so the level
-E[Ĝ_t] at T = t + 1 is the increment T·A(T) − (T−1)·A(T−1). The noise is additive Gaussian
-AR(1) (coefficient ``phi``) with a constant standard deviation ``noise`` × (mean level over the
-run) — the shape measured on the model: the spread of Ĝ_t stays put while its level falls.
+Rate families (``RATE_FAMILIES``): the level E[Ĝ_t] at T = t + 1 as a function of T. The bound
+family is the bound's own level (the increments of T·log(T+1)/√T). The noise is additive
+Gaussian AR(1) (coefficient ``phi``) with a constant standard deviation ``noise`` × (mean level
+over the run), the shape measured on the model: the spread of Ĝ_t stays put while its level
+falls. ``RATE_TRUE`` names the outcomes that state the truth of each family, ``RATE_WRONG`` the
+ones that contradict it (anything else is undecided); the plateau families are the
+constructions a referee would use to make a fall onto a plateau read as a rate.
 
 Drift families (``DRIFT_FAMILIES``): drift_t = η_t^p·(a + s·z_t), z_t standard normal, with
 p = 1 (first order), 1.5 (intermediate), 2 (second order), and descent_t = −η_t·(1 + ½z′_t).
@@ -19,53 +22,69 @@ import pandas as pd
 __all__ = [
     "DRIFT_EXPECTED",
     "DRIFT_FAMILIES",
-    "RATE_EXPECTED",
+    "PLATEAU_FAMILIES",
     "RATE_FAMILIES",
+    "RATE_TRUE",
+    "RATE_WRONG",
     "drift_table",
     "rate_mean",
     "rate_series",
 ]
 
-SUITE_HORIZON = 1000
+
+def _bound(t: np.ndarray) -> np.ndarray:
+    total = np.sqrt(t) * np.log(t + 1.0)
+    return np.diff(np.concatenate([[0.0], total])) / np.diff(np.concatenate([[0.0], t]))
 
 
-def _rise_then_decay(t: np.ndarray) -> np.ndarray:
-    knee = SUITE_HORIZON / 3.0
-    return np.where(t < knee, t / knee, np.sqrt(knee / np.maximum(t, 1.0)))
-
-
-def _peak_700(t: np.ndarray) -> np.ndarray:
-    return np.where(t < 700.0, (t / 700.0) ** 2, np.sqrt(700.0 / np.maximum(t, 1.0)))
+def _rise_then(knee: float) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda t: np.where(t < knee, t / knee, np.sqrt(knee / t))
 
 
 RATE_FAMILIES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "1/sqrt(T)": lambda t: 1.0 / np.sqrt(t),
-    "log(T+1)/sqrt(T)": lambda t: np.log(t + 1.0) / np.sqrt(t),
+    "log(T+1)/sqrt(T) (the bound)": _bound,
     "T^-0.2": lambda t: t**-0.2,
+    "rise over the first third, then 1/sqrt(T)": _rise_then(1000.0 / 3.0),
     "plateau": lambda t: np.ones_like(t),
-    "plateau after transient": lambda t: 1.0 + 4.0 * 100.0 * (1.0 - np.exp(-t / 100.0)) / t,
-    "rise (first third), then 1/sqrt(T)": _rise_then_decay,
-    "mean peaks at T=700, then 1/sqrt(T)": _peak_700,
+    "exponential transient onto a plateau": lambda t: 1.0 + 4.0 * np.exp(-t / 100.0),
+    "fast transient onto a plateau": lambda t: 1.0 + 4.0 * np.exp(-t / 30.0),
+    "step drop at T=300 onto a plateau": lambda t: np.where(t < 300.0, 2.0, 1.0),
+    "step drop at T=600 onto a plateau": lambda t: np.where(t < 600.0, 2.0, 1.0),
+    "step drop at T=850 onto a plateau": lambda t: np.where(t < 850.0, 2.0, 1.0),
+    "late transient onto a plateau": lambda t: np.where(t < 400.0, 5.0, 1.0 + 4.0 * np.exp(-(t - 400.0) / 80.0)),
+    "mean peaks at T=700, then 1/sqrt(T)": lambda t: np.where(t < 700.0, (t / 700.0) ** 2, np.sqrt(700.0 / t)),
 }
-"""Name → A(T), the exact running mean E[Ā_T]."""
+"""Name → the level E[Ĝ] as a function of T = t + 1."""
 
-RATE_EXPECTED = {
-    "1/sqrt(T)": "at least the bound's rate",
-    "log(T+1)/sqrt(T)": "at least the bound's rate",
-    "T^-0.2": "slower than the bound",
-    "plateau": "no decay",
-    "plateau after transient": "no decay",
-    "rise (first third), then 1/sqrt(T)": "at least the bound's rate",
-    "mean peaks at T=700, then 1/sqrt(T)": "at least the bound's rate",
+_DECAYS = ("at the bound's rate or faster", "not distinguished from the bound", "slower than the bound")
+PLATEAU_FAMILIES = tuple(name for name in RATE_FAMILIES if "plateau" in name)
+RATE_TRUE: dict[str, tuple[str, ...]] = {
+    "1/sqrt(T)": ("at the bound's rate or faster", "not distinguished from the bound"),
+    "log(T+1)/sqrt(T) (the bound)": ("at the bound's rate or faster", "not distinguished from the bound"),
+    "T^-0.2": ("slower than the bound",),
+    "rise over the first third, then 1/sqrt(T)": ("at the bound's rate or faster", "not distinguished from the bound"),
+    "mean peaks at T=700, then 1/sqrt(T)": ("at the bound's rate or faster", "not distinguished from the bound"),
+    **{name: ("no decay",) for name in PLATEAU_FAMILIES},
 }
-"""The outcome each family should get (the true answer the confusion tables score)."""
+"""The outcomes that state each family's truth (the confusion tables' correct cells)."""
+RATE_WRONG: dict[str, tuple[str, ...]] = {
+    "1/sqrt(T)": ("slower than the bound", "no decay"),
+    "log(T+1)/sqrt(T) (the bound)": ("no decay",),
+    "T^-0.2": ("at the bound's rate or faster", "no decay"),
+    "rise over the first third, then 1/sqrt(T)": ("slower than the bound", "no decay"),
+    "mean peaks at T=700, then 1/sqrt(T)": ("slower than the bound", "no decay"),
+    **{name: _DECAYS[:2] for name in PLATEAU_FAMILIES},
+}
+"""The outcomes that contradict each family's truth. On a plateau family "decays, slower than the
+bound" is a true description of a transient still falling in the window, so only the bound's
+rate words are wrong there."""
 
 
 def rate_mean(family: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(T, E[Ĝ])`` for T = 1..horizon: the level whose running mean is ``RATE_FAMILIES[family]``."""
+    """``(T, E[Ĝ])`` for T = 1..horizon."""
     t = np.arange(1.0, horizon + 1.0)
-    total = t * RATE_FAMILIES[family](t)
-    return t, np.diff(np.concatenate([[0.0], total]))
+    return t, np.asarray(RATE_FAMILIES[family](t), dtype=float)
 
 
 def rate_series(family: str, horizon: int, rng: np.random.Generator, noise: float, phi: float = 0.0

@@ -25,7 +25,10 @@ def _frac(x: float) -> str:
 
 @pytest.mark.parametrize("phrase", [
     f"a horizon below {rate.MIN_HORIZON} steps",  # Theorem 1 (a)
-    "(the last half of the run; the last third as the sensitivity check)",
+    f"The fit window (T/{round(1 / (1 - rate.WINDOW))}, T]",
+    f"cut into {rate.BLOCKS} blocks of equal width in log T",
+    f"the slowing's {round(100 * rate.SLOWING_LEVEL)}% interval reaches 0",
+    f"a fall faster than T^{{−1}} over blocks 3–4 (β_lo > {rate.TRANSIENT_BETA:g}",
     f"s's interval above {_g(drift_budget.S_THRESHOLD)}",  # Theorem 1 (b)
     f"a burn-in of max({drift_budget.BURN_IN_MIN}, T/{round(1 / drift_budget.BURN_IN_SHARE)}) steps",
     f"below a horizon of {drift_budget.MIN_HORIZON} steps",
@@ -46,5 +49,5 @@ def test_math_states_the_code_constant(phrase):
     assert phrase in MATH, phrase
 
 
-def test_the_windows_are_a_half_and_a_third():
-    assert rate.WINDOWS == (0.5, 1.0 / 3.0)
+def test_the_rate_rule_has_one_window():
+    assert rate.WINDOWS == (rate.WINDOW,) and rate.WINDOW == 0.95

@@ -168,16 +168,18 @@ def _family_table(path, family, seeds, steps, rng):
 
 
 def test_rate_json_on_the_bound_and_on_a_plateau(tmp_path, capsys):
-    """Issue 23: 3 seeds, Ā_T = c·log(T+1)/√T with noise, 2000 steps: not "no decay"; a plateau: "no decay"."""
+    """Issue 23, on the rule of issue 38: the bound's own level with noise, 3 seeds, 2000 steps, never
+    "no decay"; a plateau: "no decay"."""
     rng = np.random.default_rng(4)
-    bound = _rate_json(capsys, _family_table(tmp_path / "b.csv", "log(T+1)/sqrt(T)", 3, 2000, rng), "g")["rate"]
+    bound = _rate_json(capsys, _family_table(tmp_path / "b.csv", "log(T+1)/sqrt(T) (the bound)", 3, 2000, rng),
+                       "g")["rate"]
     assert bound["outcome"] != "no decay" and bound["horizon"] == 2000 and bound["seeds"] == 3
     assert bound["beta"]["low"] <= bound["beta"]["estimate"] <= bound["beta"]["high"]
     flat = _rate_json(capsys, _family_table(tmp_path / "p.csv", "plateau", 3, 2000, rng), "g")["rate"]
     assert flat["outcome"] == "no decay" and flat["b"]["low"] > 0
-    args = ["analyze", "rate", "--table", str(tmp_path / "p.csv"), "--column", "g", "--json", "--window", "0.333"]
+    args = ["analyze", "rate", "--table", str(tmp_path / "p.csv"), "--column", "g", "--json", "--window", "0.8"]
     assert cli.main([*args, "--seed-column", "seed"]) == 0
-    assert json.loads(capsys.readouterr().out)["rate"]["window"] == pytest.approx(1 / 3)
+    assert json.loads(capsys.readouterr().out)["rate"]["window"] == pytest.approx(0.8)
     _fail(capsys, [*args, "--window", "1.5"], "--window must lie in (0, 1)")
 
 

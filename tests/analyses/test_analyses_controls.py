@@ -6,7 +6,7 @@ import numpy as np
 
 from analyses.controls import (
     NEGATIVE,
-    NOT_FLAT,
+    POSITIVE,
     ControlCheck,
     LogisticToy,
     RateControls,
@@ -15,22 +15,28 @@ from analyses.controls import (
     rate_controls,
 )
 from analyses.convergence import FLOOR_COLUMN, with_noise_floor
-from analyses.rate import describe_rate
+from analyses.rate import DECAYS, describe_rate
 from analyses.rate_families import rate_series
 from analyses.results import load_result
 
 
 def test_toy_controls_pass_and_a_wrong_extra_control_is_reported_failed():
+    """The controls registered for the rule (docs/THEOREM1.md, 2026-12-03): the positive toy reads a
+    decay; its shuffled series and constant-step SGD do not; a wrong extra control is reported failed."""
     rng = np.random.default_rng(5)
     flat = describe_rate([rate_series("plateau", 1000, rng, 0.3) for _ in range(5)], label="flat")
     decaying = describe_rate([rate_series("1/sqrt(T)", 1000, rng, 0.3) for _ in range(5)], label="decays")
-    result = rate_controls(extra={"backprop (flat on purpose)": (flat, NOT_FLAT),
+    result = rate_controls(extra={"must decay (flat on purpose)": (flat, POSITIVE),
                                   "floor that decays": (decaying, NEGATIVE)})
     outcomes = {c.name: c.outcome for c in result.checks}
-    assert outcomes["positive: logistic, SGD eta_t ~ 1/sqrt(t)"] == "at least the bound's rate"
-    assert outcomes["negative: logistic, constant step"] == "no decay"
-    assert outcomes["negative: biased |g_t|^2 (noise floor)"] == "no decay"
-    assert result.failed == ["backprop (flat on purpose)", "floor that decays"]
+    assert POSITIVE == DECAYS and not set(NEGATIVE) & set(DECAYS)
+    assert outcomes["positive: logistic, SGD eta_t ~ 1/sqrt(t)"] in DECAYS
+    assert outcomes["negative: the positive control's series shuffled inside the window"] in NEGATIVE
+    assert outcomes["negative: logistic, constant step"] in NEGATIVE
+    descriptive = [c for c in result.checks if c.descriptive]
+    assert [c.name for c in descriptive] == ["descriptive: logistic, biased |g_t|^2 (a floor plus a falling "
+                                             "|grad F|^2)"] and all(c.passed for c in descriptive)
+    assert result.failed == ["must decay (flat on purpose)", "floor that decays"]
     again = load_result(result.to_json())
     assert isinstance(again, RateControls) and again.failed == result.failed
 

@@ -5,7 +5,7 @@ Two forms, told apart by the first positional argument:
 * ``zerolock analyze RUN_DIR... --out DIR`` — every analysis (``analyses.suite``), saved as one
   JSON per analysis plus ``analysis.json``; the verdicts are printed.
 * ``zerolock analyze rate --table FILE --column NAME [--seed-column NAME] [--window W]`` —
-  Theorem 1 (a), the rate of the column's running mean described
+  Theorem 1 (a), the decay of the column's level described
   (``analyses.rate.rate_from_table``), beside the earlier bound test
   (``analyses.convergence.bound_from_table``): one series, or one per seed.
 * ``zerolock analyze drift --table FILE --column DRIFT --lr-column LR [--seed-column NAME]
@@ -32,7 +32,7 @@ USAGE = (
     "zerolock analyze RUN_DIR [RUN_DIR ...] --out DIR [--overwrite] [--systems FILE] "
     "[--n-boot N] [--seed S] [--level L]\n"
     "       zerolock analyze rate --table FILE --column NAME [--step-column step] "
-    "[--seed-column NAME] [--window 0.5|0.333] [--min-horizon T] [--level L] [--json]\n"
+    "[--seed-column NAME] [--window W] [--min-horizon T] [--level L] [--json]\n"
     "       zerolock analyze drift --table FILE --column DRIFT --lr-column LR [--step-column step] "
     "[--seed-column NAME] [--descent-column NAME] [--min-horizon T] [--level L] [--json]\n"
     "       zerolock analyze RUN_DIR --from-store [--out DIR] [--overwrite]"
@@ -42,12 +42,15 @@ forms:
   RUN_DIR...  analyse run directories (config.json + metrics.jsonl each); a directory
               holding only systems.json is read as the systems benchmark output.
   rate        Theorem 1 (a) on the per-step column NAME of FILE (.csv, .jsonl, .json or
-              .parquet): per seed, beta of Abar_T ~ c T^-beta + K/T on the fit window
-              (the last --window of the horizon: 0.5 or 0.333) and b = beta_B - beta
-              (the slope of log B_T against the bound's own curve), then seed-level
-              t-intervals. Outcome: "at least the bound's rate", "slower than the
-              bound", "no decay" or "not testable" (a single series: point estimates,
-              no intervals). The earlier bound test is printed beside it ("bound").
+              .parquet): the fit window (the last --window of the horizon, 0.95 by
+              default) cut into four blocks of equal width in log T; per seed, the
+              fall of the mean level over blocks 1-2 and over blocks 3-4, beta over
+              blocks 3-4 and b = beta_B - beta against the bound's own level, then
+              seed-level t-intervals. Outcome: "at the bound's rate or faster", "not
+              distinguished from the bound", "slower than the bound" (each a decay:
+              both falls significant), "no decay" or "not testable" (fewer than 3
+              seeds: point estimates only). The earlier bound test is printed beside
+              it ("bound").
   drift       Theorem 1 (b): per seed the slope s of log(D+_T / sum eta_t^2) on log T
               after a burn-in (D+_T = sum max(drift_t, 0)), then a seed t-interval.
               Outcome: "first order", "second order" or "not testable"; with
@@ -156,7 +159,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     rate.add_argument("--column", metavar="NAME", help="per-step column: G_t (rate) or drift_t (drift)")
     rate.add_argument("--window", type=float, default=None, metavar="W",
-                      help="rate: fit window, the last W of the horizon (0.5, default, or 0.333)")
+                      help="rate: fit window, the last W of the horizon (default 0.95)")
     rate.add_argument("--lr-column", metavar="NAME", help="drift: the step size eta_t column")
     rate.add_argument("--descent-column", metavar="NAME", help="drift: the descent_t column (optional)")
     rate.add_argument(
@@ -229,14 +232,13 @@ def _table_form(args: argparse.Namespace, form: str):
 
 
 def _window(value: float | None) -> float:
-    from analyses.rate import WINDOWS
+    from analyses.rate import WINDOW
 
     if value is None:
-        return WINDOWS[0]
+        return WINDOW
     if not 0.0 < value < 1.0:
-        raise CLIError(f"--window must lie in (0, 1) (0.5 or 0.333), got {value}")
-    close = [w for w in WINDOWS if abs(w - value) < 0.01]
-    return close[0] if close else value
+        raise CLIError(f"--window must lie in (0, 1) (default {WINDOW}), got {value}")
+    return value
 
 
 def _rate(args: argparse.Namespace) -> int:
@@ -274,8 +276,11 @@ def _iv(data: dict) -> str:
 
 def _rate_line(rate) -> str:
     cli = rate.to_cli()
-    return (f"{rate.label}: {rate.sentence} (reason {rate.reason}); beta = {_iv(cli['beta'])}, "
-            f"b = {_iv(cli['b'])}, window {rate.window:.3g}, horizon T = {rate.horizon}, {rate.seeds} seed(s)")
+    noise = "undefined" if cli["noise"] is None else f"{cli['noise']:.2g} x its mean level"
+    return (f"{rate.label}: {rate.sentence} (reason {rate.reason}); fall over blocks 1-2 = "
+            f"{_iv(cli['decline_early'])}, over blocks 3-4 = {_iv(cli['decline_late'])}; beta = {_iv(cli['beta'])}, "
+            f"b = {_iv(cli['b'])}; noise {noise}; window {rate.window:.3g}, horizon T = {rate.horizon}, "
+            f"{rate.seeds} seed(s)")
 
 
 def _drift(args: argparse.Namespace) -> int:
