@@ -37,7 +37,6 @@ __all__ = [
     "FLOOR_TOY",
     "NEGATIVE",
     "NEGATIVE_TOY",
-    "NOT_FLAT",
     "POSITIVE",
     "POSITIVE_TOY",
     "RATE_CONTROL_SEEDS",

@@ -32,7 +32,8 @@ continuum, whatever c.
   a transient), or, in place of "not distinguished", when the decay slows significantly
   (the slowing's interval at ``SLOWING_LEVEL`` above 0: a transient onto a floor is not
   excluded);
-* ``not testable`` (``rising``) when the late pair rises significantly;
+* ``not testable`` (``rising``) when either pair rises significantly (a warm-up peaking inside
+  the window is not a plateau);
 * ``no decay`` when the late pair shows no significant decline and b_lo > 0 there: over the
   last half of the window (in log T) the level falls significantly slower than the bound;
 * ``not testable`` otherwise (too short, too few seeds, or intervals that hold both).
@@ -225,7 +226,7 @@ def rate_outcome(decline_early: Interval | None, decline_late: Interval | None, 
         if slowing is not None and slowing.low > 0:
             return "not testable", "slowing"
         return "not distinguished from the bound", "undistinguished"
-    if decline_late.high < 0:
+    if decline_late.high < 0 or decline_early.high < 0:
         return "not testable", "rising"
     if decline_late.low <= 0 and b.low > 0:
         return "no decay", "flat"
@@ -251,11 +252,11 @@ class RateDescription(Result):
     beta: Interval | None
     b: Interval | None
     slowing: Interval | None
-    beta_point: float  # mean over seeds (also with one seed)
-    b_point: float
-    bound_beta: float
-    noise: float  # median over seeds of ``noise_ratio``
-    p_value: float  # two-sided p of the test that decided the outcome; NaN when undecided
+    beta_point: float | None  # mean over seeds (also with one seed); None: undefined
+    b_point: float | None
+    bound_beta: float | None
+    noise: float | None  # median over seeds of ``noise_ratio``
+    p_value: float | None  # two-sided p of the test that decided the outcome; None when undecided
     per_seed: list[SeedRate]
     level: float = 0.95
 
@@ -285,8 +286,7 @@ class RateDescription(Result):
             "decline_early": iv(self.decline_early, [s.decline_early for s in seeds]),
             "decline_late": iv(self.decline_late, [s.decline_late for s in seeds]),
             "slowing": iv(self.slowing, [s.slowing for s in seeds]),
-            "bound_beta": finite_or_none(self.bound_beta), "noise": finite_or_none(self.noise),
-            "p_value": finite_or_none(self.p_value), "horizon": self.horizon, "seeds": self.seeds,
+            "bound_beta": self.bound_beta, "noise": self.noise, "p_value": self.p_value, "horizon": self.horizon, "seeds": self.seeds,
             "window": self.window, "edges": self.edges, "column": self.column,
             "per_seed": [{"name": s.name, "beta": finite_or_none(s.beta), "b": finite_or_none(s.b),
                           "levels": [finite_or_none(x) for x in s.levels], "horizon": s.horizon} for s in seeds],
@@ -319,7 +319,7 @@ def describe_rate(
     names = list(names) if names is not None else [f"seed {i}" for i in range(len(series))]
     horizon = min((int(np.asarray(t)[-1]) for t, _ in series), default=0)
     fits = []
-    if horizon >= 2 * BLOCKS * MIN_BLOCK_POINTS / window:
+    if horizon >= max(min_horizon, 2 * BLOCKS * MIN_BLOCK_POINTS / window):
         for (t, g), name in zip(series, names, strict=True):
             keep = np.asarray(t) <= horizon
             fits.append(seed_rate(np.asarray(t)[keep], np.asarray(g)[keep], name, window))
@@ -330,11 +330,11 @@ def describe_rate(
     edges = block_edges(horizon, window).tolist() if fits else []
     return RateDescription(
         label=label, column=column, outcome=outcome, reason=reason, horizon=horizon, seeds=len(series),
-        window=float(window), edges=edges, **figures, beta_point=finite_mean([f.beta for f in fits]),
-        b_point=finite_mean([f.b for f in fits]),
-        bound_beta=_bound_beta(horizon, float(window)) if fits else math.nan,
-        noise=float(np.nanmedian([f.noise for f in fits])) if any(math.isfinite(f.noise) for f in fits)
-        else math.nan, p_value=_decisive_p(outcome, fits), per_seed=fits, level=level)
+        window=float(window), edges=edges, **figures, beta_point=finite_or_none(finite_mean([f.beta for f in fits])),
+        b_point=finite_or_none(finite_mean([f.b for f in fits])),
+        bound_beta=_bound_beta(horizon, float(window)) if fits else None,
+        noise=float(np.nanmedian([f.noise for f in fits])) if any(math.isfinite(f.noise) for f in fits) else None,
+        p_value=finite_or_none(_decisive_p(outcome, fits)), per_seed=fits, level=level)
 
 
 def rate_from_table(

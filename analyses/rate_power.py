@@ -33,7 +33,7 @@ class RatePower(Result):
     """The share of repetitions that state the truth, per family, at one design."""
 
     kind = "rate_power"
-    noise: float
+    noise: float | None
     seeds: int
     horizon: int
     reps: int
@@ -46,12 +46,12 @@ class RatePower(Result):
         return min(self.correct.values()) if self.correct else math.nan
 
 
-def rate_power(noise: float, seeds: int, horizon: int, reps: int = POWER_REPS, seed: int = POWER_SEED) -> RatePower:
+def rate_power(noise: float | None, seeds: int, horizon: int, reps: int = POWER_REPS, seed: int = POWER_SEED
+               ) -> RatePower:
     """The rule's power on ``POWER_FAMILIES`` at ``noise`` × the mean level, ``seeds`` seeds, ``horizon``
-    steps; NaN shares when ``noise`` is not finite or the design has no seed."""
-    if not math.isfinite(noise) or seeds < 1 or horizon < 2:
-        nan = {f: math.nan for f in POWER_FAMILIES}
-        return RatePower(noise, seeds, horizon, 0, nan, dict(nan))
+    steps; no shares (``reps`` 0) when ``noise`` is undefined or the design has no seed."""
+    if noise is None or not math.isfinite(noise) or seeds < 1 or horizon < 2:
+        return RatePower(None, seeds, horizon, 0, {}, {})
     rng = np.random.default_rng(seed)
     correct, decays = {}, {}
     for family in POWER_FAMILIES:

@@ -63,7 +63,7 @@ def _rate_rows(suite) -> list[list[str]]:
         found = suite.get(name)
         if isinstance(found, GroupRate):
             for series, rate in (("as run", found.rate), ("shuffled (control)", found.shuffled)):
-                noise = f"{rate.noise:.2g}" if np.isfinite(rate.noise) else "-"
+                noise = "-" if rate.noise is None else f"{rate.noise:.2g}"
                 rows.append([label, found.group, series, rate.outcome, _iv(rate.decline_early),
                              _iv(rate.decline_late), _iv(rate.beta), _iv(rate.b), noise, str(rate.seeds),
                              str(rate.horizon)])

@@ -17,7 +17,6 @@ If a control fails, a row that would decide reads "not calibrated".
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from analyses.claims.groups import primary_group
@@ -79,9 +78,9 @@ def group_rate(inputs: SuiteInputs, method: str, direction: str = "", column: st
     control = describe_rate(shuffled(series), names=names, label=f"{group.label}, shuffled", column=column,
                             level=inputs.level)
     if not power:
-        return GroupRate(group.label, group.excluded, rate, control, rate_power(math.nan, rate.seeds, rate.horizon))
+        return GroupRate(group.label, group.excluded, rate, control, rate_power(None, rate.seeds, rate.horizon))
     found = rate_power(rate.noise, rate.seeds, rate.horizon)
-    needed = seeds_for(rate.noise, rate.horizon) if found.worst < 0.8 else rate.seeds
+    needed = seeds_for(rate.noise, rate.horizon) if found.reps and found.worst < 0.8 else None
     return GroupRate(group.label, group.excluded, rate, control, found, needed)
 
 
@@ -125,10 +124,6 @@ def _controls(inputs: SuiteInputs) -> RateControls:
     return rate_controls(max(horizons, default=1000), extra=extra, level=inputs.level)
 
 
-def _p(rate: RateDescription) -> float | None:
-    return rate.p_value if math.isfinite(rate.p_value) else None
-
-
 def _rule(key: str, name: str):
     def rule(inputs: ClaimInputs) -> Verdict:
         """The rate's outcome; "not calibrated" when it decides and a control of the rule failed."""
@@ -141,22 +136,22 @@ def _rule(key: str, name: str):
         if failed and outcome != "not testable":
             outcome = NOT_CALIBRATED
         reason = "uncalibrated" if outcome == NOT_CALIBRATED else found.rate.reason
-        p = None if outcome == NOT_CALIBRATED else _p(found.rate)
+        p = None if outcome == NOT_CALIBRATED else found.rate.p_value
         return Verdict(key, outcome, Evidence(reason, excluded=run_names(found.excluded), uncalibrated=failed,
                                               result=found, p_value=p))
     return rule
 
 
-def _iv(x, point: float) -> str:
+def _iv(x, point: float | None) -> str:
     if x is None:
-        return f"{point:.3g} (no interval)" if math.isfinite(point) else "undefined"
+        return "undefined" if point is None else f"{point:.3g} (no interval)"
     return str(x)
 
 
 def _power(found: GroupRate) -> str:
     """The rule's power at the group's measured noise, and the seeds that would reach 80%."""
     r, pw = found.rate, found.power
-    if not math.isfinite(r.noise):
+    if r.noise is None or not pw.reps:
         return "noise not measured"
     head = (f"noise {r.noise:.2g} x its mean level; power at this noise, {r.seeds} seeds, T = {r.horizon}: "
             f"{pw.correct['1/sqrt(T)']:.0%} (1/sqrt(T)), {pw.correct['log(T+1)/sqrt(T) (the bound)']:.0%} (the bound)")
@@ -189,8 +184,8 @@ def measured(ev: Evidence) -> str:
     r = found.rate
     if not r.per_seed:
         return short(ev)
-    declines = (f"relative fall, blocks 1-2: {_iv(r.decline_early, math.nan)}, blocks 3-4: "
-                f"{_iv(r.decline_late, math.nan)}")
+    declines = (f"relative fall, blocks 1-2: {_iv(r.decline_early, None)}, blocks 3-4: "
+                f"{_iv(r.decline_late, None)}")
     return (f"{_figures(r)}; {declines}; {r.seeds} seed(s), {found.group}; {_power(found)}; "
             f"shuffled inside the window: {found.shuffled.outcome}")
 
@@ -217,7 +212,7 @@ def reason(ev: Evidence) -> str:
         "slower": "the level falls in both pairs of blocks, and b's interval lies above 0",
         "transient": "the level falls faster than 1/T over the late blocks: a transient, not a rate",
         "slowing": "the fall slows within the window: a transient onto a floor is not excluded",
-        "rising": "the level still rises over the late blocks",
+        "rising": "the level rises significantly over one pair of blocks (a warm-up peaking inside the window)",
         "flat": "no significant fall over the late blocks, significantly slower than the bound there",
         "ambiguous": "the intervals hold both a plateau and a decay (the power beside says how likely a decay "
                      "would have been seen)",

@@ -3,8 +3,6 @@ to fool it, and its words (docs/THEOREM1.md)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,7 +22,14 @@ from analyses.rate import (
     rate_outcome,
     seed_rate,
 )
-from analyses.rate_families import PLATEAU_FAMILIES, RATE_FAMILIES, RATE_TRUE, RATE_WRONG, rate_mean, rate_series
+from analyses.rate_families import (
+    PLATEAU_FAMILIES,
+    RATE_FAMILIES,
+    RATE_TRUE,
+    RATE_WRONG,
+    rate_mean,
+    rate_series,
+)
 from analyses.rate_power import rate_power
 from analyses.results import Interval, load_result
 
@@ -133,7 +138,7 @@ def test_the_p_value_is_the_decisive_tests():
     flat = _group("plateau", rng, 0.5)
     assert flat.outcome == "no decay" and 0 <= flat.p_value < 0.05
     undecided = _group("plateau", rng, 30.0)
-    assert undecided.outcome == "not testable" and math.isnan(undecided.p_value)
+    assert undecided.outcome == "not testable" and undecided.p_value is None
 
 
 def test_single_series_keeps_point_estimates_without_intervals():
@@ -149,7 +154,8 @@ def test_single_series_keeps_point_estimates_without_intervals():
 def test_short_horizon_table_form_and_round_trip():
     rng = np.random.default_rng(2)
     short = describe_rate([rate_series("1/sqrt(T)", 300, rng, 0.1) for _ in range(5)])
-    assert (short.outcome, short.reason) == ("not testable", "short_horizon")
+    assert (short.outcome, short.reason) == ("not testable", "short_horizon") and not short.per_seed
+    assert load_result(short.to_json()) == short  # no NaN: undefined figures are None
     parts = [pd.DataFrame({"step": t - 1, "g": g, "seed": s})
              for s, (t, g) in enumerate(rate_series("plateau", 1000, rng, 0.3) for _ in range(5))]
     full = rate_from_table(pd.concat(parts), "g", seed_column="seed")
