@@ -5,7 +5,8 @@ Every batch is a dict of ``[B, T]`` long tensors: ``input_ids``, ``attention_mas
 a packed block of T+1 tokens gives ``block[:-1]`` as input and ``block[1:]`` as labels);
 -100 marks "no label".
 
-Determinism: the train/eval split depends only on ``DataConfig.seed``; the training order
+Determinism: the train/eval split (train/validation/test with ``test_fraction`` > 0) depends
+only on ``DataConfig.seed``; the training order
 of :class:`DataStream` is one ``torch.Generator`` permutation per epoch seeded with
 (seed, epoch), and its position saves and loads through ``state_dict``.
 """
@@ -80,8 +81,13 @@ def pack_blocks(token_lists: list[list[int]], eos_id: int, width: int) -> torch.
 class LMData:
     """Packed blocks of one corpus, split once into train and held-out parts by the seed.
 
-    Attributes: ``train_blocks`` / ``eval_blocks`` (``[n, seq_len+1]``), ``n_train``,
-    ``n_eval``, ``vocab_size`` (``len(tokenizer)``), ``pad_token_id`` (eos if none).
+    Attributes: ``train_blocks`` / ``eval_blocks`` / ``test_blocks`` (``[n, seq_len+1]``),
+    ``n_train``, ``n_eval``, ``n_test`` (0 unless ``test_fraction`` > 0), ``vocab_size``
+    (``len(tokenizer)``), ``pad_token_id`` (eos if none).
+
+    One permutation by ``config.seed`` orders the blocks: the first ``n_eval`` are held out
+    (the validation split), the next ``n_test`` the test split, the rest train. With
+    ``test_fraction = 0`` this is the two-way split, block for block.
     """
 
     def __init__(self, config: DataConfig, tokenizer: Any) -> None:
@@ -98,28 +104,37 @@ class LMData:
         blocks = pack_blocks(token_lists, eos, width)
         n_blocks = len(blocks)
         self.n_eval: int = max(1, math.ceil(config.eval_fraction * n_blocks))
-        self.n_train: int = max(0, n_blocks - self.n_eval)
+        self.n_test: int = math.ceil(config.test_fraction * n_blocks) if config.test_fraction > 0 else 0
+        self.n_train: int = max(0, n_blocks - self.n_eval - self.n_test)
         if n_blocks == 0:
             raise ValueError(f"the corpus is too short: it gives no block of {width} tokens "
                              "(seq_len + 1); use more text or a smaller data.seq_len")
         need_eval = config.eval_batches * config.batch_size
-        if self.n_train < config.batch_size or self.n_eval < need_eval:
+        if self.n_train < config.batch_size or self.n_eval < need_eval or 0 < self.n_test < need_eval:
             raise ValueError(
                 f"too few blocks: the corpus gives {n_blocks} blocks of {width} tokens; "
                 f"{self.n_train} train blocks for batch_size {config.batch_size} and "
                 f"{self.n_eval} held-out blocks for {config.eval_batches} eval batches "
-                f"(need {need_eval}); use more text, a smaller seq_len, batch_size or "
+                f"(need {need_eval}), {self.n_test} test blocks (0 or >= {need_eval}); use more text, a smaller seq_len, batch_size or "
                 f"eval_batches, or a larger eval_fraction")
         perm = torch.randperm(n_blocks, generator=torch.Generator().manual_seed(config.seed))
+        held = self.n_eval + self.n_test
         self.eval_blocks: torch.Tensor = blocks[perm[: self.n_eval]]
-        self.train_blocks: torch.Tensor = blocks[perm[self.n_eval :]]
+        self.test_blocks: torch.Tensor = blocks[perm[self.n_eval : held]]
+        self.train_blocks: torch.Tensor = blocks[perm[held:]]
         bsz = config.batch_size
         self._eval = [blocks_to_batch(self.eval_blocks[i * bsz : (i + 1) * bsz])
                       for i in range(config.eval_batches)]
+        self._test = [blocks_to_batch(self.test_blocks[i * bsz : (i + 1) * bsz])
+                      for i in range(config.eval_batches)] if self.n_test else []
 
     def eval_batches(self) -> list[dict[str, torch.Tensor]]:
         """The fixed held-out batches (fresh copies, identical every call)."""
         return [{k: v.clone() for k, v in batch.items()} for batch in self._eval]
+
+    def test_batches(self) -> list[dict[str, torch.Tensor]]:
+        """The fixed test batches (``eval_batches`` of them; none without a test split)."""
+        return [{k: v.clone() for k, v in batch.items()} for batch in self._test]
 
     def probe_batch(self, n_positions: int, seed: int) -> dict[str, torch.Tensor]:
         """Held-out rows chosen by ``seed`` holding exactly ``n_positions`` labels.

@@ -29,6 +29,10 @@ class DataConfig:
     """Share of packed blocks held out from training."""
     eval_batches: int = 4
     """Number of fixed held-out batches used for eval CE."""
+    test_fraction: float = 0.0
+    """Share of packed blocks kept apart as a test split, disjoint from train and held-out
+    (0: none, the two-way split). With it the held-out part is the validation split that
+    selects η_0, and the test split (``test_batches`` fixed batches) reports."""
     seed: int = 0
     """Seed of the train/eval split, and of the training order unless order_seed is set."""
     order_seed: int | None = None
@@ -45,6 +49,9 @@ class DataConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not 0.0 < float(self.eval_fraction) < 1.0:
             raise ValueError(f"eval_fraction must lie in (0, 1), got {self.eval_fraction!r}")
+        if not 0.0 <= float(self.test_fraction) < 1.0 or float(self.eval_fraction) + float(self.test_fraction) >= 1.0:
+            raise ValueError(f"test_fraction must lie in [0, 1) and leave train blocks beside eval_fraction "
+                             f"{self.eval_fraction!r}, got {self.test_fraction!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
         order = self.order_seed

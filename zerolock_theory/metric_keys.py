@@ -45,6 +45,9 @@ __all__ = [
     "scaling_step_key",
     "stability_flag",
     "stability_key",
+    "TEST_CE",
+    "initial_key",
+    "test_chunk_ce",
 ]
 
 STABILITY = "probe/stability"
@@ -148,6 +151,20 @@ def lemma2_key(chunk: int | str, field: str) -> str:
 def eval_chunk_ce(chunk: int) -> str:
     """``eval/chunk/{k}/ce``: held-out CE(e_y, p_k)."""
     return f"eval/chunk/{chunk}/ce"
+
+
+TEST_CE = "test/ce"
+"""Test-split CE(e_y, p_K) (runs with ``data.test_fraction`` > 0: the held-out part is then validation)."""
+
+
+def test_chunk_ce(chunk: int) -> str:
+    """``test/chunk/{k}/ce``: test-split CE(e_y, p_k)."""
+    return f"test/chunk/{chunk}/ce"
+
+
+def initial_key(key: str) -> str:
+    """``{key}_initial``: the value at ω^0, logged on step 0 (as ``eval/ce_initial``)."""
+    return f"{key}_initial"
 
 
 def chunk_ce(chunk: int) -> str:

@@ -23,6 +23,9 @@ from zerolock_theory.metric_keys import (
     EVAL_CE_INITIAL,
     EVAL_OBJECTIVE,
     EVAL_OBJECTIVE_INITIAL,
+    TEST_CE,
+    initial_key,
+    test_chunk_ce,
     GLOBAL_GRAD_SQ_UNBIASED,
 )
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
@@ -209,6 +212,27 @@ def evaluate(run: Run) -> dict[str, float]:
     out = {f"eval/chunk/{k}/ce": sums[k] / max(1, count) for k in range(1, K + 1)}
     out[EVAL_CE] = out[f"eval/chunk/{K}/ce"]
     out[EVAL_OBJECTIVE] = objective / max(1, count)
+    if run.data.n_test:  # a three-way split: the held-out part above is validation, this one reports
+        out.update(_test_ce(run))
+    return out
+
+
+def _test_ce(run: Run) -> dict[str, float]:
+    """Test-split CE(e_y, p_k) of every chunk (``test/chunk/{k}/ce``, ``test/ce`` = chunk K's)."""
+    K = run.chunked.num_chunks
+    sums, count = [0.0] * (K + 1), 0
+    for batch in run.data.test_batches():
+        batch = {k: v.to(run.device) for k, v in batch.items()}
+        hiddens = run.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
+        labels = batch["labels"]
+        mask = labels != IGNORE_INDEX
+        count += count_labelled(labels)
+        for k in range(1, K + 1):
+            log_p = torch.log_softmax(run.chunked.readout(hiddens[k]).float(), dim=-1)
+            picked = log_p.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+            sums[k] -= float(picked[mask].sum())
+    out = {test_chunk_ce(k): sums[k] / max(1, count) for k in range(1, K + 1)}
+    out[TEST_CE] = out[test_chunk_ce(K)]
     return out
 
 
@@ -262,6 +286,9 @@ def execute(run: Run) -> RunSummary:
             if step == 0 and initial is not None:
                 record[EVAL_CE_INITIAL] = initial[EVAL_CE]
                 record[EVAL_OBJECTIVE_INITIAL] = initial[EVAL_OBJECTIVE]
+                if run.data.n_test:  # every readout at ω^0 on both splits (the per-chunk curves' start)
+                    record.update({initial_key(k): v for k, v in initial.items()
+                                   if k.startswith(("eval/chunk/", "test/"))})
             due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
             if due or run.hooks:  # eval mode and back cost ~3 ms on the embedded model: only when used
                 with quiet_mode(run.chunked):

@@ -1,0 +1,53 @@
+"""``zerolock tune``: each method at its own best η_0 (one shared grid, chosen on a validation split).
+
+Example::
+
+    OMP_NUM_THREADS=1 zerolock tune --config tune_smollm2_cpu --out runs/tuned-smollm2
+
+The recipe's ``[tune]`` table names the methods, the η_0 grid, the grid seeds and the seeds
+added at each method's choice (docs/TUNED.md); ``--set`` overrides its training keys. Run it
+again after an interruption: finished runs are skipped and a half-written one resumes.
+``zerolock tune --out DIR --summary`` prints the table of a tune directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from zerolock_theory.cli import CLIError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("tune", help="each method at its own best eta_0, resumably", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="tune_smollm2_cpu", help="tune recipe (file or packaged name)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a training config key of the base (not a [tune] key)")
+    parser.add_argument("--out", type=Path, required=True, help="tune directory (one run per sub-directory)")
+    parser.add_argument("--dry-run", action="store_true", help="list the grid's runs in order without training")
+    parser.add_argument("--summary", action="store_true", help="print the tuned table of --out and exit")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zerolock_theory.config import apply_overrides, read_recipe
+    from zerolock_theory.workflows.tune import grid_points, run_tune, split_recipe
+
+    try:
+        if args.summary:
+            from analyses.tuned import summary_text
+
+            print(summary_text(args.out))
+            return 0
+        raw = read_recipe(args.config)
+        base, spec = split_recipe(raw)
+        raw = {**apply_overrides(base, args.overrides), "tune": raw.get("tune", {})}
+        if args.dry_run:
+            for point in grid_points(spec):
+                print(point.name)
+            return 0
+        run_tune(raw, args.out)
+    except (ValueError, RuntimeError) as exc:
+        raise CLIError(str(exc)) from exc
+    return 0
