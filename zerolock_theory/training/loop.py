@@ -23,10 +23,10 @@ from zerolock_theory.metric_keys import (
     EVAL_CE_INITIAL,
     EVAL_OBJECTIVE,
     EVAL_OBJECTIVE_INITIAL,
+    GLOBAL_GRAD_SQ_UNBIASED,
     TEST_CE,
     initial_key,
     test_chunk_ce,
-    GLOBAL_GRAD_SQ_UNBIASED,
 )
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
 from zerolock_theory.theory.losses import IGNORE_INDEX, local_loss_from_logits

@@ -1,0 +1,26 @@
+"""Print the table "construction, truth, outcome" of the tuned comparison (docs/TUNED.md).
+
+    python scripts/tuned_constructions.py
+
+Every construction of ``analyses.tuned_controls`` runs through ``analyses.versus_tuned``, the
+code of the row.
+"""
+
+from __future__ import annotations
+
+from analyses.tuned_controls import CONSTRUCTIONS
+from analyses.versus_tuned import tuned_versus
+
+
+def main() -> None:
+    print("| construction | truth | chosen eta_0 (forward, reverse, backprop) | outcome (forward; reverse) |")
+    print("|---|---|---|---|")
+    for name, (truth, build) in CONSTRUCTIONS.items():
+        result = tuned_versus(build())
+        chosen = ", ".join(f"{m.lr:g}" for m in result.methods.values())
+        outcomes = "; ".join(f"{c.outcome} ({c.difference})" for c in result.comparisons.values())
+        print(f"| {name} | {truth} | {chosen} | {outcomes} |")
+
+
+if __name__ == "__main__":
+    main()
