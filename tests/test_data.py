@@ -198,3 +198,13 @@ def test_pad_batch(side: str) -> None:
         assert batch["labels"].tolist() == [[6, 7, -100], [-100, -100, -100]]
     with pytest.raises(ValueError, match="padding_side"):
         pad_batch([[1]], 0, padding_side="middle")
+
+
+def test_a_test_split_is_disjoint_and_the_default_split_is_unchanged(byte_tokenizer, tmp_path) -> None:
+    two = _data(byte_tokenizer, tmp_path, n_chars=400, eval_fraction=0.2)
+    three = _data(byte_tokenizer, tmp_path, n_chars=400, eval_fraction=0.2, test_fraction=0.2)
+    assert two.n_test == 0 and two.test_batches() == []
+    assert torch.equal(two.eval_blocks, three.eval_blocks)  # the validation split is the old held-out part
+    rows = [tuple(b.tolist()) for part in (three.train_blocks, three.eval_blocks, three.test_blocks) for b in part]
+    assert len(rows) == len(two.train_blocks) + len(two.eval_blocks) and three.n_test > 0
+    assert torch.equal(torch.cat([three.test_blocks, three.train_blocks]), two.train_blocks)
