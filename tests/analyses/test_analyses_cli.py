@@ -56,7 +56,7 @@ def test_rate_form_text(table, capsys):
     assert cli.main(["analyze", "rate", "--table", str(table), "--column", "gsq", "--step-column", "it"]) == 0
     rate_line, bound_line = capsys.readouterr().out.splitlines()[:2]
     assert "not testable at this horizon" in rate_line and "horizon T = 300" in rate_line
-    assert "(no interval)" in rate_line and "1 seed(s)" in rate_line  # a single series: point estimates
+    assert "beta = undefined" in rate_line and "1 seed(s)" in rate_line  # below the minimum horizon: no figures
     assert "not testable" in bound_line and "beta =" not in bound_line.split("—")[0]
 
 
