@@ -103,8 +103,9 @@ def test_the_workflow_runs_each_setting_shares_the_default_forward_runs_and_save
     def fake_analyze(run_dirs):
         setting = run_dirs[-1].parents[1].name
         analysed[setting] = list(run_dirs)
-        flip = "violated" if setting == "chunks-2" else "holds"
-        verdicts = [Verdict(c.key, flip if c.key == "proposition1" else "not measured", Evidence("x")) for c in claims()]
+        flip = "close" if setting == "chunks-2" else "far apart"
+        verdicts = [Verdict(c.key, flip if c.key == "lemma2_mismatch" else "not measured", Evidence("x"))
+                    for c in claims()]
         return SuiteAnalysis([], {}, verdicts, {}, {})
 
     reported = {}
@@ -122,9 +123,10 @@ def test_the_workflow_runs_each_setting_shares_the_default_forward_runs_and_save
         root / "epsilon_reverse-0.3" / "runs" / n for n in reverse]
     assert len(result.run_dirs) == 15  # 6 + 3 + 6 distinct runs
     found = load_result(tmp_path / "v" / "analysis" / "sensitivity.json")
-    assert isinstance(found, SensitivityMap) and found.sensitive == ("proposition1",)
+    assert isinstance(found, SensitivityMap) and found.sensitive == ("lemma2_mismatch",)
     assert found.claims == SHORT_HORIZON_ROWS and len(found.cells) == len(SHORT_HORIZON_ROWS) * 3
-    assert found.outcomes_of("proposition1") == {"default": "holds", "epsilon_reverse-0.3": "holds", "chunks-2": "violated"}
+    assert found.outcomes_of("lemma2_mismatch") == {"default": "far apart", "epsilon_reverse-0.3": "far apart",
+                                                    "chunks-2": "close"}
     assert reported["suite"].get("sensitivity") == found and "no pilot" in reported["suite"].settings["suite"]
     assert json.loads((tmp_path / "v" / "verify.json").read_text())["settings"] == [
         "default", "suite.epsilon_reverse=0.3", "model.chunks=2"]
