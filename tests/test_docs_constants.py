@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from analyses import drift_budget, fixed_point, lemma2, proposition_identity, rate, scaling, systems, systems_throughput
+from analyses import (
+    drift_budget,
+    fixed_point,
+    lemma2,
+    proposition_identity,
+    rate,
+    scaling,
+    systems,
+    systems_throughput,
+)
 from analyses.fixed_point_controls import LABEL_FREE_STEP
 from zerolock_theory.workflows import fixed_point_controls, memory_map
 
