@@ -170,8 +170,9 @@ def test_every_shipped_recipe_loads():
                      if p.name.endswith((".toml", ".yaml")))
     assert len(recipes) >= 4
     for recipe in recipes:
-        if "suite" in read_recipe(Path(str(recipe))):
-            continue  # a verify suite: tests/cli/test_verify_config.py loads those
+        sections = read_recipe(Path(str(recipe)))
+        if "suite" in sections or "tune" in sections:
+            continue  # a verify suite or a tune grid: tests/cli/test_verify_config.py and test_tune.py load those
         cfg = load_config(Path(str(recipe)))
         assert cfg.run.steps >= 1, recipe.name
 
