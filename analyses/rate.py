@@ -52,11 +52,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analyses.convergence import seed_series
+from analyses.multiplicity import t_test_p
 from analyses.results import Interval, Result, register
-from analyses.seeds import finite_mean, finite_or_none, interval_dict, seed_interval
+from analyses.seeds import MIN_SEEDS, finite_mean, finite_or_none, interval_dict, seed_interval
 
 __all__ = [
     "BLOCKS",
@@ -197,13 +197,10 @@ def seed_rate(t: np.ndarray, g: np.ndarray, name: str = "", window: float = WIND
 
 
 def _p_positive(values: Sequence[float]) -> float:
-    """Two-sided p-value of the seed-level t-test of mean 0 (NaN below 3 finite values)."""
-    x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
-    if x.size < 3:
-        return math.nan
-    if np.all(x == x[0]):
-        return 0.0 if x[0] != 0 else 1.0
-    return float(stats.ttest_1samp(x, 0.0).pvalue)
+    """``analyses.multiplicity.t_test_p`` of mean 0 over the finite per-seed values; NaN below ``MIN_SEEDS``."""
+    finite = [v for v in values if math.isfinite(v)]
+    p = t_test_p(finite) if len(finite) >= MIN_SEEDS else None
+    return math.nan if p is None else p
 
 
 def rate_outcome(decline_early: Interval | None, decline_late: Interval | None, beta: Interval | None,
