@@ -1,9 +1,20 @@
-"""zerolock tune: the packaged recipe loads, the grid's order, the three-way split leaves the default alone."""
+"""zerolock tune: the packaged recipe loads, the grid's order, shards partition it and equal one process."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
 from zerolock_theory.config import TrainConfig, apply_values, read_recipe
-from zerolock_theory.workflows.tune import confirm_points, grid_points, split_recipe
+from zerolock_theory.workflows.tune import (
+    confirm_points,
+    grid_points,
+    parse_shard,
+    run_tune,
+    split_recipe,
+)
 
 
 def test_tune_recipe_loads_and_every_grid_config_validates() -> None:
@@ -16,3 +27,65 @@ def test_tune_recipe_loads_and_every_grid_config_validates() -> None:
         config = TrainConfig.from_dict(apply_values(base, dict(point.overrides)))
         assert config.data.test_fraction > 0 and config.data.seed == 0
         assert config.data.order_seed == config.run.seed
+
+
+def test_shards_partition_each_phase_and_bad_shards_are_refused() -> None:
+    _, spec = split_recipe(read_recipe("tune_smollm2_cpu"))
+    grid = grid_points(spec)
+    shards = [grid[i::3] for i in range(3)]
+    assert sorted(p.name for s in shards for p in s) == sorted(p.name for p in grid)
+    assert parse_shard("1/2") == (1, 2)
+    for bad in ("2/2", "-1/2", "1", "a/b", "0/0"):
+        with pytest.raises(ValueError, match="--shard"):
+            parse_shard(bad)
+
+
+TINY = """
+[tune]
+methods = ["zerolock-forward", "zerolock-reverse", "backprop"]
+lr_grid = [0.1, 0.025, 0.00625]
+grid_seeds = [0, 1]
+confirm_seeds = [2]
+[model]
+path = "embedded"
+chunks = 2
+[data]
+source = "embedded"
+seq_len = 16
+batch_size = 2
+eval_fraction = 0.1
+test_fraction = 0.1
+eval_batches = 1
+[optim]
+name = "sgd"
+schedule = "inv_sqrt"
+[run]
+steps = 2
+eval_every = 1
+checkpoint_every = 2
+progress = false
+threads = 1
+"""
+
+
+@pytest.mark.slow
+def test_two_shards_give_the_unsharded_tune_run_for_run(tmp_path: Path) -> None:
+    """Shard 1 runs its grid share first; shard 0 then finds the grid settled, selects and runs its
+    confirmations; shard 1's confirmations last. Every run and the choice equal one unsharded tune."""
+    recipe = tmp_path / "tiny.toml"
+    recipe.write_text(TINY)
+    raw = read_recipe(str(recipe))
+    quiet = lambda _line: None  # noqa: E731
+    whole = run_tune(raw, tmp_path / "whole", quiet)
+    run_tune(raw, tmp_path / "sharded", quiet, shard=(1, 2), phases=("grid",))
+    run_tune(raw, tmp_path / "sharded", quiet, shard=(0, 2), poll_s=0.01)
+    sharded = run_tune(raw, tmp_path / "sharded", quiet, shard=(1, 2), phases=("confirm",))
+    assert sharded["chosen"] == whole["chosen"]
+    names = sorted(p.name for p in (tmp_path / "whole").iterdir() if p.is_dir())
+    assert names == sorted(p.name for p in (tmp_path / "sharded").iterdir() if p.is_dir())
+    assert len(names) == 3 * 3 * 2 + 3
+    for name in names:
+        a = pd.read_json(tmp_path / "whole" / name / "metrics.jsonl", lines=True)
+        b = pd.read_json(tmp_path / "sharded" / name / "metrics.jsonl", lines=True)
+        time_columns = [c for c in a.columns if c.endswith("_s") or "time" in c]
+        pd.testing.assert_frame_equal(a.drop(columns=time_columns), b.drop(columns=time_columns))

@@ -7,6 +7,11 @@ Example::
 The recipe's ``[tune]`` table names the methods, the η_0 grid, the grid seeds and the seeds
 added at each method's choice (docs/TUNED.md); ``--set`` overrides its training keys. Run it
 again after an interruption: finished runs are skipped and a half-written one resumes.
+On a machine with two cores, two shards over one directory use both (one thread each)::
+
+    OMP_NUM_THREADS=1 zerolock tune --out runs/tuned-smollm2 --shard 0/2 &
+    OMP_NUM_THREADS=1 zerolock tune --out runs/tuned-smollm2 --shard 1/2 &
+
 ``zerolock tune --out DIR --summary`` prints the table of a tune directory.
 """
 
@@ -25,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a training config key of the base (not a [tune] key)")
     parser.add_argument("--out", type=Path, required=True, help="tune directory (one run per sub-directory)")
+    parser.add_argument("--shard", default="0/1", metavar="I/N",
+                        help="run every N-th run of each phase from the I-th (N processes share one --out)")
     parser.add_argument("--dry-run", action="store_true", help="list the grid's runs in order without training")
     parser.add_argument("--summary", action="store_true", help="print the tuned table of --out and exit")
     parser.set_defaults(func=run)
@@ -32,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from zerolock_theory.config import apply_overrides, read_recipe
-    from zerolock_theory.workflows.tune import grid_points, run_tune, split_recipe
+    from zerolock_theory.workflows.tune import grid_points, parse_shard, run_tune, split_recipe
 
     try:
         if args.summary:
@@ -40,14 +47,15 @@ def run(args: argparse.Namespace) -> int:
 
             print(summary_text(args.out))
             return 0
+        shard = parse_shard(args.shard)
         raw = read_recipe(args.config)
         base, spec = split_recipe(raw)
         raw = {**apply_overrides(base, args.overrides), "tune": raw.get("tune", {})}
         if args.dry_run:
-            for point in grid_points(spec):
+            for point in grid_points(spec)[shard[0]::shard[1]]:
                 print(point.name)
             return 0
-        run_tune(raw, args.out)
+        run_tune(raw, args.out, shard=shard)
     except (ValueError, RuntimeError) as exc:
         raise CLIError(str(exc)) from exc
     return 0

@@ -15,20 +15,27 @@ sets the adapters' initialisation and the batch order (``data.order_seed``), whi
 (``data.seed``) stays the same for every run. Run it again after an interruption: finished
 runs are skipped, a half-written one resumes from its checkpoint. ``tune.json`` records each
 method's choice once every grid run is done.
+
+``shard=(i, n)`` runs every n-th point of each phase from the i-th, so that n processes (one
+thread each) share a machine's cores over one tune directory. A shard that finishes its part of
+the grid waits for the other shards' grid runs before it selects, so every shard selects from the
+whole grid.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from analyses.tuning import DIVERGED, METHODS, load_tuned, select_all
-from zerolock_theory.workflows.sweep import GridPoint, run_grid, validate_grid
+from zerolock_theory.workflows.sweep import GridPoint, is_complete, run_grid, validate_grid
 
-__all__ = ["METHOD_SETTINGS", "TuneSpec", "confirm_points", "grid_points", "run_tune", "split_recipe"]
+__all__ = ["METHOD_SETTINGS", "TuneSpec", "confirm_points", "grid_points", "parse_shard", "run_tune",
+           "split_recipe"]
 
 METHOD_SETTINGS: dict[str, dict[str, Any]] = {
     "zerolock-forward": {"method.name": "zerolock", "method.direction": "forward", "method.epsilon": 0.0},
@@ -127,22 +134,59 @@ def _run_points(base: dict[str, Any], points: Sequence[GridPoint], out: Path, lo
             log(f"{point.name}: diverged ({exc})")
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` → ``(I, N)`` with 0 ≤ I < N; anything else raises ``ValueError``."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard takes I/N with integers, e.g. 0/2; got {text!r}") from None
+    if not 0 <= index < count:
+        raise ValueError(f"--shard I/N needs 0 <= I < N, got {text!r}")
+    return index, count
+
+
+def _settled(out: Path, point: GridPoint, steps: int) -> bool:
+    run_dir = Path(out) / point.name
+    return (run_dir / DIVERGED).is_file() or is_complete(run_dir, steps)
+
+
+def _wait_for(out: Path, points: Sequence[GridPoint], steps: int, log: Callable[[str], None],
+              poll_s: float) -> None:
+    """Block until every point is complete or marked diverged (another shard is running it)."""
+    waiting = [p.name for p in points if not _settled(out, p, steps)]
+    if waiting:
+        log(f"waiting for {len(waiting)} grid run(s) of other shards: {', '.join(waiting)}")
+    while any(not _settled(out, p, steps) for p in points):
+        time.sleep(poll_s)
+
+
 def run_tune(raw: dict[str, Any], out: Path, log: Callable[[str], None] = print, *,
-             phases: Sequence[str] = ("grid", "confirm")) -> dict[str, Any]:
-    """Run the grid, select on validation, run the confirmation seeds; returns ``tune.json``'s content."""
+             phases: Sequence[str] = ("grid", "confirm"), shard: tuple[int, int] = (0, 1),
+             poll_s: float = 30.0) -> dict[str, Any]:
+    """Run the grid, select on validation, run the confirmation seeds; returns ``tune.json``'s content.
+
+    With ``shard=(i, n)``, only this shard's share of each phase (module docstring).
+    """
     base, spec = split_recipe(raw)
     grid = grid_points(spec)
+    index, count = shard
     for config in validate_grid(base, grid[:1]):
         if config.data.test_fraction <= 0:
             raise ValueError("zerolock tune needs three splits: set data.test_fraction > 0 (e.g. 0.1)")
+        steps = config.run.steps
     if "grid" in phases:
-        _run_points(base, grid, out, log)
-    runs = load_tuned(out)
-    chosen = {m: s.lr for m, s in select_all(runs, spec.methods).items()}
-    summary = {"spec": asdict(spec), "chosen": chosen,
-               "selection": {m: asdict(s) for m, s in select_all(runs, spec.methods).items()}}
+        _run_points(base, grid[index::count], out, log)
+    if count > 1 and "confirm" in phases:
+        _wait_for(out, grid, steps, log, poll_s)
+    left = [p.name for p in grid if not _settled(out, p, steps)]
+    if left:
+        log(f"the grid has {len(left)} run(s) left; nothing selected yet")
+        return {"spec": asdict(spec), "chosen": {}, "selection": {}}
+    selection = select_all(load_tuned(out), spec.methods)
+    chosen = {m: s.lr for m, s in selection.items()}
+    summary = {"spec": asdict(spec), "chosen": chosen, "selection": {m: asdict(s) for m, s in selection.items()}}
     if "confirm" in phases and len(chosen) == len(spec.methods):
         log("chosen eta_0 (validation split): " + ", ".join(f"{m} {lr:g}" for m, lr in chosen.items()))
-        _run_points(base, confirm_points(spec, chosen), out, log)
+        _run_points(base, confirm_points(spec, chosen)[index::count], out, log)
     (Path(out) / "tune.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
