@@ -1,4 +1,9 @@
-"""Theorem 1 (b): the proof's drift step on this run (docs/THEOREM1.md).
+"""Theorem 1 (b), descriptive: how the positive drift D⁺_T grows over the run (docs/THEOREM1.md).
+
+This describes a trend over time; it does not identify the drift's order in the step size: a
+second-order drift whose size warms up, or zero-mean first-order noise under a second-order
+mean, makes D⁺_T outgrow Σ η_t² too. The order is decided at fixed iterates
+(``analyses.drift_order``); this module's outcome is shown beside it.
 
 The proof telescopes the surrogate: R^T(ω^T) − R^0(ω^0) = Σ_t descent_t + Σ_t drift_t, and it
 needs the positive part of the drift, D⁺_T = Σ_{t<T} max(drift_t, 0), to grow no faster than
@@ -22,10 +27,9 @@ Seed level: t-intervals over seeds (``analyses.seeds.seed_interval``). Outcome
 
 * ``not testable`` — no seed, horizon below ``MIN_HORIZON``, fewer than ``MIN_SEEDS`` seeds
   with an s, or s_lo ≤ τ ≤ s_hi;
-* ``first order`` — s_lo > τ: D⁺_T outgrows Σ η_t² (the proof's drift step fails on this run;
-  an intermediate rate η_t^p, 1 < p < 2, also outgrows it);
-* ``second order`` — s_hi < τ (the step holds on this run), or no seed has a positive drift
-  (D⁺_T = 0 ≤ C·S2 trivially).
+* ``outgrows`` — s_lo > τ: D⁺_T outgrows Σ η_t² over this run (as a first-order drift does,
+  and an intermediate rate η_t^p, 1 < p < 2, and a warming-up second-order drift);
+* ``within`` — s_hi < τ, or no seed has a positive drift (D⁺_T = 0).
 
 Deterministic: nothing is resampled.
 """
@@ -61,10 +65,10 @@ __all__ = [
     "seed_drift",
 ]
 
-DRIFT_OUTCOMES = ("first order", "second order", "not testable")
+DRIFT_OUTCOMES = ("outgrows", "within", "not testable")
 DRIFT_SENTENCES = {
-    "first order": "the proof's drift step fails on this run: D⁺_T outgrows Σ η_t²",
-    "second order": "the proof's drift step holds on this run: D⁺_T grows no faster than Σ η_t²",
+    "outgrows": "D⁺_T outgrows Σ η_t² over this run (a trend over time, not the drift's order in the step)",
+    "within": "D⁺_T grows no faster than Σ η_t² over this run (a trend over time, not the drift's order in the step)",
     "not testable": "not testable on this run",
 }
 DRIFT_REASONS = ("no_seed", "short_horizon", "few_seeds", "ambiguous", "outgrows", "bounded", "no_positive_drift")
@@ -72,7 +76,7 @@ BURN_IN_SHARE = 0.1
 """The slope s is fitted on T ≥ max(BURN_IN_MIN, ⌈BURN_IN_SHARE·T_max⌉)."""
 BURN_IN_MIN = 10
 S_THRESHOLD = 0.1
-"""τ: s above it (interval) is first order, below it (interval) second order (calibrated)."""
+"""τ: s above it (interval) reads ``outgrows``, below it (interval) ``within``."""
 MIN_HORIZON = 200
 """Steps: below this horizon the outcome is ``not testable`` (reason ``short_horizon``)."""
 MIN_FIT_POINTS = 10
@@ -172,13 +176,13 @@ def _outcome(fits: list[SeedDrift], s: Interval | None, horizon: int, min_horizo
     if horizon < min_horizon:
         return "not testable", "short_horizon"
     if all(f.d_plus == 0 for f in fits):
-        return "second order", "no_positive_drift"
+        return "within", "no_positive_drift"
     if s is None:
         return "not testable", "few_seeds"
     if s.low > threshold:
-        return "first order", "outgrows"
+        return "outgrows", "outgrows"
     if s.high < threshold:
-        return "second order", "bounded"
+        return "within", "bounded"
     return "not testable", "ambiguous"
 
 

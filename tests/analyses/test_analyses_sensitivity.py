@@ -9,7 +9,8 @@ from analyses.results import load_result
 from analyses.sensitivity import OUTCOMES, SensitivityMap, SettingVerdicts, sensitivity_map
 from analyses.verdict import Evidence, Verdict
 
-FLIP = "assumption5_paper"
+FLIP = "theorem1_proof_reverse"
+FIRST = "first order, positive more often than chance"
 
 
 def _verdicts(**outcomes: str) -> list[Verdict]:
@@ -18,10 +19,10 @@ def _verdicts(**outcomes: str) -> list[Verdict]:
 
 
 def _settings(flip: str | None = None) -> list[SettingVerdicts]:
-    changed = {FLIP: "fails systematically"} if flip else {}
-    return [SettingVerdicts("default", "default", _verdicts(**{FLIP: "holds"}), 6),
-            SettingVerdicts("alpha-0.1", "method.alpha=0.1", _verdicts(**{FLIP: "holds"}), 6),
-            SettingVerdicts("p0-uniform", "method.p0=uniform", _verdicts(**({FLIP: "holds"} | changed)), 6)]
+    changed = {FLIP: FIRST} if flip else {}
+    return [SettingVerdicts("default", "default", _verdicts(**{FLIP: "second order"}), 6),
+            SettingVerdicts("alpha-0.1", "method.alpha=0.1", _verdicts(**{FLIP: "second order"}), 6),
+            SettingVerdicts("p0-uniform", "method.p0=uniform", _verdicts(**({FLIP: "second order"} | changed)), 6)]
 
 
 def test_one_cell_per_claim_and_setting_with_the_registry_tone():
@@ -39,7 +40,7 @@ def test_one_cell_per_claim_and_setting_with_the_registry_tone():
 def test_a_flipped_outcome_is_named_and_nothing_else():
     found = sensitivity_map(_settings(flip="p0-uniform"))
     assert found.outcome == "sensitive" and found.sensitive == (FLIP,)
-    assert found.outcomes_of(FLIP) == {"default": "holds", "alpha-0.1": "holds", "p0-uniform": "fails systematically"}
+    assert found.outcomes_of(FLIP) == {"default": "second order", "alpha-0.1": "second order", "p0-uniform": FIRST}
     assert found.cell(FLIP, "p0-uniform").tone == "fails"
 
 

@@ -65,12 +65,14 @@ def test_a_zerolock_page_has_no_nan(tmp_path):
 
 def test_drift_card_without_a_slope_says_what_is_missing():
     """The card that read ``s = nan (no interval) (first order ~ nan)``."""
-    from analyses.claims.theorem1_proof import GroupDrift, short
+    from analyses.claims.theorem1_proof import ProofDrift, measured
     from analyses.drift_budget import DriftBudget
+    from analyses.drift_order import drift_order
     from analyses.verdict import Evidence
 
     budget = DriftBudget(label="zerolock-forward", outcome="not testable", reason="no_seed", horizon=32, seeds=0,
                          first_order=None, s_point=float("nan"), s_first=float("nan"), threshold=1.0, share=None,
                          signed=None, per_seed=[])
-    text = short(Evidence("no_seed", result=GroupDrift("zerolock-forward", "ce", [], budget)))
-    assert "nan" not in text.lower() and "not estimated" in text
+    found = ProofDrift("implemented", "zerolock-forward", drift_order([]), budget)
+    text = measured(Evidence("few_seeds", result=found))
+    assert "nan" not in text.lower() and "s = not estimated" in text and "n/a" in text

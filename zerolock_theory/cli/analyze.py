@@ -51,10 +51,12 @@ forms:
               both falls significant), "no decay" or "not testable" (fewer than 3
               seeds: point estimates only). The earlier bound test is printed beside
               it ("bound").
-  drift       Theorem 1 (b): per seed the slope s of log(D+_T / sum eta_t^2) on log T
-              after a burn-in (D+_T = sum max(drift_t, 0)), then a seed t-interval.
-              Outcome: "first order", "second order" or "not testable"; with
-              --descent-column, the drift's share of the progress.
+  drift       Theorem 1 (b), descriptive: per seed the slope s of log(D+_T / sum eta_t^2)
+              on log T after a burn-in (D+_T = sum max(drift_t, 0)), then a seed
+              t-interval. Outcome: "outgrows", "within" or "not testable": a trend over
+              time, not the drift's order in the step (a warming-up second-order drift
+              outgrows too; the suite decides the order at fixed iterates by step
+              scaling). With --descent-column, the drift's share of the progress.
 """
 
 

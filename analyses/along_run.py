@@ -1,0 +1,140 @@
+"""Assumption 5 along the run: the trend of ρ_t at the actual steps (docs/ASSUMPTION5_PROPOSITION1.md).
+
+The paper states Assumption 5 along the iterates it visits: sup_t ρ_t ≤ C_fo(α) < ∞ with
+ρ_t = max(φ_t, 0)/q_t at the actual step Δω_t. With η_t ∝ (t+1)^−κ, φ_t ≈ a_t and
+q_t ≈ η_t²·b_t, so a first-order coefficient a_t of order η_t with a positive part gives
+ρ_t ∝ (t+1)^κ (growth), while a_t of order η_t² (each chunk near its target) keeps ρ_t bounded.
+This is a description of one finite run (an unknown-constant statement cannot fail on it).
+
+Per seed, from the scaled steps' ρ_t = ρ(c = 1) (the ``scaling`` probe at the exact ω^{t+1}),
+η_t and t:
+
+* the steps are cut into ``BLOCKS`` blocks of equal counts in step order; each block gives the
+  mean of ρ_t (zeros included: φ_t ≤ 0 counts as ρ_t = 0) and the geometric mean of t + 1;
+* γ = least-squares slope of log(block mean ρ) on log(t + 1) over the blocks whose mean is
+  positive (at least 3; else γ is undefined);
+* κ = least-squares slope of −log η_t on log(t + 1) over the same steps (0.5 for
+  η_0/√(t+1), 0 for a constant step).
+
+Over seeds (t-interval of γ, ``analyses.seeds.seed_interval``), the outcome (``ALONG_OUTCOMES``):
+
+* ``not testable`` — κ below ``KAPPA_MIN`` (the step does not shrink, so growth and no growth
+  look alike); fewer than ``MIN_SEEDS`` seeds with a γ (unless ρ_t = 0 at every scaled step of
+  every seed); or the interval of γ holds 0 and reaches κ/2 (``"not distinguished"``);
+* ``grows`` — γ_lo > 0: "ρ_t grows along this run like (t+1)^γ";
+* ``no growth`` — γ_hi < κ/2, below the growth κ that a positive first-order drift gives; or
+  ρ_t = 0 at every scaled step.
+
+``p_value`` is the decisive one-sample t-test over the seeds (``analyses.multiplicity``): of
+γ = κ/2 for ``no growth`` by its interval, else of γ = 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analyses.io import numeric_column
+from analyses.multiplicity import t_test_p
+from analyses.results import Interval, NotMeasured
+from analyses.seeds import MIN_SEEDS, seed_interval
+from zerolock_theory.metric_keys import scaling_key
+
+__all__ = ["ALONG_OUTCOMES", "BLOCKS", "KAPPA_MIN", "AlongRun", "SeedAlong", "along_run", "seed_along",
+           "seed_along_from_frame"]
+
+ALONG_OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
+BLOCKS = 4
+"""Blocks of equal step counts per seed (γ needs at least 3 with a positive mean)."""
+KAPPA_MIN = 0.1
+"""The least decay exponent of η_t for which growth and no growth can be told apart."""
+LR_COLUMN = "train/lr"
+
+
+@dataclass(frozen=True)
+class SeedAlong:
+    """One seed: γ (NaN when undefined), κ, the scaled steps used and whether ρ_t = 0 at all of them."""
+
+    run: str
+    gamma: float
+    kappa: float
+    n_steps: int
+    all_zero: bool
+
+
+@dataclass(frozen=True)
+class AlongRun:
+    """The trend of ρ_t along the run over seeds: γ's interval, κ, the outcome and its p."""
+
+    seeds: list[SeedAlong]
+    gamma: Interval | None
+    kappa: float
+    outcome: str
+    reason: str
+    p_value: float | None
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.polyfit(x, y, 1)[0]) if x.size >= 2 and np.ptp(x) > 0 else math.nan
+
+
+def seed_along(run: str, steps: Sequence[float], rho: Sequence[float], lr: Sequence[float]) -> SeedAlong:
+    """γ and κ of one seed from its scaled steps (module docstring); undefined ρ_t are dropped."""
+    t = np.asarray(steps, dtype=float)
+    r = np.asarray(rho, dtype=float)
+    eta = np.asarray(lr, dtype=float)
+    keep = np.isfinite(t) & np.isfinite(r) & np.isfinite(eta) & (eta > 0)
+    t, r, eta = t[keep], r[keep], eta[keep]
+    order = np.argsort(t)
+    t, r, eta = t[order] + 1.0, r[order], eta[order]
+    kappa = _slope(np.log(t), -np.log(eta)) if t.size else math.nan
+    if t.size < BLOCKS:
+        return SeedAlong(run, math.nan, kappa, int(t.size), bool(t.size) and not (r > 0).any())
+    blocks = [(float(np.exp(np.log(tb).mean())), float(rb.mean()))
+              for tb, rb in zip(np.array_split(t, BLOCKS), np.array_split(r, BLOCKS), strict=True)]
+    positive = np.array([(bt, br) for bt, br in blocks if br > 0])
+    gamma = _slope(np.log(positive[:, 0]), np.log(positive[:, 1])) if len(positive) >= 3 else math.nan
+    return SeedAlong(run, gamma, kappa, int(t.size), not (r > 0).any())
+
+
+def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedAlong:
+    """``seed_along`` from a run's metrics: ρ(c = 1) of the ``scaling`` probe and ``train/lr``."""
+    key = scaling_key(obj, 1.0, "ratio")
+    if key not in frame.columns or LR_COLUMN not in frame.columns:
+        raise NotMeasured(f"{run}: no {key if key not in frame.columns else LR_COLUMN} column")
+    rho = numeric_column(frame, key, where=run)
+    phi = numeric_column(frame, scaling_key(obj, 1.0, "phi"), where=run)
+    scaled = np.isfinite(phi) | np.isfinite(rho)
+    steps = np.asarray(frame["step"], dtype=float)[scaled]
+    lr = numeric_column(frame, LR_COLUMN, where=run)[scaled]
+    return seed_along(run, steps, rho[scaled], lr)
+
+
+def along_run(seeds: Sequence[SeedAlong], level: float = 0.95, *, min_seeds: int = MIN_SEEDS) -> AlongRun:
+    """γ's seed interval and the outcome (module docstring)."""
+    seeds = list(seeds)
+    kappas = [s.kappa for s in seeds if math.isfinite(s.kappa)]
+    kappa = float(np.median(kappas)) if kappas else math.nan
+    gammas = [s.gamma for s in seeds if math.isfinite(s.gamma)]
+    gamma = seed_interval(gammas, level, min_seeds=min_seeds)
+
+    def result(outcome: str, reason: str) -> AlongRun:
+        null = kappa / 2 if reason == "bounded" else 0.0  # the decisive test's null
+        p = t_test_p(gammas, null) if len(gammas) >= min_seeds and math.isfinite(null) else None
+        return AlongRun(seeds, gamma, kappa, outcome, reason, p)
+
+    if not math.isfinite(kappa) or kappa < KAPPA_MIN:
+        return result("not testable", "constant_step")
+    if seeds and all(s.all_zero for s in seeds) and len(seeds) >= min_seeds:
+        return result("no growth", "all_zero")
+    if gamma is None:
+        return result("not testable", "few_seeds")
+    if gamma.low > 0:
+        return result("grows", "grows")
+    if gamma.high < kappa / 2:
+        return result("no growth", "bounded")
+    return result("not testable", "not_distinguished")
