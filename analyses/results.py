@@ -101,8 +101,9 @@ def decode(tp: Any, value: Any) -> Any:
         items = [decode(args[0] if args else Any, v) for v in value]
         return tuple(items) if origin is tuple else items
     if origin is dict:
-        _, vt = typing.get_args(tp)
-        return {k: decode(vt, v) for k, v in value.items()}
+        kt, vt = typing.get_args(tp)
+        key = kt if kt in (int, float) else (lambda k: k)  # JSON keys are text: numbers come back as numbers
+        return {key(k): decode(vt, v) for k, v in value.items()}
     if tp is float:
         return from_json_float(value)
     if isinstance(tp, type) and issubclass(tp, Result):

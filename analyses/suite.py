@@ -72,13 +72,16 @@ def analyze_runs(
     """Load ``run_dirs`` and analyse them (``analyze_loaded``).
 
     A directory holding ``systems.json`` but no ``metrics.jsonl`` is taken as the systems
-    benchmark output (as is ``systems``). Raises ``RunDataError`` for an unreadable run.
+    benchmark output (as is ``systems``); one holding ``tune.json`` as a ``zerolock tune``
+    directory (the tuned comparison of ZeroLock against backprop). Raises ``RunDataError`` for an unreadable run.
     """
     paths = [Path(p) for p in run_dirs]
     runs_paths, extra = [], {}
     for path in paths:
         if path.is_dir() and (path / "systems.json").is_file() and not (path / "metrics.jsonl").exists():
             systems = systems or path
+        elif path.is_dir() and (path / TUNE_FILE).is_file() and not (path / "metrics.jsonl").exists():
+            extra["versus_tuned"] = _tuned(path, level)
         elif path.is_dir() and any((path / f).is_file() for f in (FIXED_POINT_FILE, CONTROLS_FILE)) \
                 and not (path / "metrics.jsonl").exists():
             if (path / FIXED_POINT_FILE).is_file():
@@ -108,6 +111,18 @@ def analyze_runs(
 
 
 FIXED_POINT_FILE = "fixed_point.json"
+TUNE_FILE = "tune.json"  # a ``zerolock tune`` directory: each method at its own best eta_0
+
+
+def _tuned(path: Path, level: float) -> Result:
+    """ZeroLock against backprop over a tune directory (``analyses.versus_tuned``)."""
+    from analyses.tuning import load_tuned
+    from analyses.versus_tuned import tuned_versus
+
+    try:
+        return tuned_versus(load_tuned(path), level)
+    except ValueError as exc:
+        raise RunDataError(f"{path}: {exc}") from exc
 CONTROLS_FILE = "controls.json"  # the experiment with its label-part null and controls (``analyses.fixed_point_controls``)
 
 

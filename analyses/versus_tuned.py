@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from analyses.results import Interval
+from analyses.results import Interval, Result, register
 from analyses.seeds import MIN_SEEDS, seed_interval
 from analyses.tuning import Selection, TunedRun, select_all
 from analyses.versus import steps_to_ce
@@ -70,9 +70,12 @@ class Comparison:
     steps_to_backprop: int | None
 
 
+@register
 @dataclass(frozen=True)
-class TunedVersus:
+class TunedVersus(Result):
     """The tuned comparison: every method, and each variant against backprop (module docstring)."""
+
+    kind = "tuned_versus"
 
     methods: dict[str, MethodResult]
     comparisons: dict[str, Comparison]
