@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from reports.tuned_figures import write_tuned_figures
 from zerolock_theory.config import TrainConfig, apply_values, read_recipe
 from zerolock_theory.workflows.tune import (
     confirm_points,
@@ -89,3 +90,6 @@ def test_two_shards_give_the_unsharded_tune_run_for_run(tmp_path: Path) -> None:
         b = pd.read_json(tmp_path / "sharded" / name / "metrics.jsonl", lines=True)
         time_columns = [c for c in a.columns if c.endswith("_s") or "time" in c]
         pd.testing.assert_frame_equal(a.drop(columns=time_columns), b.drop(columns=time_columns))
+    figures = write_tuned_figures(tmp_path / "whole")
+    assert [f.name for f in figures] == ["tuned_curves.png", "tuned_chunks.png"]
+    assert all(f.read_bytes()[:4] == b"\x89PNG" for f in figures)

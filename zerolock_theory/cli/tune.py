@@ -12,7 +12,8 @@ On a machine with two cores, two shards over one directory use both (one thread 
     OMP_NUM_THREADS=1 zerolock tune --out runs/tuned-smollm2 --shard 0/2 &
     OMP_NUM_THREADS=1 zerolock tune --out runs/tuned-smollm2 --shard 1/2 &
 
-``zerolock tune --out DIR --summary`` prints the table of a tune directory.
+``zerolock tune --out DIR --summary`` prints the table of a tune directory and writes its
+figures (test CE against steps and seconds; every chunk's CE over the run) to DIR/figures.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="run every N-th run of each phase from the I-th (N processes share one --out)")
     parser.add_argument("--dry-run", action="store_true", help="list the grid's runs in order without training")
-    parser.add_argument("--summary", action="store_true", help="print the tuned table of --out and exit")
+    parser.add_argument("--summary", action="store_true",
+                        help="print the tuned table of --out, write its figures to --out/figures, and exit")
     parser.set_defaults(func=run)
 
 
@@ -44,8 +46,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.summary:
             from analyses.tuned import summary_text
+            from reports.tuned_figures import write_tuned_figures
 
+            if not args.out.is_dir():
+                raise CLIError(f"--out {args.out}: no such tune directory")
             print(summary_text(args.out))
+            try:
+                for path in write_tuned_figures(args.out):
+                    print(f"figure: {path}")
+            except ValueError as exc:
+                print(f"(no figures yet: {exc})")
             return 0
         shard = parse_shard(args.shard)
         raw = read_recipe(args.config)
