@@ -3,17 +3,22 @@
 At every ``every``-th step t the probe keeps ω^t (``before_step``), and after the update
 takes the actual step Δω_t = ω^{t+1} − ω^t of every trainable parameter (all chunks). For
 each factor c in ``factors`` (default 1, 1/2, …, 1/64) it loads ω^t + c·Δω_t, computes the
-readouts p̃(c) on the probe batch and, with the chunk outputs p_k(ω^t) held fixed, the
-totals over chunks of
+readouts p̃(c) and chunk outputs p(c) on the probe batch and the totals over chunks of
 
-* φ(c) = ⟨∇_p̃ R(ω^t; p̃^t), p̃(c) − p̃^t⟩ and q(c) = (1/N) Σ_n ‖p̃(c)(n) − p̃^t(n)‖²,
+* φ(c) = ⟨∇_p̃ R(ω^t; p̃^t), p̃(c) − p̃^t⟩ and q(c) = (1/N) Σ_n ‖p̃(c)(n) − p̃^t(n)‖², with the
+  chunk outputs p_k(ω^t) held fixed,
 * ρ(c) = max(φ(c), 0)/q(c),
+* the drift at the scaled outputs, drift(c) = R(p(c); p̃(c)) − R(p(c); p̃^t), where
+  R(outputs; upstream) = Σ_k (1/N) Σ_n ``chunk_divergence(upstream_k, output_k, p_y, α)``: how
+  much R changes when the upstream readouts move, the chunk outputs being those of ω^t + c·Δω_t.
+  As c → 0, drift(c)/c → φ′ like φ(c)/c (∇_p̃ R at p(c) differs from the one at p(0) by O(c)),
 
 for both objectives: ``paper`` (R, g_k from p_y^ε with ε = ``method.epsilon`` when > 0,
 else this probe's ``epsilon``) and ``implemented`` (R̄, m_k from the trained p_y^{method.epsilon}).
 The formulas are ``zerolock_theory.theory.stability``'s (``first_order_totals``: the totals of
 ``stability_terms`` bit for bit, with the target and gradient at ω^t computed once for every
-factor). c = 1 uses the exact ω^{t+1}.
+factor; the drift's R is ``chunk_divergence``'s, with the target at p̃^t built once; all float64).
+c = 1 uses the exact ω^{t+1}.
 
 First order means φ(c) ≈ c·φ′ and q(c) ≈ c²·q″, so the probe also logs the estimates at the
 smallest factor c_min: ``phi_prime`` = φ(c_min)/c_min and ``q_second`` = q(c_min)/c_min².
@@ -26,19 +31,28 @@ more group). u_t is drawn on the CPU from a private generator seeded by
 ``direction_seed(run.seed, t)``: reproducible, the same on resume, and the training RNG is
 never touched. It answers "would any update of this size move the targets like this?".
 
-Keys (``zerolock_theory.metric_keys``): ``probe/scaling/{obj}/c={c}/{phi,q,ratio}``,
+**Antithetic direction** (``antithetic``, on by default; only with ``random_baseline``): the
+same terms at ω^t + c·(−u_t) for every factor c. φ′ is linear in the direction, so
+φ′(−u_t) = −φ′(u_t): of each ±u_t pair exactly one has φ′ > 0 (unless φ′(u_t) = 0), and
+φ(c)/c of the pair agree in size up to O(c).
+
+Keys (``zerolock_theory.metric_keys``): ``probe/scaling/{obj}/c={c}/{phi,q,ratio,drift}``,
 ``probe/scaling/{obj}/{phi_prime,q_second,defined}``, and the same under
-``probe/scaling/{obj}/random/...`` for the baseline. Undefined values are null.
+``probe/scaling/{obj}/random/...`` for the baseline and ``probe/scaling/{obj}/antithetic/...``
+for −u_t. Undefined values are null; so is a non-finite drift.
 
 Cost per probed step: ``len(factors) − 1`` extra forward passes of the probe batch through
-the model (c = 1 reuses the readouts at ω^{t+1}), ``len(factors)`` more for the baseline, and
-for each objective one gradient of R on [K, N, V] arrays and an inner product per factor (twice
-as many with the baseline); nothing at the other steps. Parameters are restored by copying the saved
-ω^{t+1} back, so training is bitwise unaffected.
+the model (c = 1 reuses the readouts at ω^{t+1}), ``len(factors)`` more for the baseline and
+``len(factors)`` more for the antithetic direction; for each objective and direction one
+gradient of R on [K, N, V] arrays, and per factor an inner product and the drift (a target at
+p̃(c) and one or two KL passes with logarithms, on [K, N, V] arrays: about the work of φ, q, ρ
+again); nothing at the other steps. Parameters are restored by copying
+the saved ω^{t+1} back, so training is bitwise unaffected.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -58,6 +72,7 @@ from probes.readout_pass import (
 from probes.registry import register
 from zerolock_theory.metric_keys import scaling_key, scaling_step_key
 from zerolock_theory.theory.stability import as_metric, first_order_totals
+from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["DEFAULT_FACTORS", "ScalingProbe", "chunk_groups", "direction_seed", "random_direction"]
@@ -105,6 +120,45 @@ def random_direction(
     return out
 
 
+def _kl(p: torch.Tensor, log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """Σ_v p (log p − log q) with 0·log 0 = 0, +inf where q misses mass of p: ``chunk_divergence``'s form."""
+    return torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
+
+
+def _drifts(before: torch.Tensor, scaled: dict[float, torch.Tensor], p_y: torch.Tensor, alpha: float,
+            objective: str) -> list[float | None]:
+    """drift(c) = R(p(c); p̃(c)) − R(p(c); p̃^t) for every factor of ``scaled`` (in its order), where
+    R(outputs; upstream) = Σ_k (1/N) Σ_n ``chunk_divergence(upstream_k, output_k, p_y, alpha, objective)``.
+
+    ``before`` and each ``scaled[c]`` are float64 readouts [K+1, N, V] (``[:-1]`` upstream, ``[1:]``
+    the chunk outputs). The target at p̃^t is built once, and per factor the two R share log p(c):
+    ``implemented`` computes both KL(m_k ‖ p_k) as ``chunk_divergence`` does (the same bits);
+    ``paper`` takes KL(p_k ‖ g_k(p̃(c))) − KL(p_k ‖ g_k(p̃^t)) as Σ_v p_k (log g_k^t − log g_k(c)),
+    the p_k log p_k terms cancelled exactly (half the work; non-finite exactly where the difference
+    of the two KLs is). A non-finite drift is ``None``; one host transfer for all factors.
+    """
+    upstream = before[:-1]
+    rows = []
+    if objective == "paper":
+        log_g_t = geometric_target(p_y, upstream, alpha)[0]
+        for p in scaled.values():
+            out = p[1:]
+            log_g = geometric_target(p_y, p[:-1], alpha)[0]
+            shift = torch.where(out > 0, out * (log_g_t - log_g), torch.zeros_like(out)).sum(-1)
+            rows.append(shift.mean(-1).sum())
+    else:
+        m_t = arithmetic_target(p_y, upstream, alpha)
+        log_m_t = torch.log(m_t)
+        for p in scaled.values():
+            out = p[1:]
+            log_out = torch.log(out)
+            m = arithmetic_target(p_y, p[:-1], alpha)
+            rows.append(_kl(m, torch.log(m), log_out).mean(-1).sum() - _kl(m_t, log_m_t, log_out).mean(-1).sum())
+    drift = torch.stack(rows)
+    drift = torch.where(torch.isfinite(drift), drift, torch.full_like(drift, math.nan))
+    return [as_metric(x) for x in drift.cpu().tolist()]
+
+
 @register("scaling")
 @dataclass
 class ScalingProbe(Probe):
@@ -117,6 +171,7 @@ class ScalingProbe(Probe):
     n_positions: int = DEFAULT_N_POSITIONS
     seed: int | None = None
     random_baseline: bool = True  # also scale a random direction of the same norm per chunk
+    antithetic: bool = True  # with random_baseline: also scale −u_t (direction "antithetic")
 
     def __post_init__(self) -> None:
         if self.every < 1:
@@ -152,24 +207,28 @@ class ScalingProbe(Probe):
         params = _trainable(ctx)
         final = [p.detach().clone() for p in params]
         deltas = [w1 - w0 for w0, w1 in zip(start, final, strict=True)]
-        scaled: dict[float, torch.Tensor] = {}
-        random: dict[float, torch.Tensor] = {}
-        try:
+        out: dict[str, Any] = {}
+        try:  # each direction's terms before the next one's readouts: one direction's [K+1, N, V] arrays at a time
+            scaled: dict[float, torch.Tensor] = {}
             for c in self.factors:
                 if c == 1.0:
                     scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed).double().exp()
                     continue
                 scaled[c] = self._at(ctx, params, start, deltas, c)
+            out.update(self._metrics(ctx, before, scaled, "actual"))
+            del scaled
             if self.random_baseline:
                 u = random_direction(deltas, chunk_groups(ctx, params), direction_seed(ctx.config.run.seed, step))
-                random = {c: self._at(ctx, params, start, u, c) for c in self.factors}
+                # ω^t + c·(−u_t) for the antithetic direction: (−c)·u is c·(−u) exactly (negation is exact)
+                signs = {"random": 1.0, "antithetic": -1.0} if self.antithetic else {"random": 1.0}
+                for direction, sign in signs.items():
+                    moved = {c: self._at(ctx, params, start, u, sign * c) for c in self.factors}
+                    out.update(self._metrics(ctx, before, moved, direction))
+                    del moved
         finally:
             with torch.no_grad():
                 for p, w1 in zip(params, final, strict=True):
                     p.copy_(w1)
-        out = self._metrics(ctx, before, scaled, "actual")
-        if random:
-            out.update(self._metrics(ctx, before, random, "random"))
         return out
 
     def _at(self, ctx: HookContext, params: list[torch.Tensor], start: list[torch.Tensor],
@@ -210,8 +269,9 @@ class ScalingProbe(Probe):
             out[scaling_step_key(objective, "phi_prime", direction)] = None if phi_min is None else phi_min / c_min
             out[scaling_step_key(objective, "q_second", direction)] = None if q_min is None else q_min / c_min**2
             out[scaling_step_key(objective, "defined", direction)] = defined
+            for c, value in zip(factors, _drifts(before, scaled, p_y, alpha, objective), strict=True):
+                out[scaling_key(objective, c, "drift", direction)] = value
         return out
-
 
     def on_end(self, ctx: HookContext) -> None:
         """Drop the kept parameters and readouts."""

@@ -58,13 +58,14 @@ LEMMA2_FIELDS: tuple[str, ...] = ("tv_m_g", "tv_m", "tv_g", "entropy")
 LEMMA2_NULL_FIELDS: tuple[str, ...] = ("null_tv_m", "null_tv_g", "null_temperature")
 INITIAL = "_initial"
 STABILITY_FIELDS: tuple[str, ...] = ("phi", "q", "ratio", "actual", "remainder")
-SCALING_FIELDS: tuple[str, ...] = ("phi", "q", "ratio")
+SCALING_FIELDS: tuple[str, ...] = ("phi", "q", "ratio", "drift")
 PROOF = "probe/proof"
 PROOF_FIELDS: tuple[str, ...] = ("surrogate", "descent", "drift")
 """Per objective, in total and per chunk: R^t(ω^t), R^t(ω^{t+1}) − R^t(ω^t), R^{t+1}(ω^{t+1}) − R^t(ω^{t+1})."""
 GLOBAL_GRAD_SQ_UNBIASED = "train/global_grad_sq_unbiased"
 """Ĝ_t of the task loss L = CE(p_y^ε, p_K) by full backprop, from two halves of the training batch."""
-SCALING_DIRECTIONS: tuple[str, ...] = ("actual", "random")  # the update Δω_t, or a random u_t of the same norms
+SCALING_DIRECTIONS: tuple[str, ...] = ("actual", "random", "antithetic")
+"""The update Δω_t, a random u_t of the same norms per chunk, or its mirror −u_t."""
 EVAL_CE = "eval/ce"
 EVAL_CE_INITIAL = "eval/ce_initial"
 EVAL_OBJECTIVE = "eval/objective"  # the run's own objective on the fixed held-out batches
@@ -94,14 +95,16 @@ def _scaling_root(objective: str, direction: str) -> str:
 
 
 def scaling_key(objective: str, c: float, field: str, direction: str = "actual") -> str:
-    """``probe/scaling/{objective}/c={c}/{phi|q|ratio}``: the totals at ω^t + c·Δω_t (the actual
-    update); ``probe/scaling/{objective}/random/c={c}/{field}`` at ω^t + c·u_t (the random
-    direction u_t with ‖u_{t,k}‖ = ‖Δω_{t,k}‖ per chunk)."""
+    """``probe/scaling/{objective}/c={c}/{phi|q|ratio|drift}``: the totals at ω^t + c·Δω_t (the
+    actual update); ``probe/scaling/{objective}/random/c={c}/{field}`` at ω^t + c·u_t (the random
+    direction u_t with ‖u_{t,k}‖ = ‖Δω_{t,k}‖ per chunk); ``probe/scaling/{objective}/antithetic/c={c}/{field}``
+    at ω^t + c·(−u_t)."""
     return f"{_scaling_root(objective, direction)}/c={factor_label(c)}/{field}"
 
 
 def scaling_step_key(objective: str, name: str, direction: str = "actual") -> str:
-    """Per-step summaries of the scaling probe: ``probe/scaling/{objective}[/random]/{phi_prime|q_second|defined}``."""
+    """Per-step summaries of the scaling probe:
+    ``probe/scaling/{objective}[/random|/antithetic]/{phi_prime|q_second|defined}``."""
     return f"{_scaling_root(objective, direction)}/{name}"
 
 
