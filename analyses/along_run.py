@@ -9,10 +9,12 @@ This is a description of one finite run (an unknown-constant statement cannot fa
 Per seed, from the scaled steps' ρ_t = ρ(c = 1) (the ``scaling`` probe at the exact ω^{t+1}),
 η_t and t:
 
+* only the scaled steps whose φ′ is resolved (``analyses.step_limits``) carry a ρ_t, and a seed
+  needs ``analyses.step_limits.MIN_STEPS`` of them (as the fixed-iterate statements do);
 * the steps are cut into ``BLOCKS`` blocks of equal counts in step order; each block gives the
   mean of ρ_t (zeros included: φ_t ≤ 0 counts as ρ_t = 0) and the geometric mean of t + 1;
-* γ = least-squares slope of log(block mean ρ) on log(t + 1) over the blocks whose mean is
-  positive (at least 3; else γ is undefined);
+* γ = least-squares slope of log(block mean ρ) on log(t + 1) over the blocks after the first
+  ``BURN_IN`` whose mean is positive (at least ``MIN_BLOCKS``; else γ is undefined);
 * κ = least-squares slope of −log η_t on log(t + 1) over the same steps (0.5 for
   η_0/√(t+1), 0 for a constant step).
 
@@ -22,8 +24,9 @@ Over seeds (t-interval of γ, ``analyses.seeds.seed_interval``), the outcome (``
   look alike); fewer than ``MIN_SEEDS`` seeds with a γ (unless ρ_t = 0 at every scaled step of
   every seed); or the interval of γ holds 0 and reaches κ/2 (``"not distinguished"``);
 * ``grows`` — γ_lo > 0: "ρ_t grows along this run like (t+1)^γ";
-* ``no growth`` — γ_hi < κ/2, below the growth κ that a positive first-order drift gives; or
-  ρ_t = 0 at every scaled step.
+* ``no growth`` — γ_hi < κ/2: no growth faster than (t+1)^{κ/2}, half the growth κ that a
+  positive first-order drift gives (a slower growth is not excluded); or ρ_t = 0 at every
+  scaled step.
 
 ``p_value`` is the decisive one-sample t-test over the seeds (``analyses.multiplicity``): of
 γ = κ/2 for ``no growth`` by its interval, else of γ = 0.
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -42,14 +45,19 @@ from analyses.io import numeric_column
 from analyses.multiplicity import t_test_p
 from analyses.results import Interval, NotMeasured
 from analyses.seeds import MIN_SEEDS, seed_interval
+from analyses.step_limits import MIN_STEPS, scaled_rows, scaling_table, step_signs
 from zerolock_theory.metric_keys import scaling_key
 
-__all__ = ["ALONG_OUTCOMES", "BLOCKS", "KAPPA_MIN", "AlongRun", "SeedAlong", "along_run", "seed_along",
+__all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "AlongRun", "SeedAlong", "along_run", "seed_along",
            "seed_along_from_frame"]
 
 ALONG_OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
-BLOCKS = 4
-"""Blocks of equal step counts per seed (γ needs at least 3 with a positive mean)."""
+BLOCKS = 5
+"""Blocks of equal step counts per seed."""
+BURN_IN = 1
+"""Leading blocks left out of γ's fit: an early transient (LoRA's B = 0 start) dominates them."""
+MIN_BLOCKS = 3
+"""Fitted blocks with a positive mean that γ needs."""
 KAPPA_MIN = 0.1
 """The least decay exponent of η_t for which growth and no growth can be told apart."""
 LR_COLUMN = "train/lr"
@@ -95,23 +103,28 @@ def seed_along(run: str, steps: Sequence[float], rho: Sequence[float], lr: Seque
     if t.size < BLOCKS:
         return SeedAlong(run, math.nan, kappa, int(t.size), bool(t.size) and not (r > 0).any())
     blocks = [(float(np.exp(np.log(tb).mean())), float(rb.mean()))
-              for tb, rb in zip(np.array_split(t, BLOCKS), np.array_split(r, BLOCKS), strict=True)]
+              for tb, rb in zip(np.array_split(t, BLOCKS), np.array_split(r, BLOCKS), strict=True)][BURN_IN:]
     positive = np.array([(bt, br) for bt, br in blocks if br > 0])
-    gamma = _slope(np.log(positive[:, 0]), np.log(positive[:, 1])) if len(positive) >= 3 else math.nan
+    gamma = _slope(np.log(positive[:, 0]), np.log(positive[:, 1])) if len(positive) >= MIN_BLOCKS else math.nan
     return SeedAlong(run, gamma, kappa, int(t.size), not (r > 0).any())
 
 
-def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedAlong:
-    """``seed_along`` from a run's metrics: ρ(c = 1) of the ``scaling`` probe and ``train/lr``."""
+def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str, *, min_steps: int = MIN_STEPS) -> SeedAlong:
+    """``seed_along`` from a run's metrics: ρ(c = 1) of the ``scaling`` probe and ``train/lr`` at
+    the scaled steps whose φ′ is resolved (an unresolved step, float noise at an exact optimum
+    for one, carries no ρ_t: noise over q_t ∝ η_t² would grow like a first-order drift); a seed with
+    fewer than ``min_steps`` resolved steps has no γ."""
     key = scaling_key(obj, 1.0, "ratio")
     if key not in frame.columns or LR_COLUMN not in frame.columns:
         raise NotMeasured(f"{run}: no {key if key not in frame.columns else LR_COLUMN} column")
-    rho = numeric_column(frame, key, where=run)
-    phi = numeric_column(frame, scaling_key(obj, 1.0, "phi"), where=run)
-    scaled = np.isfinite(phi) | np.isfinite(rho)
-    steps = np.asarray(frame["step"], dtype=float)[scaled]
-    lr = numeric_column(frame, LR_COLUMN, where=run)[scaled]
-    return seed_along(run, steps, rho[scaled], lr)
+    c, phi, _ = scaling_table(frame, obj, "actual", run)
+    rows = scaled_rows(frame, obj, "actual", c)
+    resolved = np.isfinite(step_signs(c, phi))
+    steps = np.asarray(frame["step"], dtype=float)[rows][resolved]
+    rho = numeric_column(frame, key, where=run)[rows][resolved]
+    lr = numeric_column(frame, LR_COLUMN, where=run)[rows][resolved]
+    found = seed_along(run, steps, rho, lr)
+    return found if resolved.sum() >= min_steps else replace(found, gamma=math.nan)
 
 
 def along_run(seeds: Sequence[SeedAlong], level: float = 0.95, *, min_seeds: int = MIN_SEEDS) -> AlongRun:

@@ -34,8 +34,8 @@ where recorded, the antithetic −u_t), the paired indicator differences 1[actua
   every step of the counted seeds resolved), ``fails at some scaled steps``, ``not testable``
   (fewer than ``MIN_SEEDS`` counted seeds; or no positive step but some unresolved);
 * **more often than chance?** φ′(−u) = −φ′(u), so a random direction's share is ½ exactly:
-  the pooled share of φ′ > 0 (seed-respecting Clopper–Pearson, ``analyses.shares``) against
-  ½, ``CHANCE_OUTCOMES``; ``chance_p`` is its two-sided p (the same interval's duality).
+  the pooled share of φ′ > 0 among the steps with a sign (zero limits left out; seed-respecting
+  Clopper–Pearson, ``analyses.shares``) against ½, ``CHANCE_OUTCOMES``; ``chance_p`` is its two-sided p (the same interval's duality).
   The antithetic pairs check the classifier: at steps where both ±u resolve non-zero,
   exactly one must be positive (``antithetic_pairs``, ``antithetic_one_positive``).
 
@@ -91,11 +91,18 @@ def classify_steps(c: Sequence[float], phi: np.ndarray, resolution: float = RESO
 
 @dataclass(frozen=True)
 class DirectionCounts:
-    """One seed, one direction: scaled steps logged, resolved and with φ′ > 0."""
+    """One seed, one direction: scaled steps logged, resolved, with φ′ > 0, and with φ′ zero at the
+    design's resolution (resolved, neither sign)."""
 
     n_steps: int
     n_resolved: int
     n_positive: int
+    n_zero: int = 0
+
+    @property
+    def n_signed(self) -> int:
+        """Resolved steps with a non-zero φ′: what the share against ½ counts over."""
+        return self.n_resolved - self.n_zero
 
     @property
     def share(self) -> float:
@@ -130,8 +137,10 @@ def _slope(c: np.ndarray, rho: np.ndarray) -> float:
     return float(np.polyfit(np.log(c[ok]), np.log(rho[ok]), 1)[0])
 
 
-def _counts(cls: np.ndarray) -> DirectionCounts:
-    return DirectionCounts(len(cls), int((cls != UNRESOLVED).sum()), int((cls == POSITIVE).sum()))
+def _counts(signs: np.ndarray) -> DirectionCounts:
+    resolved = np.isfinite(signs)
+    return DirectionCounts(len(signs), int(resolved.sum()), int((signs[resolved] > 0).sum()),
+                           int((signs[resolved] == 0).sum()))
 
 
 def seed_from_arrays(
@@ -140,18 +149,19 @@ def seed_from_arrays(
 ) -> SeedScaling:
     """``SeedScaling`` from φ [steps, factors], ρ and the random and antithetic directions' φ at the
     same steps (or None)."""
+    signs = step_signs(c, phi)
     cls = classify_steps(c, phi)
     anti, pairs, one = None, 0, 0
     if phi_random is not None and phi_antithetic is not None:
         plus, minus = step_signs(c, phi_random), step_signs(c, phi_antithetic)
-        anti = _counts(classify_steps(c, phi_antithetic))
+        anti = _counts(minus)
         both = np.isfinite(plus) & np.isfinite(minus) & (plus != 0) & (minus != 0)
         pairs, one = int(both.sum()), int(((plus[both] > 0) != (minus[both] > 0)).sum())
-    actual = DirectionCounts(len(cls), int((cls != UNRESOLVED).sum()), int((cls == POSITIVE).sum()))
+    actual = _counts(signs)
     random, pa, pr = None, [], []
     if phi_random is not None:
         cls_r = classify_steps(c, phi_random)
-        random = DirectionCounts(len(cls_r), int((cls_r != UNRESOLVED).sum()), int((cls_r == POSITIVE).sum()))
+        random = _counts(step_signs(c, phi_random))
         both = (cls != UNRESOLVED) & (cls_r != UNRESOLVED)
         pa, pr = (cls[both] == POSITIVE).astype(int).tolist(), (cls_r[both] == POSITIVE).astype(int).tolist()
     slopes = np.array([_slope(c, r) for r in rho[cls == POSITIVE]])
@@ -282,7 +292,7 @@ def group_scaling(
             continue
         orders.append(seed_order_from_frame(frame, obj, name))
         try:
-            along.append(seed_along_from_frame(frame, obj, name))
+            along.append(seed_along_from_frame(frame, obj, name, min_steps=min_steps))
         except NotMeasured as exc:
             reasons.append(str(exc))
     if not seeds:
@@ -300,6 +310,8 @@ def group_from_seeds(
     counted = [s for s in seeds if s.counted]
     x, n = [s.actual.n_positive for s in counted], [s.actual.n_resolved for s in counted]
     share = cluster_share_interval(x, n, level)
+    signed = [s.actual.n_signed for s in counted]  # against ½: the steps with a sign (zero limits left out)
+    share_signed = cluster_share_interval(x, signed, level)
     baseline = [s for s in counted if s.random is not None and s.paired_random]
     random = cluster_share_interval([s.random.n_positive for s in baseline],  # type: ignore[union-attr]
                                     [s.random.n_resolved for s in baseline], level)  # type: ignore[union-attr]
@@ -316,7 +328,7 @@ def group_from_seeds(
     return GroupScaling(
         group, trained, seeds, len(counted), sum(n), positive, unresolved, share, random, difference, slope,
         outcome, reason, min_steps, along=trend, uniform=uniform, uniform_reason=uniform_reason,
-        chance=chance_outcome(share), chance_p=cluster_share_p(x, n, level=level),
+        chance=chance_outcome(share_signed), chance_p=cluster_share_p(x, signed, level=level),
         antithetic_pairs=sum(s.antithetic_pairs for s in seeds),
         antithetic_one_positive=sum(s.antithetic_one_positive for s in seeds),
     )

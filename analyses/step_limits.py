@@ -21,7 +21,7 @@ from analyses.io import numeric_column
 from analyses.results import NotMeasured
 from zerolock_theory.metric_keys import scaling_factors, scaling_key, scaling_step_key
 
-__all__ = ["MIN_FACTORS", "MIN_STEPS", "RESOLUTION", "phi_prime", "scaling_table", "step_signs"]
+__all__ = ["MIN_FACTORS", "MIN_STEPS", "RESOLUTION", "phi_prime", "scaled_rows", "scaling_table", "step_signs"]
 
 MIN_FACTORS = 4
 """Factors needed per scaled step: three for φ̂′, a fourth for its error."""
@@ -77,10 +77,14 @@ def scaling_table(frame: pd.DataFrame, obj: str, direction: str, run: str) -> tu
     cols = [numeric_column(frame, scaling_key(obj, f, "phi", direction), where=run) for f in factors]
     phi = np.stack(cols, 1)
     rho = np.stack([numeric_column(frame, scaling_key(obj, f, "ratio", direction), where=run) for f in factors], 1)
+    logged = scaled_rows(frame, obj, direction, factors)
+    return np.asarray(factors), phi[logged], rho[logged]
+
+
+def scaled_rows(frame: pd.DataFrame, obj: str, direction: str, factors: Sequence[float]) -> np.ndarray:
+    """The rows of ``frame`` that scaled a step (``scaling_table``'s rows, in order)."""
     flag = scaling_step_key(obj, "defined", direction)
     if flag in frame.columns:  # a scaled step logs ``defined``, even where every φ(c) is null
-        logged = np.asarray(frame[flag].notna())
-    else:
-        logged = np.asarray(pd.concat([frame[scaling_key(obj, f, "phi", direction)] for f in factors], axis=1)
-                            .notna().any(axis=1))
-    return np.asarray(factors), phi[logged], rho[logged]
+        return np.asarray(frame[flag].notna())
+    return np.asarray(pd.concat([frame[scaling_key(obj, f, "phi", direction)] for f in factors], axis=1)
+                      .notna().any(axis=1))

@@ -93,7 +93,8 @@ REASONS = {
     "grows": lambda ev: "the seed interval of gamma lies above 0",
     "grows_second_order": lambda ev: "the seed interval of gamma lies above 0, but phi' = 0 at every scaled step: "
     "a second-order drift whose size grows (a warm-up), not the 1/eta_t growth of a first-order one",
-    "bounded": lambda ev: "the seed interval of gamma lies below half the growth a positive first-order drift gives",
+    "bounded": lambda ev: "the seed interval of gamma lies below kappa/2, half the growth a positive first-order "
+    "drift gives",
     "all_zero": lambda ev: "rho_t = 0 at every scaled step of every seed",
     "constant_step": lambda ev: "the step size does not shrink over the scaled steps: growth cannot be told apart",
     "few_seeds": lambda ev: "fewer than 3 seeds with a trend of rho_t",
@@ -103,8 +104,8 @@ REASONS = {
 OUTCOMES = {
     "grows": Outcome("rho_t grows along this run, like (t+1)^gamma: a description of this run (the paper's "
                      "sup_t rho_t <= C_fo has an unknown constant and cannot fail on a finite run)", "mixed"),
-    "no growth": Outcome("no growth of rho_t along this run, below what a positive first-order drift gives",
-                         "holds"),
+    "no growth": Outcome("no growth of rho_t along this run faster than (t+1)^(kappa/2), half what a positive "
+                         "first-order drift gives (a slower growth is not excluded)", "holds"),
     "not testable": NOT_TESTABLE,
     "not measured": NOT_MEASURED,
 }

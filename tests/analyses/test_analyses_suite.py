@@ -47,15 +47,14 @@ def test_verdict_rows_follow_the_synthetic_truth(suite):
     got = {v.claim: v.outcome for v in suite.claims}
     expected = {LEMMA2: "no: m_k", LEMMA2_STATED: "holds (exact)", "lemma2_mismatch": "not measured",
                 "lemma2_fixed_point": "not measured",
-                # phi' > 0 at 90% of scaled steps with a size that does not shrink with eta_t: rho_t stationary,
-                # and 3 seeds cannot tell no growth from the first-order growth kappa = 0.5
-                A5_PAPER: "not testable", A5_IMPLEMENTED: "not testable",
                 RATE_REVERSE: "not testable", RATE_FORWARD: "not testable",
-                PROOF_REVERSE: "first order, positive more often than chance",  # the same phi(c) at fixed iterates
-                PROOF_FORWARD: "first order, positive more often than chance", VERSUS: "not testable",
+                PROOF_REVERSE: "first order, positive more often than chance",  # phi' > 0 at 90% of scaled steps
+                PROOF_FORWARD: "first order, positive more often than chance", VERSUS: "not tuned",
                 "proposition1": "holds as an identity; as transcribed, false",  # analytic: the same on any run
                 "systems_memory": "lower than 1F1B, less than the paper claims"}  # 0.8 in every repeat
     assert {k: got[k] for k in expected} == expected  # 100 steps: below the rate's and the drift's minimum horizon
+    # phi' of a size that does not shrink with eta_t, q_t stationary: rho_t has no trend; 3 seeds may not tell
+    assert got[A5_PAPER] in ("no growth", "not testable") and got[A5_IMPLEMENTED] in ("no growth", "not testable")
     assert all(figure(v) and reason(v) for v in suite.claims)
     evidence = {v.claim: v.evidence for v in suite.claims}
     assert evidence[LEMMA2].reason == "computed" and evidence[LEMMA2].result.tv_m_g > 0
