@@ -108,6 +108,15 @@ def test_pilot_judges_the_own_objective_not_held_out_ce(tmp_path, monkeypatch):
     assert "own objective (sum of chunk/k/loss)" in second["why"] and "held-out CE" in second["why"]
 
 
+def test_reanalyze_needs_a_verify_directory_and_with_needs_reanalyze(tmp_path, capsys):
+    (tmp_path / "mine.txt").write_text("data")
+    assert main(["verify", "--reanalyze", "--out", str(tmp_path)]) == 2
+    assert "not a zerolock verify directory" in capsys.readouterr().err
+    assert main(["verify", "--quick", "--with", str(tmp_path), "--out", str(tmp_path / "v")]) == 2
+    assert "--with belongs to --reanalyze" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
+
+
 def test_verify_refuses_foreign_non_empty_out(tmp_path, capsys):
     (tmp_path / "mine.txt").write_text("data")
     assert main(["verify", "--quick", "--out", str(tmp_path)]) == 2
@@ -130,3 +139,9 @@ def test_verify_quick_end_to_end(tmp_path, capsys):
     pngs = list((out / "report").rglob("*.png"))
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 2000 for p in pngs)
     print(f"verify --quick took {elapsed:.0f}s")
+    # --reanalyze trains nothing and gives the same verdicts from the same runs
+    trained = sorted((p.name, p.stat().st_mtime_ns) for p in (out / "runs").rglob("metrics.jsonl"))
+    assert main(["verify", "--reanalyze", "--out", str(out)]) == 0
+    again = capsys.readouterr().out
+    assert printed.split("claim", 1)[1].split("report:")[0] == again.split("claim", 1)[1].split("report:")[0]
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in (out / "runs").rglob("metrics.jsonl")) == trained

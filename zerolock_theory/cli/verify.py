@@ -68,6 +68,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--jobs", type=int, default=None,
                         help="runs trained at once, one thread each (default: 2 on CPU, 1 on a GPU)")
     parser.add_argument("--lr", type=float, help="fix eta_0 of SGD (skips the pilot that chooses it)")
+    parser.add_argument("--reanalyze", action="store_true",
+                        help="analyse the runs under --out again with this version's rules and rewrite its analysis "
+                        "and report; trains nothing")
+    parser.add_argument("--with", dest="extra", action="append", type=Path, default=[], metavar="DIR",
+                        help="with --reanalyze: another input of the analysis, e.g. a zerolock tune directory "
+                        "(the tuned ZeroLock-against-backprop row)")
     parser.add_argument("--overwrite", action="store_true", help="replace --out if it holds another of our runs (never a directory of yours)")
     parser.set_defaults(func=run)
 
@@ -154,6 +160,25 @@ def _interrupts(seen: list[int]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+def _reanalyze(args: argparse.Namespace) -> int:
+    from reports.wording import verdict_lines
+    from zerolock_theory.workflows.verify import reanalyze
+
+    for path in args.extra:
+        if not path.is_dir():
+            raise CLIError(f"--with {path}: no such directory")
+    try:
+        result = reanalyze(args.out, extra=args.extra)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+    if result.scope:
+        print(f"\n{result.scope}")
+    print("\n" + "\n".join(verdict_lines(result.verdicts)))
+    print(f"\nreport: {result.report_html}")
+    print(f"markdown: {result.report_markdown}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from reports.wording import verdict_lines
     from zerolock_theory.training.state import CheckpointError
@@ -163,6 +188,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise CLIError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.extra and not args.reanalyze:
+        raise CLIError("--with belongs to --reanalyze")
+    if args.reanalyze:
+        return _reanalyze(args)
     spec, tables = _suite(args)
     model_table = tables.get("model") if isinstance(tables.get("model"), dict) else {}
     device = str(model_table.get("device", "auto"))

@@ -32,8 +32,10 @@ runs are skipped, a half-written run resumes, finished side runs are skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,6 +339,46 @@ def check_out_dir(out: Path, overwrite: bool) -> None:
     """A fresh or an earlier verify directory is fine; ``overwrite`` replaces only our own runs."""
     from zerolock_theory.training.rundir import check_out, run_kind
     check_out(out, "verify", resume=out.is_dir() and run_kind(out) == "verify", overwrite=overwrite)
+
+
+def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResult:
+    """Analyse a finished (or partly finished) suite directory again with this version's rules, and
+    write ``out/analysis`` and ``out/report`` anew; nothing is trained. ``extra``: more inputs for
+    the analysis, e.g. a ``zerolock tune`` directory (the tuned "ZeroLock against backprop" row).
+
+    Reads ``verify.json`` for the suite's settings, every run directory under ``out/runs`` with
+    metrics, the fixed-point directories and the systems output. Raises ``ValueError`` when ``out``
+    is not a verify directory."""
+    import shutil
+
+    from analyses.suite import analyze_runs
+    from reports.page import write_report
+
+    out = Path(out)
+    marker = out / MARKER
+    if not marker.is_file():
+        raise ValueError(f"--reanalyze: {out} holds no {MARKER} (not a zerolock verify directory)")
+    saved = json.loads(marker.read_text())
+    fields = {f.name for f in dataclasses.fields(SuiteSpec)}
+    spec = SuiteSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved["spec"].items() if k in fields})
+    runs = sorted(p for p in (out / "runs").glob("*") if (p / "metrics.jsonl").is_file())
+    if not runs:
+        raise ValueError(f"--reanalyze: no run with metrics under {out / 'runs'}")
+    fixed = sorted(p for p in (out / "fixed_point").glob("chunk-*") if p.is_dir())
+    systems = out / "systems" if (out / "systems" / "systems.json").is_file() else None
+    started = time.perf_counter()
+    log(f"analysing {len(runs)} runs again with this version's rules ...")
+    suite = analyze_runs([*runs, *fixed, *extra], systems=systems)
+    model = str(saved.get("base", {}).get("model", {}).get("path", "embedded"))
+    suite.settings.update(_scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model))
+    for stale in ("analysis", "report"):
+        shutil.rmtree(out / stale, ignore_errors=True)
+    suite.save(out / "analysis")
+    files = write_report(suite, out / "report")
+    from reports.scope import scope_line
+
+    return VerifyResult(out, runs, out / "analysis", files.html, files.markdown, suite.claims,
+                        time.perf_counter() - started, scope_line(suite))
 
 
 def verify(
