@@ -85,6 +85,12 @@ class AlongRun:
     reason: str
     p_value: float | None
 
+    @property
+    def spread(self) -> float:
+        """The standard deviation of γ over the seeds that have one (NaN below 2)."""
+        gammas = [s.gamma for s in self.seeds if math.isfinite(s.gamma)]
+        return float(np.std(gammas, ddof=1)) if len(gammas) >= 2 else math.nan
+
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.polyfit(x, y, 1)[0]) if x.size >= 2 and np.ptp(x) > 0 else math.nan

@@ -13,6 +13,8 @@ R̄: forward).
 
 from __future__ import annotations
 
+import math
+
 from analyses.claims.registry import (
     NOT_MEASURED,
     NOT_TESTABLE,
@@ -57,7 +59,8 @@ def _gamma(g: GroupScaling) -> str:
     if a is None:
         return "gamma n/a (no rho_t along the run)"
     gamma = "n/a" if a.gamma is None else str(a.gamma)
-    return f"rho_t ~ (t+1)^gamma, gamma = {gamma} (a positive first-order drift gives {a.kappa:.2g})"
+    spread = f", sd over seeds {a.spread:.2g}" if math.isfinite(a.spread) else ""
+    return f"rho_t ~ (t+1)^gamma, gamma = {gamma}{spread} (a positive first-order drift gives {a.kappa:.2g})"
 
 
 def short(ev: Evidence) -> str:
