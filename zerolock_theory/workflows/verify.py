@@ -349,11 +349,6 @@ def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResu
     Reads ``verify.json`` for the suite's settings, every run directory under ``out/runs`` with
     metrics, the fixed-point directories and the systems output. Raises ``ValueError`` when ``out``
     is not a verify directory."""
-    import shutil
-
-    from analyses.suite import analyze_runs
-    from reports.page import write_report
-
     out = Path(out)
     marker = out / MARKER
     if not marker.is_file():
@@ -368,16 +363,27 @@ def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResu
     systems = out / "systems" if (out / "systems" / "systems.json").is_file() else None
     started = time.perf_counter()
     log(f"analysing {len(runs)} runs again with this version's rules ...")
-    suite = analyze_runs([*runs, *fixed, *extra], systems=systems)
     model = str(saved.get("base", {}).get("model", {}).get("path", "embedded"))
-    suite.settings.update(_scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model))
+    settings = _scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model)
+    return _analyse_and_report(out, runs, [*runs, *fixed, *extra], systems, settings, started)
+
+
+def _analyse_and_report(out: Path, run_dirs: list[Path], inputs: list[Path], systems: Path | None,
+                        settings: dict[str, Any], started: float) -> VerifyResult:
+    """Analyse ``inputs``, then replace ``out/analysis`` and ``out/report`` with this analysis."""
+    import shutil
+
+    from analyses.suite import analyze_runs
+    from reports.page import write_report
+    from reports.scope import scope_line
+
+    suite = analyze_runs(inputs, systems=systems)
+    suite.settings.update(settings)
     for stale in ("analysis", "report"):
         shutil.rmtree(out / stale, ignore_errors=True)
     suite.save(out / "analysis")
     files = write_report(suite, out / "report")
-    from reports.scope import scope_line
-
-    return VerifyResult(out, runs, out / "analysis", files.html, files.markdown, suite.claims,
+    return VerifyResult(out, run_dirs, out / "analysis", files.html, files.markdown, suite.claims,
                         time.perf_counter() - started, scope_line(suite))
 
 
@@ -401,10 +407,7 @@ def verify(
     ``tables``: run-config tables merged on top of ``base_config`` (a verify recipe's
     [model], [data], ... and its ``--set``; see ``workflows.verify_config``).
     """
-    import shutil
 
-    from analyses.suite import analyze_runs
-    from reports.page import write_report
     from zerolock_theory.workflows.side_runs import fixed_points, memory_runs
 
     out = Path(out)
@@ -444,13 +447,5 @@ def verify(
     fixed = fixed_points(spec, base, out / "fixed_point", log=log)
     systems = memory_runs(spec, base, out / "systems", log=log)
     log("analysing ...")
-    suite = analyze_runs([*run_dirs, *fixed], systems=systems)
-    suite.settings.update(_scope_settings(spec, lrs, pilot, model))
-    for stale in ("analysis", "report"):
-        shutil.rmtree(out / stale, ignore_errors=True)
-    suite.save(out / "analysis")
-    files = write_report(suite, out / "report")
-    from reports.scope import scope_line
-
-    return VerifyResult(out, run_dirs, out / "analysis", files.html, files.markdown, suite.claims,
-                        time.perf_counter() - started, scope_line(suite))
+    return _analyse_and_report(out, run_dirs, [*run_dirs, *fixed], systems, _scope_settings(spec, lrs, pilot, model),
+                               started)
