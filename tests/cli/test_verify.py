@@ -145,3 +145,8 @@ def test_verify_quick_end_to_end(tmp_path, capsys):
     again = capsys.readouterr().out
     assert printed.split("claim", 1)[1].split("report:")[0] == again.split("claim", 1)[1].split("report:")[0]
     assert sorted((p.name, p.stat().st_mtime_ns) for p in (out / "runs").rglob("metrics.jsonl")) == trained
+    other = tmp_path / "tune" / "backprop_lr-0.1_seed-0"  # a tune directory of another model is refused
+    other.mkdir(parents=True)
+    (other / "config.json").write_text(json.dumps({"model": {"path": "smollm2-135m"}}))
+    assert main(["verify", "--reanalyze", "--out", str(out), "--with", str(tmp_path / "tune")]) == 2
+    assert "its runs train model 'smollm2-135m'" in capsys.readouterr().err

@@ -362,9 +362,14 @@ def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResu
     fixed = sorted(p for p in (out / "fixed_point").glob("chunk-*") if p.is_dir())
     systems = out / "systems" if (out / "systems" / "systems.json").is_file() else None
     started = time.perf_counter()
-    log(f"analysing {len(runs)} runs again with this version's rules ...")
     model = str(saved.get("base", {}).get("model", {}).get("path", "embedded"))
+    for path in extra:  # a tune directory of another model would answer another question
+        other = next((json.loads(c.read_text()).get("model", {}).get("path") for c in sorted(Path(path).glob("*/config.json"))),
+                     None)
+        if other is not None and str(other) != model:
+            raise ValueError(f"--with {path}: its runs train model {other!r}, this suite's runs {model!r}")
     settings = _scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model)
+    log(f"analysing {len(runs)} runs again with this version's rules ...")
     return _analyse_and_report(out, runs, [*runs, *fixed, *extra], systems, settings, started)
 
 
