@@ -46,7 +46,7 @@ def curves_figure(curves: pd.DataFrame) -> Figure:
             xs = band["steps"] if x == "steps" else band["x"]
             color = COLORS.get(method, "0.3")
             ax.fill_between(xs, band["low"], band["high"], color=color, alpha=0.2, lw=0)
-            ax.plot(xs, band["mean"], color=color, lw=1.4, label=f"{method}, eta_0 {lr:g} ({seeds} seeds)")
+            ax.plot(xs, band["mean"], color=color, lw=1.4, label=f"{method}, eta_0 {lr:g} ({seeds} seed{'s' if seeds != 1 else ''})")
     for ax, label in zip(axes, ("steps", "measured training seconds (evaluation excluded)"), strict=True):
         if pd.notna(target):
             ax.axhline(target, color="#2ca02c", ls=":", lw=1, label="backprop's CE at the budget")
