@@ -125,7 +125,12 @@ def load_tuned(out: str | Path, *, complete_only: bool = True) -> list[TunedRun]
                 runs.append(TunedRun(method_of(config), float(config["optim"]["lr"]), int(config["run"]["seed"]),
                                      math.inf, math.inf, 0, None, path))
             continue
-        run = load_run(path)
+        try:
+            run = load_run(path)
+        except RunDataError:  # a run another process has just started: no record yet
+            if complete_only:
+                continue
+            raise
         steps = int(run.get("run.steps"))
         done = int(run.metrics["step"].max()) + 1 if len(run.metrics) else 0
         diverged = (path / DIVERGED).is_file()

@@ -71,3 +71,17 @@ def test_holm_over_two() -> None:
     assert holm({"a": 0.03, "b": 0.04}, 0.05) == {"a": False, "b": False}  # 0.03 > 0.05 / 2
     assert holm({"a": 0.01, "b": 0.2}, 0.05) == {"a": True, "b": False}
     assert holm({"a": math.nan, "b": 0.01}, 0.05) == {"a": False, "b": True}
+
+
+def test_a_run_just_started_by_another_shard_is_skipped(tmp_path) -> None:
+    """A shard selecting while another has just created its next run (config, empty metrics)."""
+    import json
+
+    from analyses.tuning import load_tuned
+
+    started = tmp_path / "zerolock-reverse_lr-0.00625_seed-2"
+    started.mkdir()
+    (started / "config.json").write_text(json.dumps({"method": {"name": "zerolock"}, "optim": {"lr": 0.00625},
+                                                     "run": {"seed": 2, "steps": 100}}))
+    (started / "metrics.jsonl").write_text("")
+    assert load_tuned(tmp_path) == []
