@@ -85,7 +85,11 @@ POSITIVE, NONPOSITIVE, UNRESOLVED = 1, 0, -1
 
 def classify_steps(c: Sequence[float], phi: np.ndarray, resolution: float = RESOLUTION) -> np.ndarray:
     """``POSITIVE`` / ``NONPOSITIVE`` / ``UNRESOLVED`` per scaled step (module docstring)."""
-    signs = step_signs(c, phi, resolution)
+    return _classes(step_signs(c, phi, resolution))
+
+
+def _classes(signs: np.ndarray) -> np.ndarray:
+    """``step_signs``' +1 / −1 / 0 / NaN as ``POSITIVE`` / ``NONPOSITIVE`` / ``UNRESOLVED``."""
     return np.where(np.isnan(signs), UNRESOLVED, np.where(signs > 0, POSITIVE, NONPOSITIVE))
 
 
@@ -150,18 +154,19 @@ def seed_from_arrays(
     """``SeedScaling`` from φ [steps, factors], ρ and the random and antithetic directions' φ at the
     same steps (or None)."""
     signs = step_signs(c, phi)
-    cls = classify_steps(c, phi)
+    cls = _classes(signs)
+    plus = None if phi_random is None else step_signs(c, phi_random)
     anti, pairs, one = None, 0, 0
-    if phi_random is not None and phi_antithetic is not None:
-        plus, minus = step_signs(c, phi_random), step_signs(c, phi_antithetic)
+    if plus is not None and phi_antithetic is not None:
+        minus = step_signs(c, phi_antithetic)
         anti = _counts(minus)
         both = np.isfinite(plus) & np.isfinite(minus) & (plus != 0) & (minus != 0)
         pairs, one = int(both.sum()), int(((plus[both] > 0) != (minus[both] > 0)).sum())
     actual = _counts(signs)
     random, pa, pr = None, [], []
-    if phi_random is not None:
-        cls_r = classify_steps(c, phi_random)
-        random = _counts(step_signs(c, phi_random))
+    if plus is not None:
+        cls_r = _classes(plus)
+        random = _counts(plus)
         both = (cls != UNRESOLVED) & (cls_r != UNRESOLVED)
         pa, pr = (cls[both] == POSITIVE).astype(int).tolist(), (cls_r[both] == POSITIVE).astype(int).tolist()
     slopes = np.array([_slope(c, r) for r in rho[cls == POSITIVE]])
