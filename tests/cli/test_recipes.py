@@ -8,7 +8,7 @@ from zerolock_theory.cli import main
 from zerolock_theory.config import load_config
 from zerolock_theory.recipes import RECIPE_DIR, list_recipes
 
-NAMES = ["backprop", "probes", "theorem_sgd", "tune_smollm2_cpu", "verify_full", "verify_quick", "verify_sensitivity", "verify_smollm2",
+NAMES = ["backprop", "probes", "theorem_sgd", "tune_embedded", "tune_smollm2_cpu", "verify_full", "verify_quick", "verify_sensitivity", "verify_smollm2",
          "verify_smollm2_cpu", "zerolock_forward", "zerolock_reverse"]
 TRAIN = [name for name in NAMES if not name.startswith(("verify_", "tune_"))]  # verify_* are suites (tests/cli/test_verify_config.py)
 

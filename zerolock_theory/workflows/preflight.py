@@ -159,6 +159,11 @@ def suite_checks(spec: Any, base: dict[str, Any], runs: list[tuple[str, TrainCon
     if spec.memory_stages:
         memory = memory_settings(spec, base)
         needs.append(DataNeed("memory runs", memory_config(memory, "zerolock", max(spec.memory_stages)).data))
+    if spec.tune:  # the tuned comparison: its recipe at the suite's sizes, every grid run's config
+        from zerolock_theory.workflows.side_runs import tune_recipe
+        from zerolock_theory.workflows.tune import check_tune
+
+        needs += [DataNeed(f"tuned run {name}", config.data) for name, config in check_tune(tune_recipe(spec, base))[:1]]
     check_data(model, _distinct(needs))
 
 

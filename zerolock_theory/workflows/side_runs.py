@@ -1,9 +1,10 @@
-"""The suite's side runs: Lemma 2's fixed-point experiment and the systems row's memory runs.
+"""The suite's side runs: Lemma 2's fixed-point experiment, the systems row's memory runs and the
+tuned comparison (``zerolock tune`` into ``tuned/``, the "ZeroLock against backprop" row).
 
 Each writes its result files under the verify directory (``fixed_point/chunk-K/controls.json`` and
 ``fixed_point.json``,
-``systems/systems.json`` and ``systems/memory_map.json``) and is skipped when that file exists, so a resumed verify does not
-redo it. ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
+``systems/systems.json`` and ``systems/memory_map.json``, ``tuned/tune.json``) and is skipped when that file
+exists, so a resumed verify does not redo it (the tune resumes run by run). ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
 ``base`` the runs' base config.
 """
 
@@ -12,7 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_data"]
+__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_data",
+           "tune_recipe", "tuned_runs"]
+
+SUITE_TUNE_KEYS = (("model", "path"), ("model", "chunks"), ("model", "device"), ("model", "dtype"),
+                   ("model", "autocast"), ("data", "source"), ("data", "text_field"), ("data", "seq_len"),
+                   ("data", "batch_size"), ("run", "steps"), ("method", "alpha"))
+"""The keys a suite's tune takes from the suite's runs: the same model, corpus, sizes and budget."""
 
 
 def model_placement(base: dict[str, Any]) -> dict[str, Any]:
@@ -111,4 +118,35 @@ def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path |
     else:  # the ratio against tokens per micro-batch (workflows.memory_map), run on resume when missing
         log(f"memory map: ZeroLock and 1F1B at K = {max(spec.memory_stages)}, four micro-batch sizes ...")
         measure_memory_map(settings, out, log=log)
+    return out
+
+
+def tune_recipe(spec: Any, base: dict[str, Any]) -> dict[str, Any]:
+    """The tune recipe ``spec.tune`` (a file or a packaged name) at the suite's model, corpus, K,
+    sizes and steps (``SUITE_TUNE_KEYS`` taken from ``base``), so its comparison answers for the
+    suite's runs. Raises a one-line ``ValueError`` on a bad recipe."""
+    import copy
+
+    from zerolock_theory.config import read_recipe
+
+    raw = copy.deepcopy(read_recipe(spec.tune))
+    if "tune" not in raw:
+        raise ValueError(f"suite.tune={spec.tune!r}: not a tune recipe (it has no [tune] table; try tune_embedded)")
+    for table, key in SUITE_TUNE_KEYS:
+        if key in base.get(table, {}):
+            raw.setdefault(table, {})[key] = base[table][key]
+    return raw
+
+
+def tuned_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path | None:
+    """The tuned comparison (``workflows.tune.run_tune``) of ``spec.tune`` into ``out``; ``None``
+    when the suite has none. Finished runs are skipped, so a resumed verify continues the tune."""
+    if not spec.tune:
+        return None
+    from zerolock_theory.workflows.tune import run_tune
+
+    out.mkdir(parents=True, exist_ok=True)
+    log(f"tuned comparison ({spec.tune}): every method over one eta_0 grid, chosen on a validation split ...")
+    summary = run_tune(tune_recipe(spec, base), out, log=log)
+    log("tuned comparison: chosen eta_0 " + ", ".join(f"{m} {lr:g}" for m, lr in summary["chosen"].items()))
     return out

@@ -34,7 +34,7 @@ from typing import Any
 from analyses.tuning import DIVERGED, METHODS, load_tuned, select_all
 from zerolock_theory.workflows.sweep import GridPoint, is_complete, run_grid, validate_grid
 
-__all__ = ["METHOD_SETTINGS", "TuneSpec", "confirm_points", "grid_points", "parse_shard", "run_tune",
+__all__ = ["METHOD_SETTINGS", "TuneSpec", "check_tune", "confirm_points", "grid_points", "parse_shard", "run_tune",
            "split_recipe"]
 
 METHOD_SETTINGS: dict[str, dict[str, Any]] = {
@@ -134,6 +134,17 @@ def _run_points(base: dict[str, Any], points: Sequence[GridPoint], out: Path, lo
             log(f"{point.name}: diverged ({exc})")
 
 
+def check_tune(raw: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every grid run's ``TrainConfig``, named, checked before anything is written; a recipe without
+    three splits raises a one-line ``ValueError``."""
+    base, spec = split_recipe(raw)
+    grid = grid_points(spec)
+    configs = validate_grid(base, grid)
+    if configs[0].data.test_fraction <= 0:
+        raise ValueError("zerolock tune needs three splits: set data.test_fraction > 0 (e.g. 0.1)")
+    return [(p.name, c) for p, c in zip(grid, configs, strict=True)]
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """``"I/N"`` → ``(I, N)`` with 0 ≤ I < N; anything else raises ``ValueError``."""
     try:
@@ -170,10 +181,7 @@ def run_tune(raw: dict[str, Any], out: Path, log: Callable[[str], None] = print,
     base, spec = split_recipe(raw)
     grid = grid_points(spec)
     index, count = shard
-    for config in validate_grid(base, grid[:1]):
-        if config.data.test_fraction <= 0:
-            raise ValueError("zerolock tune needs three splits: set data.test_fraction > 0 (e.g. 0.1)")
-        steps = config.run.steps
+    steps = check_tune(raw)[0][1].run.steps
     if "grid" in phases:
         _run_points(base, grid[index::count], out, log)
     if count > 1 and "confirm" in phases:

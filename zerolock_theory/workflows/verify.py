@@ -95,6 +95,7 @@ class SuiteSpec:
     # Assumption 5 rows read only the ZeroLock groups; backprop's scaled steps are descriptive)
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
     variants: tuple[str, ...] = ()  # "KEY=VALUE" each: the sensitivity suite (workflows.sensitivity); needs lr
+    tune: str | None = None  # a tune recipe run at the suite's sizes into tuned/ (the tuned versus row; None: off)
 
 
 # The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).
@@ -109,7 +110,7 @@ FULL = SuiteSpec(steps=1000, seq_len=32, batch_size=8, seeds=(0, 1, 2, 3, 4), ma
                  lr_grid=(0.4, 0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125), lr_factors=(),
                  pilot_steps=50,
                  sweep_steps=200, eval_every=125, probe_positions=64,
-                 gradient_every=25, stability_every=20, minimizer_every=20)
+                 gradient_every=25, stability_every=20, minimizer_every=20, tune="tune_embedded")
 
 
 def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str, autocast: str | None) -> dict[str, Any]:
@@ -361,6 +362,8 @@ def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResu
         raise ValueError(f"--reanalyze: no run with metrics under {out / 'runs'}")
     fixed = sorted(p for p in (out / "fixed_point").glob("chunk-*") if p.is_dir())
     systems = out / "systems" if (out / "systems" / "systems.json").is_file() else None
+    if (out / "tuned" / "tune.json").is_file():  # the suite's own tuned comparison
+        extra = [out / "tuned", *extra]
     started = time.perf_counter()
     model = str(saved.get("base", {}).get("model", {}).get("path", "embedded"))
     for path in extra:  # a tune directory of another model would answer another question
@@ -413,7 +416,7 @@ def verify(
     [model], [data], ... and its ``--set``; see ``workflows.verify_config``).
     """
 
-    from zerolock_theory.workflows.side_runs import fixed_points, memory_runs
+    from zerolock_theory.workflows.side_runs import fixed_points, memory_runs, tuned_runs
 
     out = Path(out)
     if spec.variants:  # the sensitivity suite: zerolock verify runs it (workflows.sensitivity.verify_sensitivity)
@@ -451,6 +454,7 @@ def verify(
     log(progress.summary())  # the bar plans the training runs; the side runs follow, each one line
     fixed = fixed_points(spec, base, out / "fixed_point", log=log)
     systems = memory_runs(spec, base, out / "systems", log=log)
+    tuned = tuned_runs(spec, base, out / "tuned", log=log)
     log("analysing ...")
-    return _analyse_and_report(out, run_dirs, [*run_dirs, *fixed], systems, _scope_settings(spec, lrs, pilot, model),
-                               started)
+    return _analyse_and_report(out, run_dirs, [*run_dirs, *fixed, *([tuned] if tuned else [])], systems,
+                               _scope_settings(spec, lrs, pilot, model), started)
