@@ -116,13 +116,18 @@ TUNE_FILE = "tune.json"  # a ``zerolock tune`` directory: each method at its own
 
 def _tuned(path: Path, level: float) -> Result:
     """ZeroLock against backprop over a tune directory (``analyses.versus_tuned``)."""
+    import dataclasses
+
+    from analyses.tuned import curves_table
     from analyses.tuning import load_tuned
     from analyses.versus_tuned import tuned_versus
 
+    runs = load_tuned(path)
     try:
-        return tuned_versus(load_tuned(path), level)
+        result = tuned_versus(runs, level)
     except ValueError as exc:
         raise RunDataError(f"{path}: {exc}") from exc
+    return dataclasses.replace(result, curves=tuple(curves_table(runs).to_dict("records")))
 CONTROLS_FILE = "controls.json"  # the experiment with its label-part null and controls (``analyses.fixed_point_controls``)
 
 

@@ -82,6 +82,8 @@ class TunedVersus(Result):
     target_ce: float
     budget: int
     level: float
+    curves: tuple[dict, ...] = ()
+    """The chosen runs' test-split curves (``analyses.tuned.curves_table`` records), for the report's figures."""
 
 
 def holm(p_values: Mapping[str, float], alpha: float) -> dict[str, bool]:

@@ -190,6 +190,33 @@ def outcome_figure(suite: SuiteAnalysis) -> Figure | None:
     return fig
 
 
+def _tuned_curves(suite: SuiteAnalysis):
+    """The tuned comparison's curves as a frame, or None without a tuned comparison."""
+    import pandas as pd
+
+    from analyses.versus_tuned import TunedVersus
+
+    tuned = suite.get("versus_tuned")
+    return pd.DataFrame(list(tuned.curves)) if isinstance(tuned, TunedVersus) and tuned.curves else None
+
+
+def versus_figure(suite: SuiteAnalysis) -> Figure | None:
+    """The versus row's figure: test CE against steps and seconds of each method at its own best η_0
+    (``reports.tuned_figures.curves_figure``); the suite's untuned outcome curves without a tune."""
+    from reports.tuned_figures import curves_figure
+
+    curves = _tuned_curves(suite)
+    return outcome_figure(suite) if curves is None else curves_figure(curves)
+
+
+def tuned_chunks_figure(suite: SuiteAnalysis) -> Figure | None:
+    """Every chunk's test CE over the run, each method at its own best η_0 (``chunk_figure``)."""
+    from reports.tuned_figures import chunk_figure
+
+    curves = _tuned_curves(suite)
+    return None if curves is None else chunk_figure(curves)
+
+
 def minimizers_figure(suite: SuiteAnalysis) -> Figure | None:
     """The 2×2 table as bars: relative reduction to m_k and g_k per trained direction."""
     table = suite.get("minimizers")
@@ -229,6 +256,8 @@ FIGURES: dict[str, Callable[[SuiteAnalysis], Figure | None]] = {
     "drift": drift_figure,
     "depth": depth_figure,
     "outcome": outcome_figure,
+    "versus": versus_figure,
+    "tuned_chunks": tuned_chunks_figure,
     "minimizers": minimizers_figure,
     # the systems rows: the memory split and the modelled throughput ratio over (K, m)
     "systems_memory": lambda suite: memory_split_figure(suite.get("systems_memory")),

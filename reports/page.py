@@ -68,6 +68,11 @@ CAPTIONS = {
     "convergence": CONVERGENCE_CAPTION,
     "depth": "Task CE by chunk: final values per run and over training.",
     "outcome": "Held-out CE of the final chunk over training.",
+    "versus": "ZeroLock against backprop: with a tuned comparison, test-split CE against steps and measured "
+    "training seconds, each method at the eta_0 its validation split chose (band: range over seeds; dotted: "
+    "backprop's CE at the budget); without one, the suite's held-out CE curves at the pilot's eta_0.",
+    "tuned_chunks": "Every chunk's readout through the frozen head, test split, each method at its own best eta_0 "
+    "(mean over seeds): do the intermediate readouts improve while the output does not?",
     "systems_memory": "Per-stage peak memory split, ZeroLock against 1F1B (the peak stage of the first repeat).",
     "systems_throughput": "Modelled throughput, ZeroLock / 1F1B, over stages K and micro-batches m; outlined: "
     "where the paper's +4.9% holds.",
@@ -173,7 +178,22 @@ def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
     ]
     out.append(table(["group", "method", "runs", "start", "end", "best", "improvement"], rows))
     out.append(Block("figure", "outcome"))
-    return out
+    return out + _tuned_blocks(suite)
+
+
+def _tuned_blocks(suite: SuiteAnalysis) -> list[Block]:
+    """The tuned comparison (``analyses.versus_tuned``): each method at its own best η_0, in words and
+    figures; nothing without a tune directory among the inputs."""
+    from analyses.tuned import describe
+    from analyses.versus_tuned import TunedVersus
+
+    tuned = suite.get("versus_tuned")
+    if not isinstance(tuned, TunedVersus):
+        return []
+    lines = describe(tuned).splitlines()
+    return [Block("h2", "ZeroLock against backprop, each method at its own best eta_0"), Block("p", lines[0]),
+            table(["method or comparison", "measured"], [line.strip().split(": ", 1) for line in lines[1:]]),
+            Block("figure", "versus"), Block("figure", "tuned_chunks")]
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

@@ -134,7 +134,7 @@ CLAIM = register(Claim(
     "than backprop's, for each variant?",
     primary="ZeroLock forward and reverse against backprop, each at the eta_0 its validation split chose, paired "
     "by seed (a zerolock tune directory)",
-    outcomes=OUTCOMES, rule=rule, measured=measured, short=short, reason=reason, figure="outcome",
+    outcomes=OUTCOMES, rule=rule, measured=measured, short=short, reason=reason, figure="versus",
     tests=("tests/analyses/test_analyses_tuning.py::test_selection_reads_the_validation_split_only",
            "tests/analyses/test_analyses_versus_row.py::test_row_decides_only_on_a_tuned_directory",
            "tests/analyses/test_analyses_versus.py::test_paired_difference_steps_to_equal_ce_and_round_trip"),

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from analyses.results import load_result
+from analyses.suite import analyze_runs
+from reports.page import write_report
 from zerolock_theory.cli import main
 from zerolock_theory.config import read_recipe
 from zerolock_theory.workflows import verify as verify_module
@@ -86,3 +89,11 @@ def test_tuned_runs_run_the_tune_at_the_suites_sizes_and_resume(tmp_path: Path) 
     stamps = {p: (p / "metrics.jsonl").stat().st_mtime_ns for p in runs}
     tuned_runs(spec, base, tmp_path / "tuned", log=lines.append)  # resumed: every run skipped
     assert {p: (p / "metrics.jsonl").stat().st_mtime_ns for p in runs} == stamps
+    # the report shows the comparison: its curves travel in the analysis and draw both figures
+    suite = analyze_runs([runs[0], where], n_boot=20)  # a run directory beside the tune directory
+    tuned = suite.get("versus_tuned")
+    assert tuned.curves and {"method", "seed", "steps", "test_ce", "chunk_1", "chunk_2"} <= set(tuned.curves[0])
+    assert load_result(tuned.to_json()) == tuned
+    files = write_report(suite, tmp_path / "report")
+    assert {"versus", "tuned_chunks"} <= set(files.figures)
+    assert "each method at its own best eta_0" in files.html.read_text(encoding="utf-8")
