@@ -58,5 +58,5 @@ def _load_builtin() -> None:
 
 BUILTIN_MODULES: tuple[str, ...] = (
     "probes.readout_probe", "probes.stability", "probes.minimizers", "probes.gradients", "probes.scaling",
-    "probes.proof", "probes.lemma2",
+    "probes.proof", "probes.lemma2", "probes.gradient_batch",
 )
