@@ -64,18 +64,22 @@ def test_html_holds_a_card_per_claim_first_then_every_verdict_row(report):
     assert "Environment" in text and "abc1234" in text  # configs and manifests of the runs
 
 
+UNTUNED_ABSENT = {"tuned_chunks"}  # drawn only from a tune directory among the inputs
+
+
 def test_html_is_self_contained(report):
     text = (report / "report.html").read_text(encoding="utf-8")
     sources = re.findall(r'src="([^"]+)"', text)
     thumbnails = sum(1 for c in claims() if c.figure in FIGURES)  # each card's small figure, beside the section's
-    assert len(sources) == len(FIGURES) + thumbnails
+    # no tune directory here: no tuned figures in a section; the versus card shows the outcome curves
+    assert len(sources) == len(set(FIGURES) - UNTUNED_ABSENT - {"versus"}) + thumbnails
     assert all(s.startswith("data:image/png;base64,") for s in sources)
     assert all(link.startswith("#") for link in re.findall(r'href="([^"]+)"', text))  # nothing outside the page
 
 
 def test_every_figure_is_a_valid_nontrivial_png(report):
     pngs = sorted((report / "figures").glob("*.png"))
-    assert {p.stem for p in pngs} == set(FIGURES)
+    assert {p.stem for p in pngs} == set(FIGURES) - UNTUNED_ABSENT
     for path in pngs:
         data = path.read_bytes()
         assert data.startswith(PNG_SIGNATURE) and len(data) > 2048, path.name
@@ -88,13 +92,14 @@ def test_every_figure_is_a_valid_nontrivial_png(report):
 def test_markdown_links_existing_figures(report):
     text = (report / "report.md").read_text(encoding="utf-8")
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert len(links) == len(FIGURES) and all((report / link).is_file() for link in links)
+    assert len(links) == len(set(FIGURES) - UNTUNED_ABSENT - {"versus"})  # the sections' figures, no cards
+    assert all((report / link).is_file() for link in links)
     assert all(row.title in text for row in claims())
 
 
 def test_figures_are_byte_identical_across_renders(analysed, report, tmp_path):
     again = render_figures(load_suite(analysed[1]), tmp_path)
-    assert set(again) == set(FIGURES)
+    assert set(again) == set(FIGURES) - UNTUNED_ABSENT
     for name, paths in again.items():
         for fmt, path in paths.items():
             assert path.read_bytes() == (report / "figures" / path.name).read_bytes(), (
