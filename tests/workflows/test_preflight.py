@@ -78,3 +78,19 @@ def test_side_runs_read_the_runs_data_settings():
     memory = memory_config(memory_settings(QUICK, base), "zerolock", 2).data
     assert (memory.source, memory.text_field, memory.seq_len, memory.eval_fraction, memory.seed) == \
         ("corpus.jsonl", "body", 48, 0.2, 3)
+
+
+def test_side_runs_split_the_model_as_the_runs_do(tmp_path, capsys):
+    """K has one source: a --set model.chunks reaches the fixed point's settings, and a fixed-point
+    chunk beyond that K is refused in one line before anything is written."""
+    from zerolock_theory.cli import main
+    from zerolock_theory.workflows.verify import suite_base
+
+    base = suite_base(QUICK, "embedded", "embedded", "cpu", "float32", None, {"model": {"chunks": 2}})
+    settings = fixed_point_settings(QUICK, base, 1)
+    assert settings.chunks == 2 and settings.config(0).model.chunks == 2
+    out = tmp_path / "v"
+    assert main(["verify", "--quick", "--set", "model.chunks=2", "--set", "suite.fixed_point_chunks=[3]",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "3" in err[0] and not out.exists()

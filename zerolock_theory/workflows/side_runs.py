@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_data",
-           "tune_recipe", "tuned_runs"]
+__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_chunks",
+           "run_data", "tune_recipe", "tuned_runs"]
 
 SUITE_TUNE_KEYS = (("model", "path"), ("model", "chunks"), ("model", "device"), ("model", "dtype"),
                    ("model", "autocast"), ("data", "source"), ("data", "text_field"), ("data", "seq_len"),
@@ -43,13 +43,19 @@ def run_data(base: dict[str, Any]) -> dict[str, Any]:
             "eval_fraction": float(data["eval_fraction"]), "data_seed": int(data["seed"])}
 
 
+def run_chunks(spec: Any, base: dict[str, Any]) -> int:
+    """K of the suite's runs: the merged base config's ``model.chunks`` (a recipe's [model] table or
+    ``--set model.chunks`` override ``suite.chunks``), so the side runs split the model as the runs do."""
+    return int(base["model"].get("chunks", spec.chunks))
+
+
 def fixed_point_settings(spec: Any, base: dict[str, Any], chunk: int):
     """The ``FixedPointSettings`` of the experiment on ``chunk``: the suite's sizes, the runs' model,
     data, device and dtypes."""
     from zerolock_theory.workflows.fixed_point import FixedPointSettings
 
     return FixedPointSettings(
-        model=str(base["model"]["path"]), chunks=spec.chunks, chunk=chunk, seeds=len(spec.seeds),
+        model=str(base["model"]["path"]), chunks=run_chunks(spec, base), chunk=chunk, seeds=len(spec.seeds),
         first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
         steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
         **run_data(base), **model_placement(base))
