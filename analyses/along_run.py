@@ -72,6 +72,8 @@ class SeedAlong:
     kappa: float
     n_steps: int
     all_zero: bool
+    blocks: tuple[tuple[float, float], ...] = ()
+    """(geometric-mean t + 1, mean ρ_t) of every block, the burn-in first: the points γ's fit reads."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +110,11 @@ def seed_along(run: str, steps: Sequence[float], rho: Sequence[float], lr: Seque
     kappa = _slope(np.log(t), -np.log(eta)) if t.size else math.nan
     if t.size < BLOCKS:
         return SeedAlong(run, math.nan, kappa, int(t.size), bool(t.size) and not (r > 0).any())
-    blocks = [(float(np.exp(np.log(tb).mean())), float(rb.mean()))
-              for tb, rb in zip(np.array_split(t, BLOCKS), np.array_split(r, BLOCKS), strict=True)][BURN_IN:]
-    positive = np.array([(bt, br) for bt, br in blocks if br > 0])
+    every = tuple((float(np.exp(np.log(tb).mean())), float(rb.mean()))
+                  for tb, rb in zip(np.array_split(t, BLOCKS), np.array_split(r, BLOCKS), strict=True))
+    positive = np.array([(bt, br) for bt, br in every[BURN_IN:] if br > 0])
     gamma = _slope(np.log(positive[:, 0]), np.log(positive[:, 1])) if len(positive) >= MIN_BLOCKS else math.nan
-    return SeedAlong(run, gamma, kappa, int(t.size), not (r > 0).any())
+    return SeedAlong(run, gamma, kappa, int(t.size), not (r > 0).any(), every)
 
 
 def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str, *, min_steps: int = MIN_STEPS) -> SeedAlong:

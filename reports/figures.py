@@ -115,6 +115,46 @@ def stability_figure(suite: SuiteAnalysis) -> Figure | None:
     return fig
 
 
+def along_figure(suite: SuiteAnalysis) -> Figure | None:
+    """Assumption 5 along the run, what the row decides: each seed's block means of ρ_t against
+    t + 1 (log–log; hollow: the burn-in block, left out of γ's fit), per objective's primary group,
+    with the growth a positive first-order drift gives, ρ_t ∝ (t+1)^(κ/2), and no growth (flat)."""
+    fits = [r for n in ("scaling_paper", "scaling_implemented") if isinstance(r := suite.get(n), StepScaling)]
+    fits = [(fit, fit.groups[0]) for fit in fits if fit.groups and fit.groups[0].along is not None]
+    if not any(s.blocks for _, group in fits for s in group.along.seeds):
+        return None
+    fig, axes = _figure(len(fits), width=4.6, height=4.6)
+    for ax, (fit, group) in zip(axes, fits, strict=True):
+        along = group.along
+        drawn = []
+        for j, seed in enumerate(along.seeds):
+            points = np.array([(t, r) for t, r in seed.blocks if r > 0 and np.isfinite(r)])
+            if not len(points):
+                continue
+            color = COLORS[j % len(COLORS)]
+            ax.plot(points[:, 0], points[:, 1], color=color, marker="o", ms=3.5, lw=1.0,
+                    label=f"{seed.run} (gamma {seed.gamma:.2g})" if np.isfinite(seed.gamma) else seed.run)
+            ax.plot(points[:1, 0], points[:1, 1], marker="o", ms=6, mfc="white", mec=color, ls="none")
+            drawn.append(points)
+        if drawn and np.isfinite(along.kappa):
+            allp = np.concatenate(drawn)
+            t = np.geomspace(allp[:, 0].min(), allp[:, 0].max(), 20)
+            anchor = float(np.exp(np.median(np.log(allp[:, 1]))))
+            middle = float(np.exp(np.log(t).mean()))
+            ax.plot(t, anchor * (t / middle) ** (along.kappa / 2), color="0.3", ls=":", lw=1.0,
+                    label=f"(t+1)^(kappa/2): a positive first-order drift (kappa {along.kappa:.2g})")
+            ax.plot(t, np.full_like(t, anchor), color="0.3", ls="--", lw=0.8, label="flat: no growth")
+        interval = "" if along.gamma is None else f"; gamma {along.gamma.estimate:.2g} [{along.gamma.low:.2g}, {along.gamma.high:.2g}]"
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"Assumption 5 along the run, {_objective_name(fit.objective)}: {along.outcome}{interval}",
+                     fontsize=8)
+        ax.set_xlabel("t + 1 (block geometric mean; hollow: burn-in, not fitted)")
+        ax.set_ylabel("block mean of rho_t")
+        _legend_outside(ax)
+    return fig
+
+
 def drift_figure(suite: SuiteAnalysis) -> Figure | None:
     """D_T = Σ φ_t⁺ (solid), Σ q_t (dashed) and signed Σ φ_t (dotted) against T, per run."""
     checks = [r for n in ("drift_paper", "drift_implemented") if isinstance(r := suite.get(n), DriftCheck)]
@@ -253,6 +293,7 @@ def minimizers_figure(suite: SuiteAnalysis) -> Figure | None:
 FIGURES: dict[str, Callable[[SuiteAnalysis], Figure | None]] = {
     "convergence": convergence_figure,
     "stability": stability_figure,
+    "along": along_figure,
     "drift": drift_figure,
     "depth": depth_figure,
     "outcome": outcome_figure,

@@ -64,6 +64,11 @@ CAPTIONS = {
         "median over seeds, band: range over seeds). Flat means phi is first order (rho ~ 1/c, unbounded); "
         "proportional to c means rho stays bounded."
     ),
+    "along": (
+        "Assumption 5 along the run (the row): each seed's block means of rho_t against t + 1, log-log; "
+        "hollow: the burn-in block, left out of the fit of gamma; dotted: the growth (t+1)^(kappa/2) that a "
+        "positive first-order drift gives; dashed: no growth."
+    ),
     "drift": "Drift check: D_T = sum of phi_t^+, sum of q_t and the signed sum of phi_t against T, per run.",
     "convergence": CONVERGENCE_CAPTION,
     "depth": "Task CE by chunk: final values per run and over training.",

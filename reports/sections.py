@@ -169,7 +169,7 @@ def stability_blocks(suite: SuiteAnalysis) -> list[Block]:
             )
         out.extend(_scaling_blocks(suite, obj))
     if any(isinstance(suite.get(f"scaling_{o}"), StepScaling) for o in ("paper", "implemented")):
-        out.append(Block("figure", "stability"))
+        out.extend([Block("figure", "along"), Block("figure", "stability")])
     if any(isinstance(suite.get(f"drift_{o}"), DriftCheck) for o in ("paper", "implemented")):
         out.append(Block("figure", "drift"))
     return out

@@ -128,7 +128,7 @@ def _claim(objective: str, title: str, surrogate: str) -> Claim:
         "first-order drift is positive at the order of the step?",
         primary=f"ZeroLock {direction_of(objective)} (the objective's own training), the group with the most seeds",
         outcomes=OUTCOMES, rule=_rule(f"assumption5_{objective}", objective), measured=measured, short=short,
-        reason=lambda ev: REASONS[ev.reason](ev), figure="stability", tests=TESTS, p_value=_p_value,
+        reason=lambda ev: REASONS[ev.reason](ev), figure="along", tests=TESTS, p_value=_p_value,
     ))
 
 
