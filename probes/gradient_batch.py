@@ -34,11 +34,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
-from probes.base import Probe
+from probes.base import AtIterateProbe
 from probes.registry import register
 from zerolock_theory.data import blocks_to_batch
 from zerolock_theory.training.gradients import Blocks, count_labelled
@@ -119,7 +119,7 @@ def gradient_batch_metrics(inner: list[float] | None, chunks: int) -> dict[str, 
 
 @register("gradient_batch")
 @dataclass
-class GradientBatchProbe(Probe):
+class GradientBatchProbe(AtIterateProbe):
     """Ĝ_t on ``multiple`` × the training batch of fresh training sequences every ``every`` steps."""
 
     name: ClassVar[str] = "gradient_batch"
@@ -138,29 +138,9 @@ class GradientBatchProbe(Probe):
         self.pending: dict[str, float | None] = {}
         self.total_steps = 0
 
-    def _due(self, t: int) -> bool:
-        return t < self.total_steps and t % self.every == 0
-
     def _measure(self, ctx: HookContext, t: int) -> dict[str, float | None]:
         b = ctx.config.data.batch_size
         seed = ctx.config.run.seed if self.seed is None else self.seed
         halves = draw_halves(ctx.data.train_blocks, self.multiple * b, seed, t)
         inner = batch_inner(ctx.step_fn, halves, self.rows_per_pass or b - b // 2, ctx.device)
         return gradient_batch_metrics(inner, ctx.chunked.num_chunks)
-
-    def on_start(self, ctx: HookContext) -> None:
-        """Measure at ω^{start} for the first record (recomputed on resume: the draws depend on t only)."""
-        self.total_steps = ctx.config.run.steps
-        start = ctx.start_step
-        self.pending = self._measure(ctx, start) if self._due(start) else {}
-
-    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Log the values at ω^t; measure at ω^{t+1} when due for the next record."""
-        out, self.pending = self.pending, {}
-        if self._due(step + 1):
-            self.pending = self._measure(ctx, step + 1)
-        return dict(out)
-
-    def on_end(self, ctx: HookContext) -> None:
-        """Drop a pending measurement."""
-        self.pending = {}

@@ -18,11 +18,11 @@ from ``torch.autograd.grad``: no ``.grad``, optimizer or training RNG is touched
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
-from probes.base import Probe
+from probes.base import AtIterateProbe
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch
 from probes.registry import register
 from zerolock_theory.training.gradients import global_and_local_gradients
@@ -63,7 +63,7 @@ def gradient_metrics(
 
 @register("gradients")
 @dataclass
-class GradientProbe(Probe):
+class GradientProbe(AtIterateProbe):
     """G^glob_t and cos(local, global) per chunk every ``every`` steps."""
 
     name: ClassVar[str] = "gradients"
@@ -77,30 +77,9 @@ class GradientProbe(Probe):
         self.pending: dict[str, float | None] = {}
         self.total_steps = 0
 
-    def _due(self, t: int) -> bool:
-        return t < self.total_steps and t % self.every == 0
-
     def _measure(self, ctx: HookContext, t: int) -> dict[str, float | None]:
         batch = probe_batch(ctx, self.n_positions, self.seed).as_dict()
         with torch.enable_grad():
             step = ctx.step_fn
             glob, loc = global_and_local_gradients(step.readout, step.method, step.params, batch)
         return gradient_metrics(glob, loc)
-
-    def on_start(self, ctx: HookContext) -> None:
-        """Measure at ω^{start} for the first record (recomputed on resume)."""
-        self.total_steps = ctx.config.run.steps
-        start = ctx.start_step
-        self.pending = self._measure(ctx, start) if self._due(start) else {}
-
-    def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Log the values at ω^t; measure at ω^{t+1} when due for the next record."""
-        out, self.pending = self.pending, {}
-        if self._due(step + 1):
-            self.pending = self._measure(ctx, step + 1)
-        return dict(out)
-
-
-    def on_end(self, ctx: HookContext) -> None:
-        """Drop a pending measurement."""
-        self.pending = {}

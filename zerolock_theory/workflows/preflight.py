@@ -144,7 +144,11 @@ def _tokenizer(model: str) -> Any:
 def suite_checks(spec: Any, base: dict[str, Any], runs: list[tuple[str, TrainConfig]]) -> None:
     """Every check a verify suite can fail, before its first write: K for the runs and the memory
     runs, the fixed-point chunks, and the corpus of every run and side run."""
-    from zerolock_theory.workflows.side_runs import fixed_point_settings, memory_settings, run_chunks
+    from zerolock_theory.workflows.side_runs import (
+        fixed_point_settings,
+        memory_settings,
+        run_chunks,
+    )
     from zerolock_theory.workflows.systems import memory_config
 
     model = str(base["model"]["path"])
