@@ -3,7 +3,8 @@
 Examples::
 
     zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model (README: wall time)
-    zerolock verify --out runs/verify                     # the full suite: 1000 steps, 5 seeds per primary group
+    zerolock verify --out runs/verify                     # the full suite: 1000 steps, 5 seeds per primary group,
+                                                          # and its tuned comparison (docs/TUNED.md)
     zerolock verify --config verify_smollm2_cpu --out runs/smollm2   # SmolLM2-135M, 2 CPU cores, short horizon
     zerolock verify --quick --set data.seq_len=64 --set model.lora.rank=4 --out runs/vq64
     zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
@@ -23,6 +24,11 @@ pilot is stable on its own objective (on the fixed held-out batches, the end not
 start; suite.pilot_backoff = 0.5), unless --lr fixes it. Re-running with the same --out
 resumes (also after a kill): finished runs are skipped, and it says how many. Ctrl-C prints the
 command that resumes and exits with 130.
+
+A recipe's suite.tune names a tune recipe (verify_full: tune_embedded): after the runs and the
+side runs, each method is tuned over one eta_0 grid at the suite's model, corpus, K, sizes and
+steps into OUT/tuned, and the row "ZeroLock against backprop" decides from it
+(--set suite.tune=null skips it; the row then reads "not tuned").
 """
 
 from __future__ import annotations
