@@ -38,15 +38,23 @@ def curves_figure(curves: pd.DataFrame) -> Figure:
     axes = fig.subplots(1, 2, sharey=True)
     budget = curves["steps"].max()
     target = curves[(curves.method == "backprop") & (curves.steps == budget)]["test_ce"].mean()
+    start = curves[curves.steps == curves["steps"].min()]["test_ce"].max()
+    bottom = curves["test_ce"].min()
+    top = start + 2.0 * max(start - bottom, 0.05)  # a method far above its start would hide the others
     for method, group in curves.groupby("method", sort=False):
         lr = group["lr"].iloc[0]
         seeds = group["seed"].nunique()
+        peak = group["test_ce"].max()
+        above = f"; above the axis at times, up to {peak:.3g}" if peak > top else ""
         for ax, x in zip(axes, ("steps", "train_seconds"), strict=True):
             band = _band(group, x, "test_ce")
             xs = band["steps"] if x == "steps" else band["x"]
             color = COLORS.get(method, "0.3")
             ax.fill_between(xs, band["low"], band["high"], color=color, alpha=0.2, lw=0)
-            ax.plot(xs, band["mean"], color=color, lw=1.4, label=f"{method}, eta_0 {lr:g} ({seeds} seed{'s' if seeds != 1 else ''})")
+            ax.plot(xs, band["mean"], color=color, lw=1.4,
+                    label=f"{method}, eta_0 {lr:g} ({seeds} seed{'s' if seeds != 1 else ''}{above})")
+    if curves["test_ce"].max() > top:
+        axes[0].set_ylim(bottom - 0.05 * (top - bottom), top)
     for ax, label in zip(axes, ("steps", "measured training seconds (evaluation excluded)"), strict=True):
         if pd.notna(target):
             ax.axhline(target, color="#2ca02c", ls=":", lw=1, label="backprop's CE at the budget")
@@ -65,7 +73,7 @@ def chunk_figure(curves: pd.DataFrame) -> Figure:
     methods = list(dict.fromkeys(curves["method"]))
     fig = Figure(figsize=(3.4 * len(methods), 3.6), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(methods), sharey=True, squeeze=False)[0]
+    axes = fig.subplots(1, len(methods), squeeze=False)[0]  # each its own range: one method may leave the others
     for ax, method in zip(axes, methods, strict=True):
         group = curves[curves.method == method]
         means = group.groupby("steps")[chunks].mean()
