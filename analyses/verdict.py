@@ -95,6 +95,7 @@ class Evidence:
     uncalibrated: tuple[str, ...] = ()  # controls of the rule that failed
     result: Result | None = None  # the analysis result the row read (rows that need no figures above)
     p_value: float | None = None  # two-sided p of the decisive seed-level test; None: no statistical decision
+    beside: tuple[str, ...] = ()  # what the row does not decide on but a reader must see (e.g. other chunks)
 
 
 @dataclass(frozen=True)

@@ -128,15 +128,23 @@ def _fixed_rule(inputs: ClaimInputs) -> Verdict:
     a label-free move), its C shown."""
     key, controls, plain = "lemma2_fixed_point", _controls(inputs), _fixed_points(inputs)
     if controls:
-        first = controls[0]
+        first, beside = controls[0], tuple(_other_chunk(c) for c in controls[1:])
         if not first.calibrated:
-            return Verdict(key, "not calibrated", Evidence("controls_failed", result=first,
+            return Verdict(key, "not calibrated", Evidence("controls_failed", result=first, beside=beside,
                                                            uncalibrated=tuple(first.failed_controls)))
-        return Verdict(key, first.main.outcome, Evidence("label_part", result=first, p_value=first.main.p_value))
+        return Verdict(key, first.main.outcome, Evidence("label_part", result=first, p_value=first.main.p_value,
+                                                         beside=beside))
     if plain:
         return Verdict(key, "not calibrated", Evidence("no_controls", result=plain[0]))
     return Verdict(key, "not measured",
                    Evidence("skipped", skipped="no fixed_point.json or controls.json given (zerolock verify)"))
+
+
+def _other_chunk(c: FixedPointControls) -> str:
+    """A chunk above the row's, beside it (not decided on, no Holm): its outcome and its controls."""
+    label = f"label part {c.main.label_contrast}" if c.main.label_contrast is not None else "label part n/a"
+    controls = "controls calibrated" if c.calibrated else "controls NOT calibrated: " + "; ".join(c.failed_controls)
+    return f"chunk {c.chunk} (beside the row, not decided): {c.main.outcome} ({label}); {controls}"
 
 
 def _main(ev: Evidence) -> FixedPointResult | None:
@@ -174,7 +182,7 @@ def _fixed(ev: Evidence) -> str:
                  f"C {c.permuted.contrast or 'n/a'}); label-free move (s = {c.label_free_step:g}): "
                  f"{c.label_free.outcome} (label part {c.label_free.label_contrast or 'n/a'}, "
                  f"C {c.label_free.contrast or 'n/a'})")
-    return text
+    return text + "".join(f". {line}" for line in ev.beside)
 
 
 REASONS = {

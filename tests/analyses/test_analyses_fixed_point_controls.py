@@ -125,3 +125,20 @@ def test_the_row_reads_the_controls():
     assert failed.outcome == "not calibrated" and "label permutation" in failed.evidence.uncalibrated[0]
     plain = row.decide(ClaimInputs({"fixed_point_chunk1": good.main}, {}))
     assert plain.outcome == "not calibrated" and plain.evidence.reason == "no_controls"
+
+
+def test_a_chunk_above_the_rows_is_shown_beside_it_with_its_controls():
+    """The row decides on the lowest chunk (pre-registered); a higher chunk whose control failed is
+    not hidden: the measured text states its outcome and the failed control."""
+    from dataclasses import replace
+
+    row = claim("lemma2_fixed_point")
+    good = _controls((toward("m", 0.3), toward("g", 0.3)), (toward_permuted("m"), toward_permuted("g")),
+                     (free("forward"), free("reverse")))
+    bad = replace(_controls((toward("m", 0.3), toward("g", 0.3)), (toward("m", 0.3), toward("g", 0.3)),
+                            (free("forward"), free("reverse"))), chunk=2)
+    verdict = row.decide(ClaimInputs({"fixed_point_controls_chunk1": good, "fixed_point_controls_chunk2": bad}, {}))
+    assert verdict.outcome == OUTCOMES[0]  # the lowest chunk decides
+    (line,) = verdict.evidence.beside
+    assert line.startswith("chunk 2 (beside the row, not decided)") and "NOT calibrated: label permutation" in line
+    assert line in row.measured(verdict.evidence)
