@@ -152,7 +152,8 @@ def suite_checks(spec: Any, base: dict[str, Any], runs: list[tuple[str, TrainCon
     from zerolock_theory.workflows.systems import memory_config
 
     model = str(base["model"]["path"])
-    check_chunks(model, run_chunks(spec, base), "model.chunks")
+    k = run_chunks(spec, base)  # named as the user set it: --chunks (suite.chunks) or model.chunks
+    check_chunks(model, k, "suite.chunks" if k == spec.chunks else "model.chunks")
     for stages in spec.memory_stages:
         check_chunks(model, stages, "suite.memory_stages")
     needs = run_needs(runs)
