@@ -146,8 +146,9 @@ class ChunkedLM(nn.Module):
             inputs_embeds=hidden,
             input_embeds=hidden,
             attention_mask=attention_mask,
-            cache=None,
-            past_key_values=None,
+            # v5 names it cache and warns when the deprecated past_key_values is passed beside it
+            **({"cache": None} if "cache" in inspect.signature(create_causal_mask).parameters
+               else {"past_key_values": None}),
             cache_position=position_ids[0],
             position_ids=position_ids,
         )
