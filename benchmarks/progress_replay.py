@@ -20,7 +20,8 @@ import os
 from pathlib import Path
 
 from zerolock_theory.workflows import progress
-from zerolock_theory.workflows.verify import _plan, suite_base
+from zerolock_theory.workflows.suite_spec import suite_base
+from zerolock_theory.workflows.verify import _plan
 from zerolock_theory.workflows.verify_config import load_suite
 
 

@@ -105,7 +105,8 @@ def test_verify_plan_orders_each_phase_as_it_starts(tmp_path: Path) -> None:
     """The pilot chains start side by side from the largest eta_0, the suite's runs longest first; with 2 jobs
     the first 2 runs of each phase wait for a new process."""
     from zerolock_theory.workflows.progress import START_STEPS, UNPROBED
-    from zerolock_theory.workflows.verify import QUICK, _plan, base_config
+    from zerolock_theory.workflows.suite_spec import QUICK, base_config
+    from zerolock_theory.workflows.verify import _plan
 
     base = base_config(QUICK, "embedded", "embedded", "cpu", "float32", None)
     plan = _plan(QUICK, base, tmp_path, jobs=2)

@@ -10,7 +10,8 @@ import pytest
 
 from zerolock_theory.cli import main
 from zerolock_theory.workflows import verify as verify_module
-from zerolock_theory.workflows.verify import FULL, QUICK, base_config, choose_lr, suite_points
+from zerolock_theory.workflows.suite_spec import FULL, QUICK, base_config, suite_points
+from zerolock_theory.workflows.verify import choose_lr
 
 
 def test_suite_has_every_required_run():

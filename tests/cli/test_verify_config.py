@@ -11,7 +11,7 @@ import pytest
 from zerolock_theory.cli import main
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.workflows import verify as verify_module
-from zerolock_theory.workflows.verify import FULL, QUICK, suite_base, suite_points
+from zerolock_theory.workflows.suite_spec import FULL, QUICK, suite_base, suite_points
 from zerolock_theory.workflows.verify_config import load_suite
 
 

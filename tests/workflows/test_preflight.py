@@ -9,8 +9,8 @@ from zerolock_theory.data import LMData
 from zerolock_theory.data_config import DataConfig
 from zerolock_theory.workflows.preflight import DataNeed, blocks_needed, check_chunks, check_data
 from zerolock_theory.workflows.side_runs import fixed_point_settings, memory_settings
+from zerolock_theory.workflows.suite_spec import QUICK, suite_base
 from zerolock_theory.workflows.systems import memory_config
-from zerolock_theory.workflows.verify import QUICK, suite_base
 
 
 class CharTokenizer:
@@ -84,7 +84,7 @@ def test_side_runs_split_the_model_as_the_runs_do(tmp_path, capsys):
     """K has one source: a --set model.chunks reaches the fixed point's settings, and a fixed-point
     chunk beyond that K is refused in one line before anything is written."""
     from zerolock_theory.cli import main
-    from zerolock_theory.workflows.verify import suite_base
+    from zerolock_theory.workflows.suite_spec import suite_base
 
     base = suite_base(QUICK, "embedded", "embedded", "cpu", "float32", None, {"model": {"chunks": 2}})
     settings = fixed_point_settings(QUICK, base, 1)

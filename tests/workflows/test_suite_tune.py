@@ -16,8 +16,8 @@ from zerolock_theory.cli import main
 from zerolock_theory.config import read_recipe
 from zerolock_theory.workflows import verify as verify_module
 from zerolock_theory.workflows.side_runs import SUITE_TUNE_KEYS, tune_recipe, tuned_runs
+from zerolock_theory.workflows.suite_spec import FULL, QUICK, suite_base
 from zerolock_theory.workflows.tune import check_tune
-from zerolock_theory.workflows.verify import FULL, QUICK, suite_base
 from zerolock_theory.workflows.verify_config import load_suite
 
 

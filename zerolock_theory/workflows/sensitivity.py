@@ -32,17 +32,14 @@ from typing import Any
 
 from zerolock_theory.config import parse_value
 from zerolock_theory.workflows.preflight import check_runs
+from zerolock_theory.workflows.suite_spec import VARIANTS, SuiteSpec, replicate, suite_base
 from zerolock_theory.workflows.sweep import GridPoint, validate_grid
 from zerolock_theory.workflows.verify import (
     MARKER,
-    VARIANTS,
-    SuiteSpec,
     VerifyResult,
     _scope_settings,
     check_out_dir,
-    replicate,
     run_points,
-    suite_base,
 )
 
 __all__ = ["DIRECTIONS", "SENSITIVITY", "SENSITIVITY_TABLES", "Setting", "plan_settings", "setting_points", "settings_of",

@@ -21,9 +21,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from zerolock_theory.workflows.verify import PRIMARY, SuiteSpec, merge_tables
+from zerolock_theory.workflows.suite_spec import PRIMARY, SuiteSpec
 
-__all__ = ["SUITE_KEYS", "load_suite", "merge_tables", "spec_from_table"]
+__all__ = ["SUITE_KEYS", "load_suite", "spec_from_table"]
 
 # ``probes`` is set through the [probes] table of the recipe, not inside [suite]
 SUITE_KEYS = tuple(f.name for f in dataclasses.fields(SuiteSpec) if f.name != "probes")
