@@ -38,7 +38,8 @@ import torch
 from analyses.rate import BLOCKS, WINDOW, block_edges, noise_ratio
 from analyses.rate_power import POWER_FAMILIES, rate_power
 from probes.gradient_batch import PREFIX, GradientBatchProbe
-from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
+from zerolock_theory.config import TrainConfig, read_recipe
+from zerolock_theory.config_overrides import apply_overrides
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 
 STEP_KEY = "train/grad_sq_unbiased"

@@ -47,7 +47,8 @@ import torch
 import probes.readout_pass
 from probes.kernels import _COMPILED, cached_sums, use_compiled
 from probes.readout_pass import DEFAULT_N_POSITIONS, log_readouts
-from zerolock_theory.config import TrainConfig, apply_overrides, read_recipe
+from zerolock_theory.config import TrainConfig, read_recipe
+from zerolock_theory.config_overrides import apply_overrides
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup
 

@@ -1,7 +1,7 @@
 """Typed run configuration: nested dataclasses validated on construction.
 
 A recipe (TOML, YAML or JSON) loads into ``TrainConfig`` with ``load_config``; ``key=value``
-overrides with dotted keys (``method.alpha=0.3``) apply on top. ``config.json`` in a run
+overrides with dotted keys (``method.alpha=0.3``, ``config_overrides``) apply on top. ``config.json`` in a run
 directory is ``TrainConfig.to_dict()``.
 """
 
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zerolock_theory.config_overrides import apply_overrides
 from zerolock_theory.config_types import check_section, show_value
 from zerolock_theory.data_config import DataConfig
 from zerolock_theory.probe_config import SHARED_PROBE_KEYS, ProbeSettings, split_probes
@@ -38,12 +39,9 @@ __all__ = [
     "OptimConfig",
     "RunConfig",
     "TrainConfig",
-    "apply_overrides",
-    "apply_values",
     "check_sources",
     "load_config",
-    "merge_tables",
-    "parse_value",
+    "read_recipe",
 ]
 
 DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
@@ -298,42 +296,6 @@ class TrainConfig:
         return out
 
 
-def parse_value(text: str) -> Any:
-    """Parse an override value: JSON when it parses (numbers, true, null, lists), else a string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _set_dotted(node: dict[str, Any], key: str, value: Any, what: str) -> None:
-    """``node[a][b] = value`` for ``key = "a.b"`` (sections created as needed)."""
-    _require("." in key, f"{what} must look like section.key=value")
-    *path, leaf = key.split(".")
-    for part in path:
-        node = node.setdefault(part, {})
-        _require(isinstance(node, dict), f"{what}: {part} is not a section")
-    node[leaf] = value
-
-
-def apply_values(raw: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
-    """Set dotted keys (``"optim.lr"``) to typed values in a copy of nested plain data."""
-    out = json.loads(json.dumps(raw))
-    for key, value in values.items():
-        _set_dotted(out, key, value, key)
-    return out
-
-
-def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``section.key=value`` overrides (values parsed as JSON) to nested plain data (returns a new dict)."""
-    out = json.loads(json.dumps(raw))
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        _require(bool(sep), f"override {item!r} must look like section.key=value")
-        _set_dotted(out, key, parse_value(value), f"override {item!r}")
-    return out
-
-
 def _parse_error(exc: Exception) -> str:
     """One line from a TOML/YAML/JSON parser error (YAML's are several lines long)."""
     mark = getattr(exc, "problem_mark", None)
@@ -392,14 +354,3 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     """Recipe file (optional) + overrides → validated ``TrainConfig``."""
     raw = read_recipe(path) if path is not None else {}
     return TrainConfig.from_dict(apply_overrides(raw, overrides or []))
-
-
-def merge_tables(base: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``tables`` merged in key by key (nested tables merged, values replaced); a new dict."""
-    out = dict(base)
-    for key, value in tables.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_tables(out[key], value)
-        else:
-            out[key] = value
-    return out

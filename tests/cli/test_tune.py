@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from reports.tuned_figures import write_tuned_figures
-from zerolock_theory.config import TrainConfig, apply_values, read_recipe
+from zerolock_theory.config import TrainConfig, read_recipe
+from zerolock_theory.config_overrides import apply_values
 from zerolock_theory.workflows.tune import (
     confirm_points,
     grid_points,

@@ -12,7 +12,8 @@ import pytest
 
 from zerolock_theory.cli import build_parser
 from zerolock_theory.cli.verify import _suite
-from zerolock_theory.config import TrainConfig, apply_values
+from zerolock_theory.config import TrainConfig
+from zerolock_theory.config_overrides import apply_values
 from zerolock_theory.recipes import list_recipes
 from zerolock_theory.workflows.sensitivity import setting_points, settings_of
 from zerolock_theory.workflows.side_runs import fixed_point_settings, memory_settings

@@ -43,13 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerolock_theory.config import (
-        TrainConfig,
-        apply_overrides,
-        apply_values,
-        check_sources,
-        read_recipe,
-    )
+    from zerolock_theory.config import TrainConfig, check_sources, read_recipe
+    from zerolock_theory.config_overrides import apply_overrides, apply_values
     from zerolock_theory.workflows.sweep import check_sweep_dirs, expand_grid, parse_axis, run_grid
 
     if args.jobs < 1:
@@ -82,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _slurm_parameters(items: list[str]) -> dict[str, object]:
     """``["partition=gpu", "time=120"]`` → ``{"partition": "gpu", "time": 120}``."""
-    from zerolock_theory.config import parse_value
+    from zerolock_theory.config_overrides import parse_value
 
     params: dict[str, object] = {}
     for item in items:

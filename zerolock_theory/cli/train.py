@@ -65,7 +65,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None,
                      values: dict[str, Any] | None = None):
     """A validated ``TrainConfig``: saved config or recipe, then the flags, ``values``, --set."""
-    from zerolock_theory.config import TrainConfig, apply_overrides, apply_values, read_recipe
+    from zerolock_theory.config import TrainConfig, read_recipe
+    from zerolock_theory.config_overrides import apply_overrides, apply_values
 
     typed = {**flag_values(args, FLAGS), **(values or {})}
     if args.no_progress:

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerolock_theory.config import apply_overrides, read_recipe
+    from zerolock_theory.config import read_recipe
+    from zerolock_theory.config_overrides import apply_overrides
     from zerolock_theory.workflows.tune import grid_points, parse_shard, run_tune, split_recipe
 
     try:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zerolock_theory.config import parse_value
+from zerolock_theory.config_overrides import parse_value
 from zerolock_theory.workflows.preflight import check_runs
 from zerolock_theory.workflows.suite_spec import VARIANTS, SuiteSpec, replicate, suite_base
 from zerolock_theory.workflows.sweep import GridPoint, validate_grid

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from zerolock_theory.config import merge_tables
+from zerolock_theory.config_overrides import merge_tables
 from zerolock_theory.workflows.sweep import GridPoint
 
 __all__ = ["FULL", "PRIMARY", "QUICK", "VARIANTS", "SuiteSpec", "base_config", "replicate", "suite_base",

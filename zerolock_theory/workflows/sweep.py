@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zerolock_theory.config import TrainConfig, apply_values, check_sources, parse_value
+from zerolock_theory.config import TrainConfig, check_sources
+from zerolock_theory.config_overrides import apply_values, parse_value
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.resume import check_resume, read_saved_config
 from zerolock_theory.training.rundir import check_out, prepare_kind, run_kind, write_marker

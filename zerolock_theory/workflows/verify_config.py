@@ -83,7 +83,8 @@ def load_suite(config: str | Path, overrides: list[str] | None = None) -> tuple[
     Returns ``(spec, tables)``; ``tables`` go on top of ``base_config(spec, ...)`` (see
     ``verify(..., tables=...)``). Raises a one-line ``ValueError`` on bad input.
     """
-    from zerolock_theory.config import apply_overrides, read_recipe
+    from zerolock_theory.config import read_recipe
+    from zerolock_theory.config_overrides import apply_overrides
 
     raw = apply_overrides(read_recipe(config), list(overrides or []))
     if "suite" not in raw:
