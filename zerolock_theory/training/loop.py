@@ -42,7 +42,7 @@ from zerolock_theory.training.resume import (
     read_saved_config,
     write_text_atomic,
 )
-from zerolock_theory.training.rundir import OutDirError, check_out, prepare_out
+from zerolock_theory.training.rundir import check_out, prepare_out
 from zerolock_theory.training.state import (
     TrainState,
     capture_rng,
@@ -54,12 +54,9 @@ from zerolock_theory.training.state import (
 )
 from zerolock_theory.training.steps import TrainStep, build_step, global_grad_sq_unbiased
 
-__all__ = ["Run", "RunExistsError", "RunSummary", "build_components", "evaluate", "execute", "setup", "train"]
+__all__ = ["Run", "RunSummary", "build_components", "evaluate", "execute", "setup", "train"]
 
 TIMING_KEYS = ("train/tokens_per_s", "train/step_time_s")
-
-
-RunExistsError = OutDirError  # ``--out`` may not be used as asked (kept for callers of the old name)
 
 
 @dataclass
