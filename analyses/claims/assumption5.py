@@ -24,6 +24,7 @@ from analyses.claims.registry import (
     register,
     run_names,
 )
+from analyses.scaling import OUTCOMES as SCALING_OUTCOMES
 from analyses.scaling import GroupScaling, StepScaling
 from analyses.verdict import Evidence, Verdict
 from zerolock_theory.vocab import direction_of
@@ -127,7 +128,8 @@ def _claim(objective: str, title: str, surrogate: str) -> Claim:
         question=f"Does the stability ratio rho_t of {surrogate} grow along the run, as it does when the "
         "first-order drift is positive at the order of the step?",
         primary=f"ZeroLock {direction_of(objective)} (the objective's own training), the group with the most seeds",
-        outcomes=OUTCOMES, rule=_rule(f"assumption5_{objective}", objective), measured=measured, short=short,
+        outcomes=OUTCOMES, rule=_rule(f"assumption5_{objective}", objective), vocabulary=SCALING_OUTCOMES,
+        measured=measured, short=short,
         reason=lambda ev: REASONS[ev.reason](ev), figure="along", tests=TESTS, p_value=_p_value,
     ))
 

@@ -39,6 +39,9 @@ from analyses.fixed_point import OUTCOMES as FIXED_OUTCOMES
 from analyses.fixed_point import FixedPointResult
 from analyses.fixed_point_controls import FixedPointControls
 from analyses.lemma2 import (
+    IMPLEMENTED_OUTCOMES,
+    MISMATCH_OUTCOMES,
+    STATED_OUTCOMES,
     Lemma2Implemented,
     Lemma2Mismatch,
     Lemma2Stated,
@@ -210,6 +213,7 @@ STATED = register(Claim(
               "fails": Outcome("some point has a lower reverse loss than g_k", "fails"),
               "not measured": NOT_MEASURED},
     rule=result_rule("lemma2_stated", "lemma2_stated", Lemma2Stated), measured=_stated, reason=_reason,
+    vocabulary=STATED_OUTCOMES,
     analyses={"lemma2_stated": lambda inputs: lemma2_stated()},
     tests=("tests/analyses/test_analyses_lemma2.py::test_lemma2_as_stated_holds_exactly",
            "tests/analyses/test_analyses_lemma2.py::test_lemma2_as_stated_fails_for_another_point"),
@@ -224,6 +228,7 @@ IMPLEMENTED = register(Claim(
               "yes": Outcome("yes: m_k = g_k in this case", "holds"),
               "not measured": NOT_MEASURED},
     rule=result_rule("lemma2_implemented", "lemma2_implemented", Lemma2Implemented), measured=_implemented,
+    vocabulary=IMPLEMENTED_OUTCOMES,
     short=lambda ev: f"TV(m_k, g_k) = {fmt(ev.result.tv_m_g)} at eps = 0.1" if isinstance(
         ev.result, Lemma2Implemented) else "-",
     reason=_reason, analyses={"lemma2_implemented": lambda inputs: lemma2_implemented()},
@@ -249,7 +254,7 @@ MISMATCH = register(Claim(
               "close": Outcome("the two targets nearly coincide on this model", "holds"),
               "undecided": Outcome("the intervals straddle the threshold", "mixed"),
               "not testable": NOT_TESTABLE, "not measured": NOT_MEASURED},
-    rule=_mismatch_rule,
+    rule=_mismatch_rule, vocabulary=MISMATCH_OUTCOMES,
     measured=_mismatch, short=_mismatch_short, reason=_reason,
     analyses={"lemma2_mismatch": _mismatch_analysis, "lemma2_tracking": _tracking_analysis},
     tests=("tests/analyses/test_analyses_lemma2.py::test_mismatch_outcomes",
@@ -268,7 +273,7 @@ FIXED = register(Claim(
               "not calibrated": Outcome("a control failed (labels permuted: a direction found; label-free move: "
                                         "passes), or no controls were run", "none"),
               "not testable": NOT_TESTABLE, "not measured": NOT_MEASURED},
-    rule=_fixed_rule, measured=_fixed, short=_fixed_short, reason=_reason,
+    rule=_fixed_rule, measured=_fixed, short=_fixed_short, reason=_reason, vocabulary=FIXED_OUTCOMES,
     tests=("tests/analyses/test_analyses_fixed_point.py::test_each_loss_toward_its_own_target_and_swapped",
            "tests/analyses/test_analyses_fixed_point.py::test_flattened_readouts_never_give_a_verdict",
            "tests/analyses/test_analyses_fixed_point_controls.py::test_a_label_free_move_does_not_pass",

@@ -77,6 +77,7 @@ CLAIM = register(Claim(
         "not measured": NOT_MEASURED,
     },
     rule=result_rule(KEY, "proposition1_identity", Proposition1Identity, lambda found: "algebra"),
+    vocabulary=IDENTITY_OUTCOMES,
     measured=measured, short=short, reason=lambda ev: REASONS[ev.reason](ev), figure="depth",
     analyses={"proposition1_identity": lambda inputs: proposition1_identity()},
     tests=("tests/theory/test_theory_proposition1.py::test_forward_implied_inequality_for_every_readout",

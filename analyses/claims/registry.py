@@ -3,11 +3,14 @@
 A claim states what it tests and how, as data: the paper's statement quoted, the question the
 row answers in words, the primary group it reads, its closed set of outcomes (each with the
 sentence that says what it means and a tone for colouring), the rule (a pure function of the
-analysis results), and how its evidence reads (``measured``: the figure behind the outcome;
-``short``: one headline figure with its interval, for the report's card; ``reason``: why the
-rule gave that outcome). A claim may bring its own analyses (``analyses``: name →
+analysis results), the outcome words of the analysis the rule passes through (``vocabulary``,
+each one of the row's outcomes), and how its evidence reads (``measured``: the figure behind the
+outcome; ``short``: one headline figure with its interval, for the report's card; ``reason``: why
+the rule gave that outcome). A claim may bring its own analyses (``analyses``: name →
 function of ``SuiteInputs``); the suite runs them, saves their results and hands them to every
-rule.
+rule. A name is one result: ``register`` refuses a name the built-in analyses write
+(``BUILTIN_RESULTS``) or another claim's different analysis has (rows may share one analysis: the
+same function under the same name, run once).
 
 ``zerolock verify``, ``zerolock analyze``, ``zerolock report``, the README table and the tests
 iterate ``claims()``, in registration order. Adding a row is one module that calls
@@ -27,9 +30,11 @@ from analyses.multiplicity import multiplicity
 from analyses.results import Result
 from analyses.runinfo import RunInfo
 from analyses.verdict import Evidence, Verdict
+from zerolock_theory.vocab import OBJECTIVES
 
-__all__ = ["NOT_MEASURED", "NOT_TESTABLE", "TONES", "Claim", "ClaimInputs", "Outcome", "SuiteInputs", "Tone",
-           "claim", "claims", "corrected", "decide", "measured_text", "reason_text", "register", "result_rule", "run_names", "skipped", "unregister"]
+__all__ = ["BUILTIN_PREFIXES", "BUILTIN_RESULTS", "NOT_MEASURED", "NOT_TESTABLE", "TONES", "Claim", "ClaimInputs",
+           "Outcome", "SuiteInputs", "Tone", "claim", "claims", "corrected", "decide", "measured_text", "reason_text",
+           "register", "result_rule", "run_names", "skipped", "unregister"]
 
 Tone = Literal["holds", "fails", "mixed", "none"]
 TONES: tuple[str, ...] = get_args(Tone)
@@ -37,6 +42,17 @@ TONES: tuple[str, ...] = get_args(Tone)
 a mixed or undecided answer; no answer (not testable, not measured, not calibrated)."""
 
 T = TypeVar("T", bound=Result)
+
+BUILTIN_RESULTS: tuple[str, ...] = (
+    "toy_check", "minimizers", "tracking", *(f"{a}_{o}" for a in ("stability", "scaling", "drift") for o in OBJECTIVES),
+    "diverged", "convergence_reverse", "convergence_forward", "convergence_backprop", "convergence_global",
+    "convergence_global_backprop", "control_logistic",  # analyses.theorem1.theorem1_results
+    "depth", "proposition", "diverged runs", "outcome", "systems",
+    "versus_tuned",  # a zerolock tune directory among the inputs
+)
+"""The result (or skipped) names ``analyses.suite.analyze_loaded`` writes itself, before the claims' analyses."""
+BUILTIN_PREFIXES: tuple[str, ...] = ("fixed_point_chunk", "fixed_point_controls_chunk")
+"""Built-in names followed by a chunk: the fixed-point experiment and its controls, one per chunk run."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +76,12 @@ class ClaimInputs:
     level: float = 0.95  # the intervals' level; the table's correction controls its error at 1 - level
 
     def get(self, name: str, kind: type[T]) -> T | None:
-        """The result ``name`` if it is a ``kind``, else None (skipped or absent)."""
+        """The result ``name`` (None when skipped or absent); ``TypeError`` if it is not a ``kind``
+        (a rule reading the wrong name: a programming error, not missing data)."""
         found = self.results.get(name)
-        return found if isinstance(found, kind) else None
+        if found is not None and not isinstance(found, kind):
+            raise TypeError(f"result {name!r} is a {type(found).__name__}, not a {kind.__name__}")
+        return found
 
     def why(self, name: str) -> str:
         """Why the analysis ``name`` did not run (empty when it is not recorded)."""
@@ -100,6 +119,12 @@ class Claim:
     control: bool = False  # a control of a rule, not a claim of the paper
     tests: tuple[str, ...] = ()  # its calibration or control tests, "tests/PATH.py::test_name"
     p_value: Callable[[Evidence], float | None] | None = None  # the decisive test's two-sided p (None: no test)
+    vocabulary: tuple[str, ...] = ()  # the outcome words of the analysis the rule passes through
+
+    def __post_init__(self) -> None:
+        missing = [w for w in self.vocabulary if w not in self.outcomes]
+        if missing:
+            raise ValueError(f"claim {self.key!r}: its analysis can return {missing}, not among its outcomes")
 
     def headline(self, evidence: Evidence) -> str:
         """The card's headline: ``short`` when the claim has one, else ``measured``."""
@@ -121,9 +146,17 @@ _REGISTRY: dict[str, Claim] = {}
 
 
 def register(new: Claim) -> Claim:
-    """Add ``new`` to the table (after the rows registered before it); ``ValueError`` for a taken key."""
+    """Add ``new`` to the table (after the rows registered before it); ``ValueError`` for a taken
+    key, or for an analysis name that is taken (module docstring)."""
     if new.key in _REGISTRY and _REGISTRY[new.key] is not new:
         raise ValueError(f"claim {new.key!r} is already registered")
+    for name, analysis in new.analyses.items():
+        if name in BUILTIN_RESULTS or name.startswith(BUILTIN_PREFIXES):
+            raise ValueError(f"claim {new.key!r}: analysis name {name!r} is taken by the built-in analyses "
+                             "(analyses.suite)")
+        for other in _REGISTRY.values():
+            if other is not new and name in other.analyses and other.analyses[name] is not analysis:
+                raise ValueError(f"claim {new.key!r}: analysis name {name!r} is taken by claim {other.key!r}")
     _REGISTRY[new.key] = new
     return new
 

@@ -28,7 +28,7 @@ from analyses.claims.registry import (
     run_names,
 )
 from analyses.drift_budget import DriftBudget, drift_arrays, drift_budget
-from analyses.drift_order import DriftOrder
+from analyses.drift_order import ORDER_OUTCOMES, DriftOrder
 from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
 from analyses.scaling import StepScaling
@@ -183,7 +183,8 @@ def _claim(key: str, name: str, direction: str, surrogate: str) -> Claim:
         question=f"Is the drift of {surrogate}'s targets of second order in the step at the scaled iterates, as "
         "Lemma 4 needs?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most seeds",
-        outcomes=OUTCOMES, rule=_rule(key, name, direction), measured=measured, short=short, reason=reason, tests=TESTS,
+        outcomes=OUTCOMES, rule=_rule(key, name, direction), vocabulary=ORDER_OUTCOMES, measured=measured,
+        short=short, reason=reason, tests=TESTS,
         analyses={name: lambda inputs: group_drift(inputs, direction)},
     ))
 

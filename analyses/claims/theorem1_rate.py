@@ -38,7 +38,7 @@ from analyses.convergence import (
     series_from_table,
     with_noise_floor,
 )
-from analyses.rate import MIN_HORIZON, RATE_SENTENCES, RateDescription, describe_rate
+from analyses.rate import MIN_HORIZON, RATE_OUTCOMES, RATE_SENTENCES, RateDescription, describe_rate
 from analyses.rate_power import RatePower, rate_power, seeds_for
 from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
@@ -241,7 +241,8 @@ def _claim(key: str, name: str, direction: str, surrogate: str) -> Claim:
         key=key, title=f"Theorem 1 (a): the rate of {surrogate}, local G-hat_t ({direction})", paper=PAPER,
         question=f"At which rate does the mean squared local gradient of {surrogate} decay in this run?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most seeds",
-        outcomes=OUTCOMES, rule=_rule(key, name), measured=measured, short=short, reason=reason,
+        outcomes=OUTCOMES, rule=_rule(key, name), vocabulary=RATE_OUTCOMES, measured=measured, short=short,
+        reason=reason,
         figure="convergence", tests=TESTS,
         analyses={name: lambda inputs: group_rate(inputs, "zerolock", direction),
                   "rate_controls": _controls},

@@ -47,6 +47,10 @@ def _versus(inputs: SuiteInputs) -> Versus:
     return versus(by_seed(zl), by_seed(bp), column=GLOBAL_COLUMN, level=inputs.level)
 
 
+WORDS = tuple(f"forward: {a}; reverse: {b}" for a, b in itertools.product(TUNED_OUTCOMES, repeat=2))
+"""The row's words with a tuned comparison (``combined``): both comparisons' ``TUNED_OUTCOMES``."""
+
+
 def combined(found: TunedVersus) -> str:
     """The row's word: both comparisons, forward first."""
     words = [found.comparisons[v].outcome if v in found.comparisons else "not testable" for v in VARIANTS]
@@ -134,7 +138,7 @@ CLAIM = register(Claim(
     "than backprop's, for each variant?",
     primary="ZeroLock forward and reverse against backprop, each at the eta_0 its validation split chose, paired "
     "by seed (a zerolock tune directory)",
-    outcomes=OUTCOMES, rule=rule, measured=measured, short=short, reason=reason, figure="versus",
+    outcomes=OUTCOMES, rule=rule, vocabulary=WORDS, measured=measured, short=short, reason=reason, figure="versus",
     tests=("tests/analyses/test_analyses_tuning.py::test_selection_reads_the_validation_split_only",
            "tests/analyses/test_analyses_versus_row.py::test_row_decides_only_on_a_tuned_directory",
            "tests/analyses/test_analyses_versus.py::test_paired_difference_steps_to_equal_ce_and_round_trip"),
