@@ -2,7 +2,7 @@
 
 A probe (``zerolock_theory.training.hooks.Hook``) subclasses ``Probe`` and writes only what
 it needs: ``after_step`` always, ``on_start`` / ``on_end`` when it keeps something across
-steps, ``on_checkpoint`` when it has state a resume cannot recompute, ``before_step`` when it
+steps, ``on_checkpoint`` when what it wrote must be durable at a checkpoint, ``before_step`` when it
 must see ω^t before the update (it is left undefined here: the loop calls it only on hooks
 that define it).
 """
@@ -17,14 +17,13 @@ __all__ = ["AtIterateProbe", "Probe"]
 
 
 class Probe:
-    """Default no-op hooks; ``on_checkpoint`` saves nothing (``on_start`` recomputes on resume)."""
+    """Default no-op hooks; a resumed probe recomputes what it needs in ``on_start``."""
 
     def on_start(self, ctx: HookContext) -> None:
         """Nothing to prepare."""
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Nothing to save: a resumed run recomputes what it needs in ``on_start``."""
-        return {}
+    def on_checkpoint(self, ctx: HookContext, step: int) -> None:
+        """Nothing to make durable."""
 
     def on_end(self, ctx: HookContext) -> None:
         """Nothing to release."""

@@ -173,12 +173,10 @@ class ReadoutLogger:
             self._write(ctx, step + 1)
         return {}
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]:
-        """Sync the store; the resumable state is the last stored step."""
-        if self.writer is None:
-            return {}
-        self.writer.sync()
-        return {"last_step": self.writer.steps[-1] if self.writer.steps else None}
+    def on_checkpoint(self, ctx: HookContext, step: int) -> None:
+        """Sync the store, so a resume from this checkpoint finds every step recorded through it."""
+        if self.writer is not None:
+            self.writer.sync()
 
     def on_end(self, ctx: HookContext) -> None:
         """Close the store."""

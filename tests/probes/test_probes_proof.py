@@ -41,8 +41,8 @@ class WeightsLog:
         self.weights.append(self._now(ctx))
         return {}
 
-    def on_checkpoint(self, ctx, step):
-        return {}
+    def on_checkpoint(self, ctx, step) -> None:
+        pass
 
     def on_end(self, ctx) -> None:
         pass

@@ -61,8 +61,8 @@ class CrashOnce:
             raise RuntimeError("simulated crash")
         return {}
 
-    def on_checkpoint(self, ctx, step):
-        return {}
+    def on_checkpoint(self, ctx, step) -> None:
+        pass
 
     def on_end(self, ctx) -> None:
         pass

@@ -95,8 +95,8 @@ class DriftCheck:
             load(final)
         return out
 
-    def on_checkpoint(self, ctx, step) -> dict[str, Any]:
-        return {}
+    def on_checkpoint(self, ctx, step) -> None:
+        pass
 
     def on_end(self, ctx) -> None:
         self.start = None
@@ -120,8 +120,8 @@ class CrashOnce:
             raise RuntimeError("simulated crash")
         return {}
 
-    def on_checkpoint(self, ctx, step) -> dict[str, Any]:
-        return {}
+    def on_checkpoint(self, ctx, step) -> None:
+        pass
 
     def on_end(self, ctx) -> None:
         pass

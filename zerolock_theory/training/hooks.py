@@ -10,8 +10,9 @@ for every hook:
   as it found them, bit for bit);
 * ``after_step(ctx, step, metrics)`` after update ``step`` (ω^t → ω^{t+1}); it returns a
   dict of ``probe/...`` metrics merged into that step's record;
-* ``on_checkpoint(ctx, step)`` after a checkpoint of ``step`` completed updates, returning
-  resumable state (a dict, saved inside the checkpoint);
+* ``on_checkpoint(ctx, step)`` before the checkpoint of ``step`` completed updates is saved, so a
+  hook can make durable what it wrote (the readout store syncs): a resume from that checkpoint
+  finds it. A resumed hook rebuilds its state in ``on_start`` (``ctx.start_step``);
 * ``on_end(ctx)`` once, also when training fails.
 
 The loop runs every hook in eval mode, under a forked RNG, with gradients of the trained
@@ -45,7 +46,6 @@ class HookContext:
     data: LMData  # eval and probe batches
     device: torch.device
     start_step: int = 0
-    resume_state: dict[str, Any] = field(default_factory=dict)  # hook name -> its saved state
     cache: dict[str, Any] = field(default_factory=dict)  # shared per-step results (e.g. readouts)
 
 
@@ -59,6 +59,6 @@ class Hook(Protocol):
 
     def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]: ...
 
-    def on_checkpoint(self, ctx: HookContext, step: int) -> dict[str, Any]: ...
+    def on_checkpoint(self, ctx: HookContext, step: int) -> None: ...
 
     def on_end(self, ctx: HookContext) -> None: ...

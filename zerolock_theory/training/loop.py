@@ -134,20 +134,18 @@ def setup(
     chunked, tokenizer, data, stream = build_components(config, device)
     step_fn = build_step(chunked, config.method, config.optim, config.model, config.run.steps,
                          unbiased_grad_sq=config.run.unbiased_grad_sq, readout_every=config.run.eval_every)
-    start, probe_states = 0, {}
+    start = 0
     if checkpoint is not None:
         state = load_checkpoint(checkpoint)
         _restore(chunked, step_fn, stream, state)
-        start, probe_states = state.step, state.extra.get("probes", {})
+        start = state.step
     prepare_out(out, "train", resume=resume, overwrite=overwrite)
     if start < config.run.steps:  # a no-op resume leaves config.json and manifest.json alone
         if saved is None or saved.to_dict() != config.to_dict():
             write_text_atomic(out / "config.json", json.dumps(config.to_dict(), indent=2))
         write_manifest(out, device, "train", tokenizer=tokenizer)
     ctx = HookContext(config, out, chunked, step_fn, data, device, start)
-    run = Run(config, out, chunked, tokenizer, data, stream, step_fn, list(hooks), ctx, start, device)
-    run.hook_ctx.resume_state = probe_states
-    return run
+    return Run(config, out, chunked, tokenizer, data, stream, step_fn, list(hooks), ctx, start, device)
 
 
 def _restore(chunked: ChunkedLM, step_fn: TrainStep, stream: DataStream, state: TrainState) -> None:
@@ -235,10 +233,11 @@ def _test_ce(run: Run) -> dict[str, float]:
 
 def _checkpoint(run: Run, step: int) -> None:
     with quiet_mode(run.chunked):
-        extra = {"probes": {h.name: h.on_checkpoint(run.hook_ctx, step) for h in run.hooks}}
+        for hook in run.hooks:
+            hook.on_checkpoint(run.hook_ctx, step)
     params = {n: p for n, p in run.chunked.model.named_parameters() if p.requires_grad}
     state = TrainState(
-        step, params, [o.state_dict() for o in run.step_fn.optimizers], capture_rng(), run.stream.state_dict(), extra
+        step, params, [o.state_dict() for o in run.step_fn.optimizers], capture_rng(), run.stream.state_dict()
     )
     save_checkpoint(run.run_dir, state, keep=run.config.run.keep_checkpoints)
 

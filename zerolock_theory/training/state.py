@@ -55,7 +55,7 @@ class TrainState:
     optimizers: list[dict[str, Any]]
     rng: dict[str, Any]
     data: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict)  # probes' resumable state
+    extra: dict[str, Any] = field(default_factory=dict)  # a loop's own additions (the pipeline: its stage)
 
 
 def _step_dir(root: Path, step: int) -> Path:
