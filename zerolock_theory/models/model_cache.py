@@ -139,8 +139,8 @@ def _write_atomic(path: Path, text: str) -> None:
             os.unlink(tmp)
 
 
-def _marker(directory: Path) -> dict[str, Any] | None:
-    """The entry's marker when the entry is complete (every listed file at its size), else None."""
+def complete_marker(directory: Path) -> dict[str, Any] | None:
+    """The entry's marker when the entry is complete (every listed file at its size), else None (torn)."""
     marker = _read_json(directory / MARKER)
     if not isinstance(marker, dict) or marker.get("format") != _FORMAT or not isinstance(marker.get("files"), dict):
         return None
@@ -153,15 +153,10 @@ def _marker(directory: Path) -> dict[str, Any] | None:
     return marker
 
 
-def complete_marker(directory: Path) -> dict[str, Any] | None:
-    """The marker of a complete entry directory (None when torn)."""
-    return _marker(directory)
-
-
 def complete_entry(sha: str, cache: Path | None = None) -> Path | None:
     """The directory of the complete entry for ``sha``; None when absent or torn."""
     directory = (cache or cache_dir()) / sha[:KEY_DIGITS]
-    marker = _marker(directory)
+    marker = complete_marker(directory)
     return directory if marker is not None and marker.get("sha256") == sha else None
 
 
@@ -253,7 +248,7 @@ def list_entries(cache: Path | None = None) -> list[CacheEntry]:
     for path in sorted(cache.iterdir()):
         if path.is_dir() and not path.name.startswith("."):
             size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-            out.append(CacheEntry(path.name, path, _marker(path), size))
+            out.append(CacheEntry(path.name, path, complete_marker(path), size))
     return out
 
 
