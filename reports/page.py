@@ -160,10 +160,6 @@ def _systems_figures(suite: SuiteAnalysis) -> list[Block]:
     return [Block("figure", name) for name in ("systems_memory", "systems_throughput") if suite.get(name) is not None]
 
 
-def _convergence_blocks(suite: SuiteAnalysis) -> list[Block]:
-    return convergence_blocks(suite, Block)  # reports/theorem1.py
-
-
 def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", "Outcome: held-out CE of the final chunk")]
     outcome = suite.get("outcome")
@@ -253,7 +249,7 @@ def report_blocks(suite: SuiteAnalysis) -> list[Block]:
         _systems_blocks,
         lemma2_blocks,
         stability_blocks,
-        _convergence_blocks,
+        convergence_blocks,
         depth_blocks,
         _outcome_blocks,
         _skipped_blocks,

@@ -21,6 +21,7 @@ from analyses.claims.theorem1_rate import GroupRate
 from analyses.controls import RateControls
 from analyses.convergence import BoundTest
 from analyses.theorem1 import BoundSet, DivergedRuns
+from reports.blocks import Block
 
 __all__ = ["CAPTION", "QUANTITIES", "convergence_blocks", "convergence_figure"]
 
@@ -91,10 +92,10 @@ def _not_passed(check: Any, description: Any) -> str:
     return "NO"
 
 
-def convergence_blocks(suite, block) -> list:
-    """The Theorem 1 section; ``block(kind, text, headers=(), rows=())`` builds page blocks."""
-    out = [block("h2", "Theorem 1: the rate at this horizon (a) and the proof's drift step (b)")]
-    out.append(block("p", (
+def convergence_blocks(suite) -> list[Block]:
+    """The Theorem 1 section of the page."""
+    out = [Block("h2", "Theorem 1: the rate at this horizon (a) and the proof's drift step (b)")]
+    out.append(Block("p", (
         "(a) G-hat_t = <g1, g2> from two halves of each minibatch (unbiased for ||grad R^t||^2). The window "
         "(T/20, T] is cut into four blocks of equal width in log T. Per seed: the relative fall of G-hat_t's mean "
         "level over blocks 1-2 and over blocks 3-4 (a decay needs both), beta, the exponent of the level over blocks "
@@ -103,44 +104,44 @@ def convergence_blocks(suite, block) -> list:
         "level over the run.")))
     rows = _rate_rows(suite)
     if rows:
-        out.append(block("table", headers=("quantity", "group", "series", "outcome", "fall, blocks 1-2",
+        out.append(Block("table", headers=("quantity", "group", "series", "outcome", "fall, blocks 1-2",
                                            "fall, blocks 3-4", "beta", "b", "noise", "seeds", "horizon"),
                          rows=tuple(tuple(r) for r in rows)))
     controls = suite.get("rate_controls")
     if isinstance(controls, RateControls):
-        out.append(block("table", headers=("control of the rate rule", "must read", "read", "passed", "beta", "b",
+        out.append(Block("table", headers=("control of the rate rule", "must read", "read", "passed", "beta", "b",
                                            "seeds"),
                          rows=tuple((c.name, " or ".join(c.expected) or "- (descriptive)", c.outcome,
                                      "-" if c.descriptive else "yes" if c.passed else _not_passed(c, d),
                                      _iv(d.beta), _iv(d.b), str(d.seeds))
                                     for c, d in zip(controls.checks, controls.descriptions, strict=True))))
-    out.append(block("p", (
+    out.append(Block("p", (
         "(b) The row decides the drift's order in the step at fixed iterates (step scaling: drift(c)/c as c -> 0; "
         "see the verdict table). Descriptive, along the run: the proof probe's descent_t and drift_t every step; "
         "s = slope of log(D+_T / sum eta_t^2) on log T after the burn-in, 'outgrows' when its interval lies above "
         "the threshold, 'within' when below. A trend over time: a warming-up second-order drift outgrows too.")))
     rows = _drift_rows(suite)
     if rows:
-        out.append(block("table", headers=("objective", "group", "outcome", "s", "first-order reference",
+        out.append(Block("table", headers=("objective", "group", "outcome", "s", "first-order reference",
                                            "drift / progress", "signed sum of drift", "seeds", "horizon"),
                          rows=tuple(tuple(r) for r in rows)))
-    out.append(block("p", "Descriptive: the bound statistic B_T = A_T sqrt(T)/log(T+1) of every group (the earlier "
+    out.append(Block("p", "Descriptive: the bound statistic B_T = A_T sqrt(T)/log(T+1) of every group (the earlier "
                           "bound test's b is shown for reference only; it decides no row)."))
     rows = [[quantity, test.label + (" (primary)" if primary else ""), _iv(test.slope), _iv(test.beta),
              test.seeds, test.horizon] for _, quantity, test, primary in _tests(suite)]
     if rows:
-        out.append(block("table", headers=("quantity", "group", "b (descriptive)", "beta (running mean)", "seeds",
+        out.append(Block("table", headers=("quantity", "group", "b (descriptive)", "beta (running mean)", "seeds",
                                            "horizon"), rows=tuple(tuple(map(str, r)) for r in rows)))
-        out.append(block("figure", "convergence"))
+        out.append(Block("figure", "convergence"))
     diverged = suite.get("diverged")
     if isinstance(diverged, DivergedRuns) and diverged.runs:
-        out.append(block("p", "Diverged runs (their own training objective rose), excluded from every verdict: "
+        out.append(Block("p", "Diverged runs (their own training objective rose), excluded from every verdict: "
                          + "; ".join(f"{n}: {why}" for n, why in sorted(diverged.runs.items()))))
     else:
-        out.append(block("p", "Diverged runs: none."))
+        out.append(Block("p", "Diverged runs: none."))
     for name in ("rate_reverse", "rate_forward", "proof_reverse", "proof_forward"):
         if name in suite.skipped:
-            out.append(block("p", f"{name}: not measured: {suite.skipped[name]}"))
+            out.append(Block("p", f"{name}: not measured: {suite.skipped[name]}"))
     return out
 
 
