@@ -69,14 +69,13 @@ def _surrogate_gradients(chunked: ChunkedLM, step, batch, method: MethodConfig):
     ],
     ids=["forward", "forward-smoothed", "reverse"],
 )
-def test_lemma3_zerolock_step_is_surrogate_gradient_step(tiny_lm, method):
+def test_lemma3_zerolock_step_is_surrogate_gradient_step(tiny_lm, applied_gradients, method):
     chunked, step = _setup(tiny_lm, method)
     batch = _batch()
     expected = _surrogate_gradients(chunked, step, batch, method)
     before = [[p.detach().clone() for p in ps] for ps in step.params]
-    step.capture_gradients = True
-    step.train_step(batch, 0)
-    for k, (got, want) in enumerate(zip(step.last_gradients, expected, strict=True), start=1):
+    applied, _ = applied_gradients(step, batch)
+    for k, (got, want) in enumerate(zip(applied, expected, strict=True), start=1):
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g.double(), w.double(), atol=1e-6, rtol=1e-4, msg=lambda m, k=k: f"chunk {k}: {m}")
     # ω^{t+1} = ω^t − η ∇R̄^t(ω^t): the update is the surrogate's gradient step, block by block
@@ -116,14 +115,12 @@ def test_readout_is_frozen_and_unchanged(tiny_lm, method_name):
 
 
 @pytest.mark.parametrize("method_name", ["zerolock", "backprop"])
-def test_sliced_readout_matches_whole(tiny_lm, method_name):
+def test_sliced_readout_matches_whole(tiny_lm, applied_gradients, method_name):
     method = MethodConfig(name=method_name, alpha=0.4, epsilon=0.05)
     grads = []
     for size in (None, 4):
         chunked, step = _setup(tiny_lm, method, slice_size=size)
-        step.capture_gradients = True
-        metrics = step.train_step(_batch(), 0)
-        grads.append((step.last_gradients, metrics))
+        grads.append(applied_gradients(step, _batch()))
     (g_whole, m_whole), (g_sliced, m_sliced) = grads
     for a, b in zip(g_whole, g_sliced, strict=True):
         for x, y in zip(a, b, strict=True):
@@ -131,7 +128,7 @@ def test_sliced_readout_matches_whole(tiny_lm, method_name):
     assert m_whole["train/final_ce"] == pytest.approx(m_sliced["train/final_ce"], rel=1e-6)
 
 
-def test_backprop_gradient_equals_model_cross_entropy(tiny_lm):
+def test_backprop_gradient_equals_model_cross_entropy(tiny_lm, applied_gradients):
     chunked, step = _setup(tiny_lm, MethodConfig(name="backprop"), chunks=2)
     batch = _batch()
     logits = chunked.model(input_ids=batch["input_ids"]).logits
@@ -140,19 +137,17 @@ def test_backprop_gradient_equals_model_cross_entropy(tiny_lm):
     got = [g for block in step.global_gradient(batch) for g in block]
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)
-    step.capture_gradients = True
-    step.train_step(batch, 0)
-    for g, w in zip([g for b in step.last_gradients for g in b], want, strict=True):
+    applied, _ = applied_gradients(step, batch)
+    for g, w in zip([g for b in applied for g in b], want, strict=True):
         torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)
 
 
-def test_local_gradients_match_training_step(tiny_lm):
+def test_local_gradients_match_training_step(tiny_lm, applied_gradients):
     chunked, step = _setup(tiny_lm, MethodConfig(alpha=0.6), chunks=2)
     batch = _batch()
     local = step.local_gradients(batch)
-    step.capture_gradients = True
-    step.train_step(batch, 0)
-    for a, b in zip(local, step.last_gradients, strict=True):
+    applied, _ = applied_gradients(step, batch)
+    for a, b in zip(local, applied, strict=True):
         for x, y in zip(a, b, strict=True):
             torch.testing.assert_close(x, y, atol=1e-6, rtol=1e-5)
 

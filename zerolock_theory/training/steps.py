@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import torch
@@ -74,16 +74,13 @@ Totals = dict[str, torch.Tensor]
 
 
 class TrainStep(Protocol):
-    """What the loop, the probes and the tests use of a step object."""
+    """What the loop, the probes and the pipeline use of a step object."""
 
     name: str
-    chunked: ChunkedLM
     method: MethodConfig
     readout: Readout
     params: Blocks
     optimizers: ChunkOptimizers
-    capture_gradients: bool  # tests: keep each chunk's gradients before the update ...
-    last_gradients: Blocks  # ... here
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
         """One update ω^t → ω^{t+1} on the full minibatch; metrics include Ĝ_t."""
@@ -145,8 +142,6 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
     out["train/final_ce"] = metrics[f"chunk/{K}/ce"]
     out["train/grad_norm_sq"] = sum(sq)
     out["train/grad_sq_unbiased"] = None if inner_values is None else sum(inner_values)
-    if step_fn.capture_gradients:
-        step_fn.last_gradients = snapshot(step_fn.params)
     out["train/lr"] = step_fn.optimizers.step(step, sq)
     return out
 
@@ -195,8 +190,6 @@ class ZeroLockStep:
     readout: Readout
     params: Blocks
     optimizers: ChunkOptimizers
-    capture_gradients: bool = False
-    last_gradients: Blocks = field(default_factory=list)
     unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
@@ -237,8 +230,6 @@ class BackpropStep:
     readout: Readout
     params: Blocks
     optimizers: ChunkOptimizers
-    capture_gradients: bool = False
-    last_gradients: Blocks = field(default_factory=list)
     unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
     readout_every: int = 1  # chunk/{k}/ce for k < K every so many steps (module docstring); 0 = never
 
