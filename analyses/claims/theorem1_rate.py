@@ -216,7 +216,12 @@ def reason(ev: Evidence) -> str:
         "flat": "no significant fall over the late blocks, significantly slower than the bound there",
         "ambiguous": "the intervals hold both a plateau and a decay (the power beside says how likely a decay "
                      "would have been seen)",
-    }.get(ev.reason, ev.reason) + (f": {sentence}" if sentence else "")
+    }.get(ev.reason, ev.reason) + (f": {sentence}" if sentence else "") + (LATE_FLOOR if ev.reason in DECAY_REASONS else "")
+
+
+DECAY_REASONS = ("faster", "undistinguished", "slower")
+LATE_FLOOR = ("; four block means cannot exclude a floor reached in the last block (the last half of the "
+              "window in log T; docs/THEOREM1.md)")
 
 
 OUTCOMES = {
