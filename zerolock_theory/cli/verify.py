@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import shlex
 import signal
 import sys
@@ -84,29 +83,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _flag_overrides(args: argparse.Namespace) -> list[str]:
-    """The shorthand flags as ``section.key=value`` overrides (applied before --set)."""
-    out = []
+def _flag_values(args: argparse.Namespace) -> dict[str, object]:
+    """The shorthand flags as typed values by dotted key (applied before --set)."""
+    out: dict[str, object] = {}
     if args.steps is not None:
         if args.steps < 5:
             raise CLIError(f"--steps {args.steps}: a suite needs at least 5 steps (Theorem 1's rate row "
                            "needs 500 for a verdict; shorter suites leave it not testable)")
-        out.append(f"suite.steps={args.steps}")
+        out["suite.steps"] = args.steps
     if args.seeds is not None:
         if args.seeds < 1:
             raise CLIError("--seeds must be >= 1")
-        out.append(f"suite.seeds={json.dumps(list(range(args.seeds)))}")
+        out["suite.seeds"] = list(range(args.seeds))
     if args.chunks is not None:
-        out.append(f"suite.chunks={args.chunks}")
+        out["suite.chunks"] = args.chunks
     if args.lr is not None:
         if not args.lr > 0:
             raise CLIError(f"--lr must be > 0, got {args.lr}")
-        out.append(f"suite.lr={args.lr!r}")
+        out["suite.lr"] = args.lr
     for flag, key in (("model", "model.path"), ("data", "data.source"), ("text_field", "data.text_field"),
                       ("device", "model.device")):
         if getattr(args, flag) is not None:
-            out.append(f"{key}={json.dumps(getattr(args, flag))}")
-    out += [f"{path}={json.dumps(value)}" for path, value in flag_values(args, DTYPE_FLAGS).items()]
+            out[key] = getattr(args, flag)
+    out.update(flag_values(args, DTYPE_FLAGS))
     return out
 
 
@@ -116,7 +115,7 @@ def _suite(args: argparse.Namespace):
 
     config = "verify_quick" if args.quick else (args.config or "verify_full")
     try:
-        return load_suite(config, _flag_overrides(args) + list(args.overrides))
+        return load_suite(config, list(args.overrides), values=_flag_values(args))
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
 
@@ -189,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.wording import verdict_lines
     from zerolock_theory.training.state import CheckpointError
     from zerolock_theory.training.steps import NonFiniteLossError
+    from zerolock_theory.workflows.kill_point import arm
     from zerolock_theory.workflows.sensitivity import verify_sensitivity
     from zerolock_theory.workflows.verify import verify
 
@@ -205,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     interrupted: list[int] = []
     try:
         run_suite = verify_sensitivity if spec.variants else verify  # suite.variants: the sensitivity map
+        arm()  # a test's kill point kills this process (workflows.kill_point)
         with _interrupts(interrupted):
             result = run_suite(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
     except BaseException as exc:

@@ -77,16 +77,18 @@ def _check_sizes(values: dict[str, Any]) -> None:
         raise ValueError(f"suite.lr={values['lr']}: must be > 0")
 
 
-def load_suite(config: str | Path, overrides: list[str] | None = None) -> tuple[SuiteSpec, dict[str, Any]]:
-    """The suite and the run-config tables of a verify recipe after ``overrides`` (``section.key=value``).
+def load_suite(config: str | Path, overrides: list[str] | None = None, *, values: dict[str, Any] | None = None
+               ) -> tuple[SuiteSpec, dict[str, Any]]:
+    """The suite and the run-config tables of a verify recipe after ``values`` (typed, by dotted key:
+    the command's shorthand flags), then ``overrides`` (``section.key=value`` text: ``--set``).
 
     Returns ``(spec, tables)``; ``tables`` go on top of ``base_config(spec, ...)`` (see
     ``verify(..., tables=...)``). Raises a one-line ``ValueError`` on bad input.
     """
     from zerolock_theory.config import read_recipe
-    from zerolock_theory.config_overrides import apply_overrides
+    from zerolock_theory.config_overrides import apply_overrides, apply_values
 
-    raw = apply_overrides(read_recipe(config), list(overrides or []))
+    raw = apply_overrides(apply_values(read_recipe(config), dict(values or {})), list(overrides or []))
     if "suite" not in raw:
         raise ValueError(f"{config} has no [suite] table: not a verify recipe (try verify_quick or verify_full)")
     table = raw.pop("suite")
