@@ -7,13 +7,15 @@ from pathlib import Path
 from probes.registry import build_probes
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.training.loop import Run, RunSummary, execute, setup
+from zerolock_theory.workflows.kill_point import kill_hooks
 
 __all__ = ["probed_setup", "probed_train"]
 
 
 def probed_setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Run:
-    """``setup`` with the hooks built from ``config.probes``."""
-    return setup(config, out, resume=resume, overwrite=overwrite, hooks=build_probes(config.probes, config.probe_settings))
+    """``setup`` with the hooks built from ``config.probes`` (and a test's kill point, ``workflows.kill_point``)."""
+    hooks = [*build_probes(config.probes, config.probe_settings), *kill_hooks(out)]
+    return setup(config, out, resume=resume, overwrite=overwrite, hooks=hooks)
 
 
 def probed_train(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> RunSummary:

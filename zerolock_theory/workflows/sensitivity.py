@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from zerolock_theory.config_overrides import parse_value
+from zerolock_theory.workflows.kill_point import reached
 from zerolock_theory.workflows.preflight import check_runs
 from zerolock_theory.workflows.suite_spec import VARIANTS, SuiteSpec, replicate, suite_base
 from zerolock_theory.workflows.sweep import GridPoint, validate_grid
@@ -167,6 +168,7 @@ def verify_sensitivity(
         suite.save(where / "analysis")
         rows.append(SettingVerdicts(setting.name, setting.change, suite.claims, len(run_dirs)))
         default_suite = default_suite or suite
+    reached("analysis")  # a test's kill point (workflows.kill_point)
     found = sensitivity_map(rows, [k for k in SHORT_HORIZON_ROWS if k in {c.key for c in claims()}])
     default_suite.results["sensitivity"] = found
     lrs = dict.fromkeys(DIRECTIONS, spec.lr)

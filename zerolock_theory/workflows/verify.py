@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from zerolock_theory.workflows.kill_point import reached
 from zerolock_theory.workflows.preflight import check_verify_resume, suite_checks
 from zerolock_theory.workflows.progress import UNPROBED, PlannedRun, SuiteProgress, starting
 from zerolock_theory.workflows.suite_spec import (
@@ -294,6 +295,7 @@ def verify(
         else:
             lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
         (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
+        reached("pilot")  # a test's kill point (workflows.kill_point)
         progress.plan(_plan(spec, base, out, lrs, jobs))
         progress.announce("runs", say)
         run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say)
@@ -303,6 +305,7 @@ def verify(
     fixed = fixed_points(spec, base, out / "fixed_point", log=log)
     systems = memory_runs(spec, base, out / "systems", log=log)
     tuned = tuned_runs(spec, base, out / "tuned", log=log)
+    reached("analysis")
     log("analysing ...")
     return _analyse_and_report(out, run_dirs, [*run_dirs, *fixed, *([tuned] if tuned else [])], systems,
                                _scope_settings(spec, lrs, pilot, model), started)
