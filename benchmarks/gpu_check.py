@@ -17,7 +17,9 @@ subset of V), and trained with LoRA at K = 4 under bf16 autocast. Measured, in o
    Reports the final CE, tokens/s and each stage's memory split and
    ``torch.cuda.max_memory_allocated``.
 
-Everything prints as one table. Budget: about 6 minutes on one H200 (model build ~1 min).
+One table, each row printed as it is measured; a part that fails prints a FAILED row (its
+traceback on stderr), the others still run, and the exit status is 1. Measured on one H200
+(2026-12-04, docs/results/gpu_h200_2026-12-04.md): 180 s in all, the model built in 11 s.
 ``--tiny`` shrinks everything (2-layer-per-chunk, d = 64, V = 8192, CPU allowed) to check
 the script itself in a few seconds::
 
@@ -33,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -49,18 +52,23 @@ TINY = dict(vocab_size=8192, hidden_size=64, intermediate_size=128, num_hidden_l
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
 PROBES = {"n_positions": 256, "readouts": {"mode": "topk"}, "stability": {}, "minimizers": {},
           "gradients": {"every": 10}}
+WIDTH = 36
+"""The width of the table's first column."""
 
 
-def build_model(shape: dict, where: Path) -> Path:
-    """A random-init Qwen2 model of ``shape`` saved with the packaged tokenizer."""
+def build_model(shape: dict, where: Path, device: str = "cpu") -> Path:
+    """A random-init Qwen2 model of ``shape`` saved with the packaged tokenizer (initialised on
+    ``device``: half a billion parameters initialise in seconds on a GPU, minutes on one core)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from zerolock_theory.embedded import embedded_path
 
     torch.manual_seed(0)
     config = Qwen2Config(**shape, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0, pad_token_id=1)
-    model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    with torch.device(device):
+        model = Qwen2ForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(where)
+    del model
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(Path(embedded_path()) / name, where / name)
     return where
@@ -197,8 +205,54 @@ def pipeline_check(model: Path, device: str, seq_len: int, batch: int, tmp: Path
     return rows
 
 
+def emit(key: str, value: str) -> None:
+    """Print one row of the table at once (a run cut off by a time limit keeps its rows)."""
+    print(f"{key:<{WIDTH}}  {value}", flush=True)
+
+
+def attempt(label: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, or ``None`` after a row saying ``label`` failed (its traceback on
+    stderr): on a device lent for minutes, one failing part must not hide the others."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 -- reported as a row, then the next part runs
+        traceback.print_exc()
+        emit(f"{label} FAILED", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200])
+        return None
+
+
+def cost_rows(methods: dict | None, overhead: dict | None, name: str) -> None:
+    """The rows of ``compare_methods`` and ``probe_overhead`` (shared with gpu_check_smollm2)."""
+    if methods is not None:
+        zl, bp = methods["zerolock"], methods["backprop"]
+        emit("zerolock step ms", f"{zl[0] * 1e3:.1f}")
+        emit("backprop step ms (own loss only)", f"{bp[0] * 1e3:.1f}")
+        emit("time ratio zl/bp", f"{zl[0] / bp[0]:.3f}")
+        emit(f"zerolock peak MiB ({name})", f"{zl[1] / 2**20:.0f}")
+        emit(f"backprop peak MiB ({name})", f"{bp[1] / 2**20:.0f}")
+        emit("memory ratio zl/bp", f"{zl[1] / bp[1]:.3f}" if bp[1] else "n/a (CPU)")
+    if overhead is not None:
+        emit("plain step ms", f"{overhead['plain'] * 1e3:.1f}")
+        emit("step + probes ms", f"{overhead['probed'] * 1e3:.1f}")
+        emit("probe overhead ratio", f"{overhead['probed'] / overhead['plain']:.3f}")
+        emit("floor: probe forward ms",
+             f"{overhead['forward'] * 1e3:.1f} (ratio {1 + overhead['forward'] / overhead['plain']:.3f})")
+
+
+def device_rows(device: str) -> str:
+    """Rows naming the device and the library versions; the memory column's name."""
+    import peft
+    import transformers
+
+    on_cuda = device.startswith("cuda")
+    emit("device", torch.cuda.get_device_name(device) if on_cuda else "cpu")
+    emit("versions", f"torch {torch.__version__}, transformers {transformers.__version__}, peft {peft.__version__}, "
+                     f"python {sys.version.split()[0]}")
+    return "torch.cuda" if on_cuda else "cpu"
+
+
 def main() -> int:
-    """Run the three measurements and print one table."""
+    """Run the measurements, printing each row as it is measured."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="tiny model, few steps: a smoke test (CPU is fine)")
     p.add_argument("--device", default="auto", help="auto (cuda when present), cuda, cpu, ...")
@@ -217,42 +271,28 @@ def main() -> int:
     steps, train_steps = (2, 3) if args.tiny else (args.steps, args.train_steps)
     seq_len, batch = (32, 2) if args.tiny else (512, 8)
     start = time.perf_counter()
+    name = device_rows(args.device)
+    emit("model", f"Qwen2-shaped random init, {shape['num_hidden_layers']} layers, d={shape['hidden_size']}, "
+                  f"V={shape['vocab_size']}, K=4, batch {batch}x{seq_len}, "
+                  f"bf16 autocast={args.device.startswith('cuda')}")
+    failed = 0
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        model = build_model(shape, tmp / "model")
-        built = time.perf_counter() - start
-        methods = compare_methods(model, args.device, steps, seq_len, batch, tmp)
-        overhead = probe_overhead(model, args.device, steps, seq_len, batch, tmp)
-        run = probed_run(model, args.device, train_steps, seq_len, batch, tmp)
-        pipeline_rows = pipeline_check(model, args.device, seq_len, batch, tmp)
-    on_cuda = args.device.startswith("cuda")
-    name = "torch.cuda" if on_cuda else "cpu"
-    device = torch.cuda.get_device_name(args.device) if on_cuda else "cpu"
-    zl, bp = methods["zerolock"], methods["backprop"]
-    rows = [
-        ("device", device),
-        ("model", f"Qwen2-shaped random init, {shape['num_hidden_layers']} layers, d={shape['hidden_size']}, "
-                  f"V={shape['vocab_size']}, K=4, batch {batch}x{seq_len}, bf16 autocast={on_cuda}"),
-        ("model build s", f"{built:.1f}"),
-        ("zerolock step ms", f"{zl[0] * 1e3:.1f}"),
-        ("backprop step ms (own loss only)", f"{bp[0] * 1e3:.1f}"),
-        ("time ratio zl/bp", f"{zl[0] / bp[0]:.3f}"),
-        (f"zerolock peak MiB ({name})", f"{zl[1] / 2**20:.0f}"),
-        (f"backprop peak MiB ({name})", f"{bp[1] / 2**20:.0f}"),
-        ("memory ratio zl/bp", f"{zl[1] / bp[1]:.3f}" if bp[1] else "n/a (CPU)"),
-        ("plain step ms", f"{overhead['plain'] * 1e3:.1f}"),
-        ("step + probes ms", f"{overhead['probed'] * 1e3:.1f}"),
-        ("probe overhead ratio", f"{overhead['probed'] / overhead['plain']:.3f}"),
-        ("floor: probe forward ms", f"{overhead['forward'] * 1e3:.1f} (ratio {1 + overhead['forward'] / overhead['plain']:.3f})"),
-        (f"probed train {train_steps} steps s", f"{run['wall']:.1f} ({run['records']} records)"),
-        ("chunk-K CE first -> last", f"{run['ce_first']:.3f} -> {run['ce_last']:.3f}"),
-        *pipeline_rows,
-        ("total s", f"{time.perf_counter() - start:.1f}"),
-    ]
-    width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        print(f"{key:<{width}}  {value}")
-    return 0
+        model = build_model(shape, tmp / "model", args.device)
+        emit("model build s", f"{time.perf_counter() - start:.1f}")
+        methods = attempt("compare_methods", compare_methods, model, args.device, steps, seq_len, batch, tmp)
+        overhead = attempt("probe_overhead", probe_overhead, model, args.device, steps, seq_len, batch, tmp)
+        cost_rows(methods, overhead, name)
+        run = attempt("probed_run", probed_run, model, args.device, train_steps, seq_len, batch, tmp)
+        if run is not None:
+            emit(f"probed train {train_steps} steps s", f"{run['wall']:.1f} ({run['records']} records)")
+            emit("chunk-K CE first -> last", f"{run['ce_first']:.3f} -> {run['ce_last']:.3f}")
+        pipeline_rows = attempt("pipeline_check", pipeline_check, model, args.device, seq_len, batch, tmp)
+        for key, value in pipeline_rows or []:
+            emit(key, value)
+        failed = sum(x is None for x in (methods, overhead, run, pipeline_rows))
+    emit("total s", f"{time.perf_counter() - start:.1f}" + (f" ({failed} part(s) FAILED)" if failed else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def test_the_smollm2_check_runs_the_gpu_suite_at_its_k_on_the_device():
                               gpu_check_smollm2.suite_overrides("smollm2-135m", "cuda", tiny=False, full=False))
     assert gpu_check_smollm2.SUITE == "verify_smollm2" and spec.chunks == gpu_check_smollm2.CHUNKS == 5
     assert tables["model"] == {"path": "smollm2-135m", "device": "cuda", "autocast": "bfloat16"}
-    assert spec.steps == 40 and len(spec.seeds) == 3 and spec.memory_stages == (2,)
+    assert spec.steps == 20 and len(spec.seeds) == 3 and spec.memory_stages == (2,)
     full, _ = load_suite(gpu_check_smollm2.SUITE, gpu_check_smollm2.suite_overrides("smollm2-135m", "cuda", False, True))
     assert full.steps == 1000  # --full-suite: the suite as shipped
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zerolock_theory.training.gradients import snapshot
+from zerolock_theory.training.gradients import grad_of
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def applied_gradients():
         update = step.optimizers.step
 
         def spy(index: int, grad_sq: list[float]) -> float:
-            seen.extend(snapshot(step.params))
+            seen.extend([grad_of(p).clone() for p in ps] for ps in step.params)
             return update(index, grad_sq)
 
         step.optimizers.step = spy  # an instance attribute over the method, removed again below

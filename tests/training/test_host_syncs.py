@@ -13,11 +13,19 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models import ChunkedLM, attach_adapters
 from zerolock_theory.theory.losses import local_loss_from_logits
-from zerolock_theory.training.gradients import grad_of, half_inner, snapshot, snapshot_bytes
+from zerolock_theory.training import gradients
+from zerolock_theory.training.gradients import (
+    grad_of,
+    grad_sq_tensor,
+    half_inner,
+    snapshot,
+    snapshot_bytes,
+)
 from zerolock_theory.training.losses import SUM_KEYS, LossSpec, Readout, chunk_loss
 from zerolock_theory.training.steps import build_step
 
@@ -96,19 +104,34 @@ def test_device_sums_equal_the_host_sums(tiny_lm):
     terms = local_loss_from_logits(chunked.readout(h1), batch["labels"], log_prev, 0.5)
     assert part.sums == {key: float(getattr(terms, key).detach().sum()) / 29 for key in SUM_KEYS}
     part.loss.backward()
-    first = snapshot(step.params)
+    firsts = {}
+    for limit in (gradients.GROUP_ELEMENTS, 100):  # one group per chunk; many, and tensors above the limit
+        gradients.GROUP_ELEMENTS, kept = limit, gradients.GROUP_ELEMENTS
+        firsts[limit] = snapshot(step.params)
+        gradients.GROUP_ELEMENTS = kept
+    per_tensor = [[grad_of(p).clone() for p in ps] for ps in step.params]
     other = _batch(5)
     hidden2, ctx2 = chunked.embed(other["input_ids"], other["attention_mask"])
     h2 = chunked.forward_chunk(1, hidden2, ctx2)
     chunk_loss(Readout(chunked), spec, h2, hidden2, other["labels"], 1, 29).loss.backward()
-    inner = half_inner(step.params, first, [13, 16], 29)
     scale = 29 * 29 / (13 * 16)
-    for ps, firsts, got in zip(step.params, first, inner, strict=True):
-        total = 0.0
-        for p, g1 in zip(ps, firsts, strict=True):
-            g1 = g1.double()
-            total += float(torch.dot(g1.reshape(-1), (grad_of(p).double() - g1).reshape(-1)))
-        assert float(got) == scale * total
+    for limit, first in firsts.items():
+        gradients.GROUP_ELEMENTS, kept = limit, gradients.GROUP_ELEMENTS
+        try:
+            assert (len(first[0]) == 1) == (limit > 100)  # the limit of 100 splits chunk 1 into groups
+            assert max(p.numel() for p in step.params[0]) > 100 or limit > 100  # and some tensor exceeds it
+            inner = half_inner(step.params, first, [13, 16], 29)
+            sq = [grad_sq_tensor(ps) for ps in step.params]
+        finally:
+            gradients.GROUP_ELEMENTS = kept
+        for ps, firsts, got, got_sq in zip(step.params, per_tensor, inner, sq, strict=True):
+            total = 0.0
+            for p, g1 in zip(ps, firsts, strict=True):
+                g1 = g1.double()
+                total += float(torch.dot(g1.reshape(-1), (grad_of(p).double() - g1).reshape(-1)))
+            assert float(got) == pytest.approx(scale * total, rel=1e-12, abs=1e-18)
+            host_sq = sum(float(grad_of(p).double().square().sum()) for p in ps)
+            assert float(got_sq) == pytest.approx(host_sq, rel=1e-5)
 
 
 @pytest.mark.parametrize("method", ["zerolock", "backprop"])
@@ -136,6 +159,41 @@ def test_snapshot_bytes_is_one_gradient_copy(tiny_lm):
     step = _step(tiny_lm, "zerolock", MANY)
     expected = sum(p.numel() * 4 for ps in step.params for p in ps)  # float32 adapters
     assert snapshot_bytes(step.params) == expected > 0
+    step.train_step(_batch(6), 0)
+    copy = snapshot(step.params)
+    assert sum(t.numel() * t.element_size() for ts in copy for t in ts) == expected
+
+
+class _Launches(TorchDispatchMode):
+    """Counts the operators that compute (a kernel launch each on a GPU): not views, not allocations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += not (func.is_view or func.overloadpacket.__name__ in ("detach", "empty", "empty_like"))
+        return func(*args, **(kwargs or {}))
+
+
+def _bookkeeping_launches(step) -> int:
+    for ps in step.params:
+        for p in ps:
+            p.grad = torch.randn_like(p)  # as a step holds them when it measures
+    with _Launches() as launches:
+        first = snapshot(step.params)
+        half_inner(step.params, first, [13, 16], 29)
+        for ps in step.params:
+            grad_sq_tensor(ps)
+    return launches.count
+
+
+def test_the_step_bookkeeping_launches_per_group_not_per_tensor(tiny_lm):
+    """‖g‖², the kept copy and Ĝ_t cost the same launches with 7 adapted modules a layer as with 1
+    (docs/results/gpu_h200_2026-12-04.md: on a GPU the step is bound by launches)."""
+    few, many = _step(tiny_lm, "zerolock", FEW), _step(tiny_lm, "zerolock", MANY)
+    assert sum(map(len, many.params)) >= 7 * sum(map(len, few.params))
+    assert _bookkeeping_launches(few) == _bookkeeping_launches(many) <= 12 * len(few.params)
 
 
 def test_backprop_reads_out_every_chunk_only_at_its_cadence(tiny_lm):

@@ -3,7 +3,8 @@
 * ``count_labelled`` / ``labelled_tokens``: the labelled-token count, n of every loss;
 * ``grad_sq``: ‖∇_{ω_k}‖² of the accumulated ``.grad`` of one chunk (``grad_sq_tensor``: on the device);
 * ``half_inner``: Ĝ_t's ⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk (docs/MATH.md, "Theorem 1"), on the device;
-* ``snapshot`` / ``snapshot_bytes``: the copy of the first half's gradient Ĝ_t keeps, and its size;
+* ``snapshot`` / ``snapshot_bytes``: the copy of the first half's gradient Ĝ_t keeps (flat, in
+  ``flat_groups``: a few kernels per step, not a few per tensor), and its size;
 * ``global_gradient`` / ``local_gradients``: ∇_{ω_k} L and ∇_{ω_k} ℓ_k by autograd, without
   touching ``.grad`` or any optimizer; ``global_and_local_gradients``: both from one forward.
 """
@@ -18,7 +19,7 @@ from zerolock_theory.training.losses import LossSpec, Readout, chunk_loss
 
 __all__ = [
     "Blocks", "count_labelled", "global_and_local_gradients", "global_gradient", "grad_of", "grad_sq",
-    "grad_sq_tensor", "half_inner", "labelled_tokens", "local_gradients", "snapshot", "snapshot_bytes",
+    "flat_groups", "grad_sq_tensor", "half_inner", "labelled_tokens", "local_gradients", "snapshot", "snapshot_bytes",
 ]
 
 Blocks = list[list[torch.Tensor]]
@@ -40,11 +41,44 @@ def grad_of(p: torch.nn.Parameter) -> torch.Tensor:
     return p.grad.detach() if p.grad is not None else torch.zeros_like(p)
 
 
+GROUP_ELEMENTS = 1 << 22
+"""Elements per flat buffer when a per-tensor sum is batched (``flat_groups``): few kernel launches
+per step on a GPU (about 6 per group instead of 6 per tensor), and a transient float64 copy of at
+most 32 MiB however large the model."""
+
+
+def flat_groups(params: list[torch.nn.Parameter]) -> list[list[int]]:
+    """Indices of ``params`` in consecutive groups of at most ``GROUP_ELEMENTS`` elements (a larger
+    tensor alone): the batches of ``grad_sq_tensor``, ``snapshot`` and ``half_inner``."""
+    groups: list[list[int]] = []
+    size = 0
+    for i, p in enumerate(params):
+        if not groups or size + p.numel() > GROUP_ELEMENTS:
+            groups.append([])
+            size = 0
+        groups[-1].append(i)
+        size += p.numel()
+    return groups
+
+
+def _flat_grad(params: list[torch.nn.Parameter], group: list[int]) -> torch.Tensor:
+    """The gradients of ``params[group]`` as one flat tensor (a view when the group is one tensor)."""
+    if len(group) == 1:
+        return grad_of(params[group[0]]).reshape(-1)
+    return torch.cat([grad_of(params[i]).reshape(-1) for i in group])
+
+
 def grad_sq_tensor(params: list[torch.nn.Parameter]) -> torch.Tensor:
     """‖∇‖² of the accumulated ``.grad`` of ``params`` as a float32 scalar on their device (parameters
-    without one count 0); no host synchronisation."""
-    grads = [p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None]
-    return sum(grads[1:], grads[0]) if grads else torch.zeros((), device=params[0].device if params else None)
+    without one count 0); no host synchronisation, a few kernels per ``flat_groups`` group."""
+    if not any(p.grad is not None for p in params):
+        return torch.zeros((), device=params[0].device if params else None)
+    total: torch.Tensor | None = None
+    for group in flat_groups(params):
+        flat = _flat_grad(params, group).float()
+        dot = torch.dot(flat, flat)
+        total = dot if total is None else total + dot
+    return total
 
 
 def grad_sq(params: list[torch.nn.Parameter]) -> float:
@@ -53,8 +87,10 @@ def grad_sq(params: list[torch.nn.Parameter]) -> float:
 
 
 def snapshot(params: Blocks) -> Blocks:
-    """A copy of every parameter's current gradient, per chunk."""
-    return [[grad_of(p).clone() for p in ps] for ps in params]
+    """A copy of the current gradients, per chunk one flat tensor per ``flat_groups`` group (what
+    ``half_inner`` reads as the first half's gradient)."""
+    return [[_flat_grad(ps, group).clone() if len(group) == 1 else _flat_grad(ps, group)
+             for group in flat_groups(ps)] for ps in params]
 
 
 def snapshot_bytes(params: Blocks) -> int:
@@ -64,12 +100,13 @@ def snapshot_bytes(params: Blocks) -> int:
 
 
 def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) -> list[torch.Tensor] | None:
-    """⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk, from the first half's gradient and the full accumulated one.
+    """⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk, from the first half's gradient (``snapshot``) and the full
+    accumulated one.
 
     With S_i the summed half gradients (``.grad`` = (S_1 + S_2)/n) and n_i the halves' labelled
-    tokens, g^{(i)} = S_i/n_i. Each is a float64 scalar on the device (the dot products added
-    tensor by tensor, in order: the same values as summing them on the host, without a
-    synchronisation per tensor). None without two halves or when a half has no labelled token.
+    tokens, g^{(i)} = S_i/n_i. Each is a float64 scalar on the device: the dot products of the
+    ``flat_groups`` groups in float64, added in order, without a synchronisation. None without
+    two halves or when a half has no labelled token.
     """
     if first is None or min(counts) == 0:
         return None
@@ -77,9 +114,9 @@ def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) 
     out = []
     for ps, firsts in zip(params, first, strict=True):
         total: torch.Tensor | None = None
-        for p, g1 in zip(ps, firsts, strict=True):
+        for group, g1 in zip(flat_groups(ps), firsts, strict=True):
             g1 = g1.double()
-            dot = torch.dot(g1.reshape(-1), (grad_of(p).double() - g1).reshape(-1))
+            dot = torch.dot(g1, _flat_grad(ps, group).double() - g1)
             total = dot if total is None else total + dot
         out.append(total * scale)
     return out
