@@ -1,20 +1,23 @@
-"""``zerolock verify`` survives a kill: SIGKILL at random points, then the same command again.
+"""``zerolock verify`` survives a kill: SIGKILL at chosen points, then the same command again.
 
-The resumed suite must end with the same verdict table, the same analysis and, run by run,
-the same ``metrics.jsonl`` as an uninterrupted suite (timings aside), say what it skipped, and
-leave no process behind (the workers die with the killed parent). Ctrl-C prints one line with
-the command that resumes and exits with 130.
+The kills land where a test hook puts them (``ZEROLOCK_KILL_AT``, ``workflows.kill_point``): the
+suite is killed mid-run, resumed and killed again later, resumed and killed before its analysis,
+then resumed to the end. It must end with the same verdict table, the same analysis and, run by
+run, the same ``metrics.jsonl`` as an uninterrupted suite (timings aside), say what it skipped,
+and leave no process behind after each kill (the workers die with the killed parent). Ctrl-C
+prints one line with the command that resumes and exits with 130.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
+import re
 import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,52 +35,83 @@ SMALL_SENSITIVITY = ["--config", "verify_sensitivity", "--set", "suite.steps=6",
                      "suite.readout_records=3", "--set", "suite.seeds=[0]", "--set",
                      'suite.variants=["model.chunks=2"]', "--jobs", "2"]
 SUITES = {"quick": SMALL, "sensitivity": SMALL_SENSITIVITY}
+# Per suite, its kill points in order (ZEROLOCK_KILL_AT, workflows.kill_point), each with what the
+# re-run after it must say: a run killed mid-way resumes, finished ones are skipped.
+KILLS = {
+    "quick": [  # the pilot's third run (the others, or one of them, done), a late run, before the analysis
+        ("pilot/backprop/*@2", [r"resuming: [1-9]\d* pilot run\(s\) already complete, skipped",
+                                r"backprop_lr-[^_ ]+_seed-0: resuming"]),
+        ("runs/backprop_*_seed-1@2", [r"resuming: 3 pilot run\(s\) already complete, skipped",
+                                      r"resuming: [1-9]\d* of \d+ runs already complete, skipped",
+                                      r"backprop_lr-[^_ ]+_seed-1: resuming"]),
+        ("analysis", [r"resuming: (\d+) of \1 runs already complete, skipped"]),
+    ],
+    "sensitivity": [  # the default setting's forward run, the second setting's reverse run, before the map
+        ("settings/default/runs/zerolock-forward_*@3", [r"zerolock-forward_lr-[^_ ]+_seed-0: resuming"]),
+        ("settings/chunks-2/runs/zerolock-reverse_*@3", [r"zerolock-reverse_lr-[^_ ]+_seed-0: complete, skipped",
+                                                         r"zerolock-reverse_lr-[^_ ]+_seed-0: resuming"]),
+        ("analysis", [r"complete, skipped"]),
+    ],
+}
 TIMING = ("time", "per_s", "seconds")  # wall-clock figures differ between any two runs
 PROVENANCE = ("manifest", "path")  # each run's start time, git commit and directory
 
 
-def _env() -> dict[str, str]:
+def _env(kill_at: str | None = None) -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[2])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
-            "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+           "OMP_NUM_THREADS": "1"}
+    env.pop("ZEROLOCK_KILL_AT", None)
+    return {**env, "ZEROLOCK_KILL_AT": kill_at} if kill_at else env
 
 
-def _start(out: Path, args: list[str] = SMALL) -> subprocess.Popen:
+def _start(out: Path, args: list[str] = SMALL, kill_at: str | None = None, stdout=subprocess.PIPE,
+           stderr=subprocess.PIPE) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "zerolock_theory", "verify", *args, "--out", str(out)],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            env=_env(kill_at), stdout=stdout, stderr=stderr, text=True, start_new_session=True)
 
 
-def _children(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (from /proc)."""
-    parents = {}
+def _session(sid: int) -> list[int]:
+    """Every live process of session ``sid`` (from /proc): a suite started in its own session is
+    its verify process and every process it started, whoever their parent is now."""
+    found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                stat = (entry / "stat").read_text()
+                state, _, _, session = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
             except OSError:
                 continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        kids = [p for p, pp in parents.items() if pp == parent]
-        found += kids
-        frontier += kids
+            if int(session) == sid and state != "Z":
+                found.append(int(entry.name))
     return found
 
 
-def _alive(pid: int) -> bool:
+def _run(out: Path, args: list[str], kill_at: str | None = None) -> str:
+    """Run the suite into ``out``; its stdout. With ``kill_at`` it must be SIGKILLed there and no
+    process of it may outlive that; without, it must succeed."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        proc = _start(out, args, kill_at, stdout, stderr)  # files, not pipes: nothing waits on a reader
+        proc.wait(timeout=3600)
+        deadline = time.monotonic() + 30
+        while kill_at and _session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        stdout.seek(0)
+        stderr.seek(0)
+        said, errors = stdout.read(), stderr.read()
+    if kill_at is None:
+        assert proc.returncode == 0, errors
+    else:
+        assert proc.returncode == -signal.SIGKILL, f"not killed at {kill_at} (exit {proc.returncode}): {errors}"
+        assert not _session(proc.pid), f"processes left behind after the kill at {kill_at}"
+    return said
+
+
+def _logged(out: Path) -> bool:
+    """Whether some run has logged a step (a non-empty ``metrics.jsonl``)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return any(f.stat().st_size > 0 for f in out.rglob("metrics.jsonl"))
+    except OSError:  # a directory renamed while it was listed (a checkpoint being written)
         return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _written(out: Path) -> bool:
-    """Whether some run of the killed suite had logged a step (a non-empty ``metrics.jsonl``)."""
-    return any(f.stat().st_size > 0 for f in out.rglob("metrics.jsonl"))
 
 
 def _verdict_table(stdout: str) -> list[str]:
@@ -114,47 +148,27 @@ def _analysis(out: Path) -> dict[str, object]:
 def test_verify_killed_at_three_points_resumes_to_the_same_result(tmp_path, suite) -> None:
     args = SUITES[suite]
     reference = tmp_path / "reference"
-    tic = time.perf_counter()
-    proc = _start(reference, args)
-    stdout, stderr = proc.communicate(timeout=3600)
-    total = time.perf_counter() - tic
-    assert proc.returncode == 0, stderr
-    table = _verdict_table(stdout)
-    rng = random.Random(0)
-    resumed = 0
-    for point in (rng.uniform(0.1, 0.35), rng.uniform(0.35, 0.6), rng.uniform(0.6, 0.9)):  # pilot, runs, late
-        out = tmp_path / f"killed-{point:.2f}"
-        proc = _start(out, args)
-        time.sleep(point * total)
-        kids = _children(proc.pid)
-        os.kill(proc.pid, signal.SIGKILL)  # the parent only: its workers must follow it
-        proc.communicate()
-        deadline = time.monotonic() + 30
-        while any(_alive(k) for k in kids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [k for k in kids if _alive(k)], f"processes left behind after the kill at {point:.2f}"
-        written = _written(out)
-        resumed += written
-        again = _start(out, args)
-        stdout, stderr = again.communicate(timeout=3600)
-        assert again.returncode == 0, stderr
-        if not written:  # killed before any run logged a step (a slow start): nothing to resume
-            pass
-        elif suite == "quick":
-            assert "resuming: " in stdout and "already complete, skipped" in stdout, stdout
-        else:  # it says what it skipped, or which half-written runs it resumes
-            assert "complete, skipped" in stdout or ": resuming" in stdout, stdout
-        assert _verdict_table(stdout) == table, point
-        assert _metrics(out) == _metrics(reference), point
-        assert _analysis(out) == _analysis(reference), point
-    assert resumed >= 2, "fewer than two kills found a run with logged steps: the test resumed nothing"
+    table = _verdict_table(_run(reference, args))
+    out = tmp_path / "killed"
+    points = [point for point, _ in KILLS[suite]]
+    _run(out, args, kill_at=points[0])
+    for (point, said), following in zip(KILLS[suite], [*points[1:], None], strict=True):
+        stdout = _run(out, args, kill_at=following)  # the same command again, killed at the next point
+        for pattern in said:
+            assert re.search(pattern, stdout), f"the re-run after the kill at {point} did not say {pattern!r}:\n{stdout}"
+    assert _verdict_table(stdout) == table
+    assert _metrics(out) == _metrics(reference)
+    assert _analysis(out) == _analysis(reference)
 
 
 @pytest.mark.slow
 def test_ctrl_c_prints_the_resume_command_and_exits_130(tmp_path) -> None:
     out = tmp_path / "v"
     proc = _start(out)
-    time.sleep(20)
+    deadline = time.monotonic() + 600
+    while not _logged(out) and proc.poll() is None and time.monotonic() < deadline:  # a pilot run's first step
+        time.sleep(0.2)
+    assert proc.poll() is None and _logged(out), "the suite ended or logged nothing before the interrupt"
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -115,6 +116,7 @@ def choose_lr(
         from concurrent.futures import ProcessPoolExecutor
 
         out.mkdir(parents=True, exist_ok=True)
+        _quiet_resource_tracker()
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=die_with_parent) as pool:
             chains = list(pool.map(pilot_chain, *zip(*[(spec, base, out / label, label) for label in PRIMARY],
@@ -123,6 +125,18 @@ def choose_lr(
         chains = [pilot_chain(spec, base, out / label, label, log=log) for label in PRIMARY]
     table = [row for chain in chains for row in chain]
     return {chain[-1]["method"]: chain[-1]["lr"] for chain in chains}, table
+
+
+def _quiet_resource_tracker() -> None:
+    """Silence one warning of multiprocessing's resource tracker, the process that frees the
+    pool's semaphores. After Ctrl-C the pool's workers exit at once (``die_with_parent``), the
+    tracker frees the queues' semaphores and warns on stderr of "leaked semaphore objects":
+    noise after the one line an interrupt prints, since nothing is left behind. The tracker is
+    started with the pool and reads the filter from the environment."""
+    rule = "ignore:resource_tracker:UserWarning"
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if rule not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = f"{current},{rule}" if current else rule
 
 
 def run_points(base: dict[str, Any], points: list[GridPoint], out: Path, jobs: int = 1, log=print) -> list[Path]:
