@@ -13,10 +13,13 @@ backward, the losses, the optimizer, ‖g‖² and Ĝ_t), split into
 
 ``--foreach`` builds AdamW as it is built on CUDA by default (``foreach=True``: a few
 multi-tensor operators instead of about 7 per parameter tensor), so the counts are a GPU's.
-Rows: each method, with Ĝ_t on and off (``run.unbiased_grad_sq``), and per parameter tensor::
+Rows: each method, with Ĝ_t on and off (``run.unbiased_grad_sq``), and per parameter tensor.
+``--probes``: instead, one ZeroLock step with every probe due (cadence 1), each probe's
+``before_step`` and ``after_step`` counted apart: what a probed step adds on a GPU::
 
     python3 benchmarks/step_ops.py --foreach                            # embedded model, K = 4
     python3 benchmarks/step_ops.py --model smollm2-135m --chunks 5 --foreach
+    python3 benchmarks/step_ops.py --probes
 """
 
 from __future__ import annotations
@@ -77,6 +80,55 @@ def build(model: str, chunks: int, method: str, seq_len: int, batch: int, unbias
     return run
 
 
+PROBES = {"n_positions": 64, "readouts": {"mode": "topk"}, "stability": {}, "minimizers": {},
+          "gradients": {"every": 1}, "scaling": {"every": 1}, "proof": {"every": 1}}
+"""Every probe, due at every step (``--probes``)."""
+
+
+def probe_rows(model: str, chunks: int, seq_len: int, batch: int) -> list[tuple[str, int, int]]:
+    """(name, launches, host reads) of the training step and of each probe, at the third step of
+    a run with every probe due (the first two build state)."""
+    from zerolock_theory.models import resolve_model_path
+    from zerolock_theory.training.loop import quiet_mode
+    from zerolock_theory.workflows.runs import probed_setup
+
+    cfg = TrainConfig.from_dict({
+        "model": {"path": str(resolve_model_path(model)), "chunks": chunks, "device": "cpu"},
+        "data": {"seq_len": seq_len, "batch_size": batch},
+        "method": {"name": "zerolock"},
+        "run": {"steps": 10, "progress": False},
+        "probes": PROBES,
+    })
+    run = probed_setup(cfg, tempfile.mkdtemp(prefix="step-ops-probes-"))
+    ctx = run.hook_ctx
+    with quiet_mode(run.chunked):
+        for probe in run.hooks:
+            probe.on_start(ctx)
+    rows: list[tuple[str, int, int]] = []
+    for step in range(3):
+        rows = []
+        counts = {}
+        for probe in run.hooks:
+            with quiet_mode(run.chunked), OpCounter() as counter:
+                if callable(getattr(probe, "before_step", None)):  # as the loop calls it
+                    probe.before_step(ctx, step)
+            counts[type(probe).__name__] = counter
+        batch_t = {k: v.to(run.device) for k, v in run.stream.next_batch().items()}
+        run.chunked.train()
+        with OpCounter() as counter:
+            metrics = run.step_fn.train_step(batch_t, step)
+        rows.append(("training step", counter.kinds["kernels"], counter.kinds["reads"]))
+        for probe in run.hooks:
+            with quiet_mode(run.chunked), OpCounter() as counter:
+                probe.after_step(ctx, step, metrics)
+            before = counts[type(probe).__name__]
+            rows.append((type(probe).__name__, before.kinds["kernels"] + counter.kinds["kernels"],
+                         before.kinds["reads"] + counter.kinds["reads"]))
+    for probe in run.hooks:
+        probe.on_end(ctx)
+    return rows
+
+
 def foreach_adamw() -> Callable[[], None]:
     """Make AdamW default to ``foreach=True`` (CUDA's default); returns the undo."""
     original = torch.optim.AdamW.__init__
@@ -97,9 +149,17 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--foreach", action="store_true", help="AdamW with foreach=True, as on CUDA")
     p.add_argument("--top", type=int, default=12, help="the most frequent computing operators to list")
+    p.add_argument("--probes", action="store_true", help="each probe's launches in a step where every probe is due")
     args = p.parse_args()
     undo = foreach_adamw() if args.foreach else (lambda: None)
     try:
+        if args.probes:
+            rows = probe_rows(args.model, args.chunks, args.seq_len, args.batch_size)
+            step = rows[0][1]
+            print(f"{'part':<16} {'kernels':>8} {'reads':>6} {'x step':>7}")
+            for name, kernels, reads in rows:
+                print(f"{name:<16} {kernels:>8} {reads:>6} {kernels / step:>7.2f}")
+            return
         print(f"{'method':<10} {'G-hat':>6} {'kernels':>8} {'views':>7} {'reads':>6} {'tensors':>8} "
               f"{'kernels/tensor':>15}")
         tops = {}
