@@ -28,13 +28,24 @@ def _seed_everything() -> None:
     torch.manual_seed(0)
 
 
+def runs_slow(config: pytest.Config) -> bool:
+    """Whether the ``slow`` tests run: in CI (``CI=true``, as ``.ci/run`` sets it), with
+    ``ZEROLOCK_SLOW=1``, or when ``-m`` names them; otherwise they are skipped, so that the
+    default suite stays short on a developer's machine."""
+    ci = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+    return ci or os.environ.get("ZEROLOCK_SLOW") == "1" or "slow" in (config.getoption("markexpr") or "")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if torch.cuda.is_available():
-        return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    skips = {}
+    if not torch.cuda.is_available():
+        skips["gpu"] = pytest.mark.skip(reason="needs a CUDA device")
+    if not runs_slow(config):
+        skips["slow"] = pytest.mark.skip(reason="slow: runs in CI (CI=true), with ZEROLOCK_SLOW=1 or -m slow")
     for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip_gpu)
+        for marker, skip in skips.items():
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 def make_tiny_lm(arch: str = "llama", layers: int = 4, vocab: int = 64, seed: int = 0) -> torch.nn.Module:
