@@ -54,9 +54,9 @@ from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
     hidden_states,
     label_targets,
+    objective_smoothing,
     probe_batch,
     readouts,
-    smoothing_for_g,
 )
 from probes.registry import register
 from zerolock_theory.metric_keys import OBJECTIVES, PROOF_FIELDS, proof_key, proof_step_key
@@ -137,8 +137,7 @@ class ProofProbe(Probe):
     # -- pieces -------------------------------------------------------------------------------
 
     def _eps(self, ctx: HookContext) -> dict[str, float]:
-        eps = ctx.config.method.epsilon
-        return {"paper": smoothing_for_g(eps, self.epsilon), "implemented": float(eps)}
+        return objective_smoothing(ctx.config.method.epsilon, self.epsilon)
 
     def _objectives(self, ctx: HookContext) -> list[str]:
         """The objectives that are finite: the paper's R needs ε > 0 when α > 0."""

@@ -254,3 +254,17 @@ def label_targets(targets: torch.Tensor, vocab_size: int, epsilon: float) -> tor
 def smoothing_for_g(method_epsilon: float, probe_epsilon: float) -> float:
     """ε of p_y in g_k and the paper's R: ``method.epsilon`` when > 0, else the probe's."""
     return float(method_epsilon) if method_epsilon > 0 else float(probe_epsilon)
+
+
+def objective_smoothing(method_epsilon: float, probe_epsilon: float) -> dict[str, float]:
+    """ε of p_y per objective: the paper's R (``smoothing_for_g``) and the implemented R̄
+    (``method.epsilon``, what training uses)."""
+    return {"paper": smoothing_for_g(method_epsilon, probe_epsilon), "implemented": float(method_epsilon)}
+
+
+def objective_targets(targets: torch.Tensor, vocab_size: int, method_epsilon: float,
+                      probe_epsilon: float) -> dict[str, torch.Tensor]:
+    """p_y per objective (``objective_smoothing``), float64 [N, V]: what every probe that
+    evaluates both objectives reads."""
+    return {objective: label_targets(targets, vocab_size, eps)
+            for objective, eps in objective_smoothing(method_epsilon, probe_epsilon).items()}

@@ -63,11 +63,10 @@ import torch
 from probes.base import Probe
 from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
-    label_targets,
+    objective_targets,
     probe_batch,
     readouts,
     readouts_now,
-    smoothing_for_g,
 )
 from probes.registry import register
 from zerolock_theory.metric_keys import scaling_key, scaling_step_key
@@ -242,10 +241,8 @@ class ScalingProbe(Probe):
     def _targets(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
         """p_y per objective, [N, V] float64."""
         if not self.targets:
-            method = ctx.config.method
             labels = probe_batch(ctx, self.n_positions, self.seed).targets
-            eps = {"paper": smoothing_for_g(method.epsilon, self.epsilon), "implemented": method.epsilon}
-            self.targets = {obj: label_targets(labels, vocab, e) for obj, e in eps.items()}
+            self.targets = objective_targets(labels, vocab, ctx.config.method.epsilon, self.epsilon)
         return self.targets
 
     def _metrics(

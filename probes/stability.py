@@ -33,10 +33,10 @@ from probes.kernels import KernelSums, cached_sums, supported, use_compiled
 from probes.minimizers import kernel_minimizer_metrics
 from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
-    label_targets,
+    objective_smoothing,
+    objective_targets,
     probe_batch,
     readouts,
-    smoothing_for_g,
 )
 from probes.registry import register
 from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
@@ -116,10 +116,8 @@ class StabilityProbe(Probe):
     def _targets(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
         """p_y per objective, [N, V] float64."""
         if not self.targets:
-            method = ctx.config.method
             labels = probe_batch(ctx, self.n_positions, self.seed).targets
-            eps = {"paper": smoothing_for_g(method.epsilon, self.epsilon), "implemented": method.epsilon}
-            self.targets = {obj: label_targets(labels, vocab, e) for obj, e in eps.items()}
+            self.targets = objective_targets(labels, vocab, ctx.config.method.epsilon, self.epsilon)
         return self.targets
 
     def on_start(self, ctx: HookContext) -> None:
@@ -140,7 +138,7 @@ class StabilityProbe(Probe):
     def terms(self, ctx: HookContext, before: torch.Tensor, after: torch.Tensor, step: int = -1) -> dict[str, Any]:
         """Metrics of one step from log p̃ at ω^t (``before``) and ω^{t+1} (``after``): [K+1, N, V]."""
         method = ctx.config.method
-        eps = {"paper": smoothing_for_g(method.epsilon, self.epsilon), "implemented": method.epsilon}
+        eps = objective_smoothing(method.epsilon, self.epsilon)
         out: dict[str, Any] = {}
         if self.check_autograd or not supported(method.alpha, eps["paper"]):
             for objective, p_y in self._targets(ctx, before.shape[-1]).items():
