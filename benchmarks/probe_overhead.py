@@ -49,6 +49,7 @@ from probes.kernels import _COMPILED, cached_sums, use_compiled
 from probes.readout_pass import DEFAULT_N_POSITIONS, log_readouts
 from zerolock_theory.config import TrainConfig, read_recipe
 from zerolock_theory.config_overrides import apply_overrides
+from zerolock_theory.training.hooks import ProbeCache
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 from zerolock_theory.workflows.runs import probed_setup
 
@@ -365,8 +366,7 @@ def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
     mask[:, -1] = False
     labels = ids[:, 1:].flatten()
     rss0 = _rss_mib("VmRSS")
-    kernel_cache: dict = {}
-    forward_cache: dict = {}  # the loop's: p_0 is copied while the embedding, norm and head are unchanged
+    kernel_cache, forward_cache = ProbeCache(), ProbeCache()  # the loop's: p_0 is copied while the embedding, norm and head are unchanged
     state = {"step": 0, "previous": log_readouts(chunked, ids, None, mask, cache=forward_cache)}
     cached_sums(kernel_cache, -1, None, state["previous"], labels, alpha, 0.1, 0.0)
 

@@ -72,6 +72,7 @@ from probes.kernels_eager import (  # noqa: F401
     _stability,
 )
 from zerolock_theory.probe_config import COMPILE_MODES
+from zerolock_theory.training.hooks import ProbeCache
 
 __all__ = ["BLOCK_ELEMS", "COMPILE_MODES", "KernelSums", "cached_sums", "step_sums", "supported", "use_compiled"]
 
@@ -150,11 +151,10 @@ def step_sums(
     return KernelSums({name: value / n for name, value in acc.items()})
 
 
-_CACHE_KEY, _KEEP_KEY = "kernel_sums", "kernel_features"
 
 
 def cached_sums(
-    cache: dict,
+    cache: ProbeCache,
     step: int,
     before: torch.Tensor | None,
     after: torch.Tensor,
@@ -172,15 +172,15 @@ def cached_sums(
     other order only the missing stability terms are computed.
     """
     key = (step, float(alpha), float(eps_g), float(eps_m))
-    hit = cache.get(_CACHE_KEY)
+    hit = cache.kernel_sums
     have = hit[1] if hit is not None and hit[0] == key else KernelSums()
     need_stability = before is not None and "paper_phi" not in have
     need_minimizers = "ce" not in have and (before is None or not have.values)
     if need_stability or need_minimizers:
         fresh = step_sums(
             before if need_stability else None, after, labels, alpha, eps_g, eps_m,
-            minimizers=need_minimizers, keep=cache.setdefault(_KEEP_KEY, {}), compiled=compiled,
+            minimizers=need_minimizers, keep=cache.kernel_features, compiled=compiled,
         )
         have = KernelSums({**have.values, **fresh.values})
-        cache[_CACHE_KEY] = (key, have)
+        cache.kernel_sums = (key, have)
     return have

@@ -27,6 +27,7 @@ from probes.stability import kernel_metrics
 from probes.store import ReadoutStore
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.models.loading import resolve_device
+from zerolock_theory.training.hooks import ProbeCache
 
 __all__ = ["compare", "recompute"]
 
@@ -55,7 +56,7 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
         raise ValueError(f"{run_dir}: alpha = {method.alpha}, epsilon = {eps_g}: outside the kernels' range")
     store = ReadoutStore(run_dir / STORE_DIR)
     labels = _labels(run_dir)
-    cache: dict[str, Any] = {}
+    cache = ProbeCache()
     # the online run's kernels (their float32 rounding differs): same mode, device type and length
     compiled = use_compiled(config.probe_settings.compile, _device_type(config.model.device), config.run.steps)
     out = []

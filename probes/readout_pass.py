@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from zerolock_theory.theory.targets import label_smooth, one_hot
-from zerolock_theory.training.hooks import HookContext
+from zerolock_theory.training.hooks import HookContext, ProbeCache
 
 __all__ = [
     "DEFAULT_N_POSITIONS",
@@ -40,9 +40,6 @@ __all__ = [
 
 DEFAULT_N_POSITIONS = 256
 BATCH_FILE = "probe_batch.json"
-_BATCH_KEY = "probe_batch"
-_READOUT_KEY = "readouts"
-_HIDDEN_KEY = "hidden_states"
 
 
 @dataclass(frozen=True)
@@ -79,7 +76,7 @@ def _write_json(path: Any, payload: dict[str, Any]) -> None:
 def probe_batch(ctx: HookContext, n_positions: int = DEFAULT_N_POSITIONS, seed: int | None = None) -> ProbeBatch:
     """The run's probe batch (built, saved to ``probe_batch.json`` and cached on first use)."""
     seed = ctx.config.run.seed if seed is None else int(seed)
-    cached: ProbeBatch | None = ctx.cache.get(_BATCH_KEY)
+    cached: ProbeBatch | None = ctx.cache.batch
     if cached is not None:
         if (cached.n_positions, cached.seed) != (n_positions, seed):
             raise ValueError(
@@ -105,7 +102,7 @@ def probe_batch(ctx: HookContext, n_positions: int = DEFAULT_N_POSITIONS, seed: 
             "labels": raw["labels"].tolist(),
         },
     )
-    ctx.cache[_BATCH_KEY] = batch
+    ctx.cache.batch = batch
     return batch
 
 
@@ -149,15 +146,15 @@ def log_readouts(
     *,
     uniform_p0: bool = False,
     autocast: Any = None,
-    cache: dict | None = None,
+    cache: ProbeCache | None = None,
     hiddens_out: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """log p̃ = (log p_0, …, log p_K) at the ``mask`` positions: float32 [K+1, N, V].
 
     ``chunked`` is a ``ChunkedLM`` (h_0..h_K by chaining its chunks; readout = its frozen final
     norm and LM head); ``uniform_p0`` replaces p_0 by the uniform distribution; ``autocast``
-    is a context-manager factory (e.g. the step object's) or None. ``cache`` (a dict the caller
-    keeps between calls): p_0 is copied from the previous call when nothing it depends on
+    is a context-manager factory (e.g. the step object's) or None. ``cache`` (a ``ProbeCache``
+    the caller keeps between calls): p_0 is copied from the previous call when nothing it depends on
     changed (``_P0``), instead of reading h_0 out again: the same bits. ``hiddens_out`` (a list)
     receives h_0..h_K on the whole rows, as the forward computed them.
     """
@@ -167,7 +164,7 @@ def log_readouts(
     if hiddens_out is not None:
         hiddens_out.extend(hiddens)
     now = None if cache is None or uniform_p0 else _P0.of(chunked, input_ids, mask, autocast)
-    kept = cache.get(_P0_KEY) if cache is not None else None
+    kept = cache.p0 if cache is not None else None
     reuse = now is not None and now.same(kept)
     out: torch.Tensor | None = None
     for k, hidden in enumerate(hiddens):
@@ -186,11 +183,9 @@ def log_readouts(
         out[0].copy_(kept.row)  # type: ignore[union-attr]
     elif now is not None and cache is not None:
         now.row, now.input_ids, now.mask = out[0].clone(), input_ids.clone(), mask.clone()
-        cache[_P0_KEY] = now
+        cache.p0 = now
     return out
 
-
-_P0_KEY = "readout_p0"
 
 
 def _compute_readouts(ctx: HookContext, batch: ProbeBatch, hiddens_out: list[torch.Tensor] | None = None) -> torch.Tensor:
@@ -212,13 +207,12 @@ def readouts(
     (``hidden_states``).
     """
     batch = probe_batch(ctx, n_positions, seed)
-    cached = ctx.cache.get(_READOUT_KEY)
+    cached = ctx.cache.readouts
     if cached is not None and cached[0] == step:
         return cached[1]
     hiddens: list[torch.Tensor] = []
     value = _compute_readouts(ctx, batch, hiddens)
-    ctx.cache[_READOUT_KEY] = (step, value)
-    ctx.cache[_HIDDEN_KEY] = (step, hiddens)
+    ctx.cache.readouts, ctx.cache.hiddens = (step, value), (step, hiddens)
     return value
 
 
@@ -230,11 +224,12 @@ def hidden_states(
     Same timing rule as ``readouts`` (ask while the model holds ω^step); computed with the
     readouts when not cached for ``step``.
     """
-    cached = ctx.cache.get(_HIDDEN_KEY)
+    cached = ctx.cache.hiddens
     if cached is None or cached[0] != step:
-        ctx.cache.pop(_READOUT_KEY, None)
+        ctx.cache.readouts = None
         readouts(ctx, step, n_positions, seed)
-        cached = ctx.cache[_HIDDEN_KEY]
+        cached = ctx.cache.hiddens
+    assert cached is not None
     return cached[1]
 
 

@@ -48,6 +48,7 @@ from probes.kernels import cached_sums, supported, use_compiled
 from probes.readout_pass import log_readouts
 from probes.stability import kernel_metrics
 from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.training.hooks import ProbeCache
 from zerolock_theory.training.losses import Readout
 
 __all__ = ["ProbeSession"]
@@ -124,7 +125,7 @@ class ProbeSession:
         self.eps_m = float(epsilon)
         self.eps_g = float(epsilon) if epsilon > 0 else float(probe_epsilon)
         assert supported(self.alpha, self.eps_g)
-        self.cache: dict[str, Any] = {}
+        self.cache = ProbeCache()
         self.previous: tuple[int, torch.Tensor] | None = None
         self.store_path = None if store is None else Path(store)
         if self.store_path is not None and self.store_path.exists():

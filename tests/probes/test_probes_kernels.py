@@ -14,6 +14,7 @@ from probes.readout_pass import label_targets
 from probes.stability import kernel_terms
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.theory.stability import stability_terms
+from zerolock_theory.training.hooks import ProbeCache
 
 K, V, ROWS, T = 4, 512, 4, 24
 RTOL = 1e-6
@@ -156,7 +157,7 @@ def test_compile_is_a_shared_probe_setting_that_round_trips():
 
 def test_cached_sums_compute_once_per_step_and_reuse(step_readouts):
     before, after, labels = step_readouts
-    cache: dict = {}
+    cache = ProbeCache()
     first = cached_sums(cache, 3, before, after, labels, 0.5, 0.1, 0.0)
     again = cached_sums(cache, 3, None, after, labels, 0.5, 0.1, 0.0)
     assert again is first and "ce" in first and "paper_phi" in first
@@ -236,7 +237,7 @@ def test_log_readouts_reuse_p0_only_while_what_it_reads_is_unchanged():
     chunked = ChunkedLM(make_tiny_lm("llama", layers=K, vocab=V).float().eval(), K)
     ids = torch.randint(0, V, (2, T))
     mask = torch.ones_like(ids, dtype=torch.bool)
-    cache: dict = {}
+    cache = ProbeCache()
     first = log_readouts(chunked, ids, None, mask, cache=cache)
     calls = []
     hook = chunked.norm.register_forward_hook(lambda *a: calls.append(1))

@@ -71,7 +71,7 @@ class Direct:
 
     def __init__(self, run, weights: list[list[torch.Tensor]]) -> None:
         self.run, self.weights = run, weights
-        batch = run.hook_ctx.cache["probe_batch"]
+        batch = run.hook_ctx.cache.batch
         self.ids, self.attn, self.mask = batch.input_ids, batch.attention_mask, batch.mask
         vocab = run.chunked.head.out_features
         eps = {"paper": run.config.method.epsilon or 0.1, "implemented": run.config.method.epsilon}

@@ -36,6 +36,19 @@ __all__ = ["Hook", "HookContext"]
 
 
 @dataclass
+class ProbeCache:
+    """What the probes share within a run, one typed field per kind (``probes.readout_pass``,
+    ``probes.kernels``): computed once, read by every probe that needs it."""
+
+    batch: Any = None  # probes.readout_pass.ProbeBatch: the run's fixed probe positions
+    readouts: tuple[int, torch.Tensor] | None = None  # (step, log p̃ float32 [K+1, N, V])
+    hiddens: tuple[int, list[torch.Tensor]] | None = None  # (step, h_0..h_K of the same forward)
+    p0: Any = None  # probes.readout_pass._P0: log p_0 and what it was read from, reused while unchanged
+    kernel_sums: tuple[tuple[int, float, float, float], Any] | None = None  # ((step, α, ε_g, ε_m), KernelSums)
+    kernel_features: dict[str, Any] = field(default_factory=dict)  # the eager kernel's per-step features
+
+
+@dataclass
 class HookContext:
     """What a hook may read: the run's objects, never its optimizers."""
 
@@ -46,7 +59,7 @@ class HookContext:
     data: LMData  # eval and probe batches
     device: torch.device
     start_step: int = 0
-    cache: dict[str, Any] = field(default_factory=dict)  # shared per-step results (e.g. readouts)
+    cache: ProbeCache = field(default_factory=ProbeCache)  # shared per-step results (readouts, kernel sums)
 
 
 @runtime_checkable
