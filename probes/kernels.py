@@ -151,8 +151,6 @@ def step_sums(
     return KernelSums({name: value / n for name, value in acc.items()})
 
 
-
-
 def cached_sums(
     cache: ProbeCache,
     step: int,

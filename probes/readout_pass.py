@@ -187,7 +187,6 @@ def log_readouts(
     return out
 
 
-
 def _compute_readouts(ctx: HookContext, batch: ProbeBatch, hiddens_out: list[torch.Tensor] | None = None) -> torch.Tensor:
     return log_readouts(
         ctx.chunked, batch.input_ids, batch.attention_mask, batch.mask,

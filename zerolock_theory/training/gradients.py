@@ -19,7 +19,7 @@ from zerolock_theory.training.losses import LossSpec, Readout, chunk_loss
 
 __all__ = [
     "Blocks", "count_labelled", "global_and_local_gradients", "global_gradient", "grad_of", "grad_sq",
-    "flat_groups", "grad_sq_tensor", "half_inner", "labelled_tokens", "local_gradients", "snapshot", "snapshot_bytes",
+    "flat_groups", "grad_sq_tensor", "grad_sums", "half_inner", "labelled_tokens", "local_gradients", "snapshot", "snapshot_bytes",
 ]
 
 Blocks = list[list[torch.Tensor]]
@@ -68,17 +68,30 @@ def _flat_grad(params: list[torch.nn.Parameter], group: list[int]) -> torch.Tens
     return torch.cat([grad_of(params[i]).reshape(-1) for i in group])
 
 
+def _chunk_sums(ps: list[torch.nn.Parameter], firsts: list[torch.Tensor] | None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One chunk's ‖∇‖² (float32) and, given the first half's ``snapshot``, Σ⟨g1, g − g1⟩ (float64),
+    from one flat copy of each ``flat_groups`` group's gradient."""
+    sq: torch.Tensor | None = None
+    inner: torch.Tensor | None = None
+    for i, group in enumerate(flat_groups(ps)):
+        flat = _flat_grad(ps, group)
+        wide = flat.float()
+        dot = torch.dot(wide, wide)
+        sq = dot if sq is None else sq + dot
+        if firsts is not None:
+            g1 = firsts[i].double()
+            dot = torch.dot(g1, flat.double() - g1)
+            inner = dot if inner is None else inner + dot
+    if sq is None:  # no parameters
+        sq = torch.zeros((), device=ps[0].device if ps else None)
+    return sq, inner
+
+
 def grad_sq_tensor(params: list[torch.nn.Parameter]) -> torch.Tensor:
     """‖∇‖² of the accumulated ``.grad`` of ``params`` as a float32 scalar on their device (parameters
     without one count 0); no host synchronisation, a few kernels per ``flat_groups`` group."""
-    if not any(p.grad is not None for p in params):
-        return torch.zeros((), device=params[0].device if params else None)
-    total: torch.Tensor | None = None
-    for group in flat_groups(params):
-        flat = _flat_grad(params, group).float()
-        dot = torch.dot(flat, flat)
-        total = dot if total is None else total + dot
-    return total
+    return _chunk_sums(params, None)[0]
 
 
 def grad_sq(params: list[torch.nn.Parameter]) -> float:
@@ -99,6 +112,19 @@ def snapshot_bytes(params: Blocks) -> int:
     return sum(p.numel() * p.element_size() for ps in params for p in ps)
 
 
+def grad_sums(params: Blocks, first: Blocks | None, counts: list[int], n: int
+              ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+    """Per chunk ``grad_sq_tensor`` and ``half_inner``, reading each gradient once (what a step
+    measures before its update)."""
+    use = first is not None and min(counts) > 0
+    sums = [_chunk_sums(ps, firsts if use else None)
+            for ps, firsts in zip(params, first if use else [None] * len(params), strict=True)]
+    if not use:
+        return [sq for sq, _ in sums], None
+    scale = n * n / (counts[0] * counts[1])
+    return [sq for sq, _ in sums], [inner * scale for _, inner in sums]
+
+
 def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) -> list[torch.Tensor] | None:
     """⟨g^{(1)}_k, g^{(2)}_k⟩ per chunk, from the first half's gradient (``snapshot``) and the full
     accumulated one.
@@ -108,18 +134,7 @@ def half_inner(params: Blocks, first: Blocks | None, counts: list[int], n: int) 
     ``flat_groups`` groups in float64, added in order, without a synchronisation. None without
     two halves or when a half has no labelled token.
     """
-    if first is None or min(counts) == 0:
-        return None
-    scale = n * n / (counts[0] * counts[1])
-    out = []
-    for ps, firsts in zip(params, first, strict=True):
-        total: torch.Tensor | None = None
-        for group, g1 in zip(flat_groups(ps), firsts, strict=True):
-            g1 = g1.double()
-            dot = torch.dot(g1, _flat_grad(ps, group).double() - g1)
-            total = dot if total is None else total + dot
-        out.append(total * scale)
-    return out
+    return grad_sums(params, first, counts, n)[1]
 
 
 def _global_from(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor],

@@ -47,8 +47,7 @@ from zerolock_theory.training.gradients import (
     Blocks,
     count_labelled,
     global_gradient,
-    grad_sq_tensor,
-    half_inner,
+    grad_sums,
     local_gradients,
     snapshot,
 )
@@ -127,8 +126,8 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
         if i == 0 and len(halves) == 2 and getattr(step_fn, "unbiased_grad_sq", True):
             first = snapshot(step_fn.params)
     K = len(step_fn.params)
-    inner = half_inner(step_fn.params, first, counts, n)
-    scalars = [*totals.values(), *(grad_sq_tensor(ps) for ps in step_fn.params), *(inner or [])]
+    sq_tensors, inner = grad_sums(step_fn.params, first, counts, n)  # each gradient read once
+    scalars = [*totals.values(), *sq_tensors, *(inner or [])]
     values = torch.stack([v.double() for v in scalars]).tolist()  # the step's one read of its scalars
     metrics = dict(zip(totals, values, strict=False))
     sq, inner_values = values[len(totals): len(totals) + K], values[len(totals) + K:] if inner is not None else None
