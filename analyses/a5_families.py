@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from zerolock_theory.metric_keys import scaling_key, scaling_step_key
+from zerolock_theory.records import SCALING, SCALING_STEP, Layout, with_layout
 
 __all__ = ["FACTORS", "FAMILIES", "Family", "frame"]
 
@@ -103,10 +103,10 @@ def frame(family: Family, seed: int, *, steps: int = 31, every: int = 1, eta0: f
     for obj in ("paper", "implemented"):
         for direction, (p, dr) in directions.items():
             for j, cj in enumerate(FACTORS):
-                rec[scaling_key(obj, cj, "phi", direction)] = p[:, j]
-                rec[scaling_key(obj, cj, "q", direction)] = q[:, j]
-                rec[scaling_key(obj, cj, "ratio", direction)] = np.maximum(p[:, j], 0.0) / q[:, j]
+                rec[SCALING.key(obj, cj, "phi", direction)] = p[:, j]
+                rec[SCALING.key(obj, cj, "q", direction)] = q[:, j]
+                rec[SCALING.key(obj, cj, "ratio", direction)] = np.maximum(p[:, j], 0.0) / q[:, j]
                 if dr is not None:
-                    rec[scaling_key(obj, cj, "drift", direction)] = dr[:, j]
-            rec[scaling_step_key(obj, "defined", direction)] = np.ones(steps, bool)
-    return pd.DataFrame(rec)
+                    rec[SCALING.key(obj, cj, "drift", direction)] = dr[:, j]
+            rec[SCALING_STEP.key(obj, "defined", direction)] = np.ones(steps, bool)
+    return with_layout(pd.DataFrame(rec), Layout(1, factors=FACTORS, directions=tuple(directions)))

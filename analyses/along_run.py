@@ -46,7 +46,7 @@ from analyses.multiplicity import t_test_p
 from analyses.results import Interval, NotMeasured
 from analyses.seeds import MIN_SEEDS, seed_interval
 from analyses.step_limits import MIN_STEPS, scaled_rows, scaling_table, step_signs
-from zerolock_theory.metric_keys import scaling_key
+from zerolock_theory.records import SCALING
 
 __all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "AlongRun", "SeedAlong", "along_run", "seed_along",
            "seed_along_from_frame"]
@@ -122,7 +122,7 @@ def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str, *, min_steps:
     the scaled steps whose φ′ is resolved (an unresolved step, float noise at an exact optimum
     for one, carries no ρ_t: noise over q_t ∝ η_t² would grow like a first-order drift); a seed with
     fewer than ``min_steps`` resolved steps has no γ."""
-    key = scaling_key(obj, 1.0, "ratio")
+    key = SCALING.key(obj, 1.0, "ratio")
     if key not in frame.columns or LR_COLUMN not in frame.columns:
         raise NotMeasured(f"{run}: no {key if key not in frame.columns else LR_COLUMN} column")
     c, phi, _ = scaling_table(frame, obj, "actual", run)

@@ -43,6 +43,7 @@ from analyses.io import RunDataError, numeric_column
 from analyses.results import Interval, Result, decode, register
 from analyses.seeds import MIN_SEEDS, seed_interval
 from analyses.verdict import BOUND_REASONS, BoundFigures
+from zerolock_theory.records import GRADIENT
 
 __all__ = [
     "BIASED_COLUMN",
@@ -67,7 +68,7 @@ __all__ = [
 
 GHAT_COLUMN = "train/grad_sq_unbiased"
 BIASED_COLUMN = "train/grad_norm_sq"
-GLOBAL_COLUMN = "probe/gradient/global_sq"
+GLOBAL_COLUMN = GRADIENT.key(None, "global_sq")
 FLOOR_COLUMN = "train/grad_noise_floor"
 """Derived (``with_noise_floor``): ‖g_t‖² − Ĝ_t, the bias of the squared minibatch norm. E‖g_t‖² =
 ‖∇R^t‖² + E‖g_t − ∇R^t‖² and E Ĝ_t = ‖∇R^t‖² (independent halves), so its mean is

@@ -20,23 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import numeric_column
+from analyses.io import layout
 from analyses.results import NotMeasured, Result, register
-from zerolock_theory.metric_keys import chunk_ce, eval_chunk_ce, minimizer_key, present_chunks
+from zerolock_theory.records import CHUNK, EVAL_CHUNK, MINIMIZER
 
 __all__ = ["DepthProfile", "DepthSet", "depth_profile", "depth_set", "depth_verdict"]
 
-SOURCES = (eval_chunk_ce, chunk_ce)
-
-
-def GAP(k: int) -> str:  # noqa: N802 (a key builder, like SOURCES)
-    return minimizer_key(k, "gap")
-
+SOURCES = (EVAL_CHUNK, CHUNK)  # their "ce": held out when the run has it, else the training minibatch
 CURVE_POINTS = 300
-
-
-def _chunks_for(frame: pd.DataFrame, key) -> list[int]:
-    return present_chunks(frame.columns, key)
 
 
 def _thin(n: int, limit: int) -> np.ndarray:
@@ -75,12 +66,13 @@ def depth_profile(frame: pd.DataFrame, *, run: str = "run", tol: float = 0.0) ->
     evaluated steps with CE_{k+1} ≤ CE_k + tol; ``final_ce`` is CE_k at the last evaluated
     step. Raises ``NotMeasured`` without per-chunk CE or with fewer than two chunks.
     """
-    source = next((s for s in SOURCES if len(_chunks_for(frame, s)) >= 2), None)
-    if source is None:
+    found = layout(frame)
+    source = next((s for s in SOURCES if s.present(frame, found, "ce")), None)
+    if source is None or found.chunks < 2:
         raise NotMeasured(f"{run}: no per-chunk CE (eval/chunk/{{k}}/ce or chunk/{{k}}/ce)")
-    chunks = _chunks_for(frame, source)
-    label = source(1).replace("/1/", "/{k}/")
-    ce = np.stack([numeric_column(frame, source(k), where=run) for k in chunks], axis=1)
+    chunks = list(found.coordinates("chunk"))
+    label = source.pattern.format(chunk="{k}", field="ce")
+    ce = source.read(frame, found, "ce")
     steps = frame["step"].to_numpy()
     rows = ~np.isnan(ce).any(axis=1)
     ce, steps = ce[rows], steps[rows]
@@ -89,9 +81,8 @@ def depth_profile(frame: pd.DataFrame, *, run: str = "run", tol: float = 0.0) ->
     pair_ok = ce[:, 1:] <= ce[:, :-1] + tol
     holds = pair_ok.all(axis=1)
     pos = _thin(len(steps), CURVE_POINTS)
-    gap_chunks = _chunks_for(frame, GAP)
-    if gap_chunks:
-        gap = np.stack([numeric_column(frame, GAP(k), where=run) for k in gap_chunks], 1)
+    if MINIMIZER.present(frame, found, "gap"):
+        gap = MINIMIZER.read(frame, found, "gap")
         gap_rows = ~np.isnan(gap).all(axis=1)
         gap, gap_steps = gap[gap_rows], frame["step"].to_numpy()[gap_rows]
     else:

@@ -25,7 +25,7 @@ import pandas as pd
 from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.seeds import seed_interval
-from zerolock_theory.metric_keys import stability_key
+from zerolock_theory.records import STABILITY
 
 __all__ = ["DriftCheck", "DriftRun", "drift_check", "drift_run", "growth_exponent"]
 
@@ -58,7 +58,7 @@ class DriftRun:
 
 def drift_run(frame: pd.DataFrame, obj: str, run: str = "run") -> DriftRun:
     """The drift curves of one run; ``NotMeasured`` without finite φ_t and q_t."""
-    phi_key, q_key = stability_key(obj, "total", "phi"), stability_key(obj, "total", "q")
+    phi_key, q_key = STABILITY.key(obj, "total", "phi"), STABILITY.key(obj, "total", "q")
     if phi_key not in frame.columns or q_key not in frame.columns:
         raise NotMeasured(f"{run}: no {phi_key}")
     phi = numeric_column(frame, phi_key, where=run).to_numpy(dtype=float)

@@ -41,8 +41,8 @@ import pandas as pd
 from analyses.results import Interval, NotMeasured
 from analyses.seeds import MIN_SEEDS
 from analyses.shares import cluster_share_interval, cluster_share_p
-from analyses.step_limits import MIN_STEPS, scaling_table, step_signs
-from zerolock_theory.metric_keys import scaling_factors, scaling_key
+from analyses.step_limits import MIN_STEPS, scaling_factors, scaling_table, step_signs
+from zerolock_theory.records import SCALING
 
 __all__ = ["ORDER_OUTCOMES", "DriftOrder", "SeedOrder", "drift_order", "seed_order", "seed_order_from_frame"]
 
@@ -88,10 +88,10 @@ def seed_order(run: str, c: Sequence[float], drift: np.ndarray, source: str = "d
 
 def seed_order_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedOrder:
     """``seed_order`` from a run's ``scaling`` keys: drift(c) where logged, else φ(c)."""
-    if not scaling_factors(frame.columns, obj):
+    if not scaling_factors(frame, obj):
         raise NotMeasured(f"{run}: no probe/scaling/{obj} keys (probe 'scaling' off)")
     c, phi, _ = scaling_table(frame, obj, "actual", run)
-    drift_cols = [scaling_key(obj, f, "drift") for f in c]
+    drift_cols = [SCALING.key(obj, f, "drift") for f in c]
     if all(col in frame.columns for col in drift_cols):
         logged = frame[drift_cols].notna().any(axis=1).to_numpy()
         values = frame.loc[logged, drift_cols].to_numpy(dtype=float)

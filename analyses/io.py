@@ -21,14 +21,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zerolock_theory import jsonio
+from zerolock_theory import jsonio, records
 
 __all__ = [
     "Run",
     "RunDataError",
     "RunDataWarning",
     "config_get",
+    "layout",
     "load_run",
+    "logged_chunks",
     "numeric_column",
     "read_jsonl",
     "read_table",
@@ -132,7 +134,34 @@ def load_run(path: str | Path) -> Run:
     config = _read_json_object(root / "config.json", "config", required=True)
     manifest = _read_json_object(root / "manifest.json", "manifest", required=False)
     metrics, notes = _metrics_frame(metrics_path)
+    records.with_layout(metrics, _layout(root, config))
     return Run(root, config, manifest, metrics, tuple(notes))
+
+
+def _layout(root: Path, config: dict[str, Any]) -> records.Layout | str:
+    """The run's ``records.Layout`` from its typed config, or why there is none."""
+    from probes.registry import run_layout
+    from zerolock_theory.config import TrainConfig
+
+    try:
+        return run_layout(TrainConfig.from_dict(config))
+    except (TypeError, ValueError) as exc:
+        return f"{root}: config.json gives no layout of the metrics (K, factors): {exc}"
+
+
+def layout(frame: pd.DataFrame) -> records.Layout:
+    """The layout ``load_run`` attached to a run's metrics; ``RunDataError`` saying why when there is none."""
+    try:
+        return records.layout_of(frame)
+    except ValueError as exc:
+        raise RunDataError(str(exc)) from None
+
+
+def logged_chunks(frame: pd.DataFrame, quantity: records.Quantity, field: str, **fixed: Any) -> list[int]:
+    """Chunks 1…K (K from the run's config) when the metrics hold ``quantity``'s ``field`` for
+    every chunk; none when they hold it for none or only some (a probe that was off)."""
+    found = layout(frame)
+    return list(found.coordinates("chunk")) if quantity.present(frame, found, field, **fixed) else []
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

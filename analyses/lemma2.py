@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from analyses.io import numeric_column
+from analyses.io import logged_chunks, numeric_column
 from analyses.multiplicity import t_test_p
 from analyses.results import Interval, Result, register
 from analyses.seeds import seed_interval
-from zerolock_theory.metric_keys import INITIAL, lemma2_key, present_chunks
+from zerolock_theory.records import INITIAL, LEMMA2
 from zerolock_theory.theory.divergences import total_variation
 from zerolock_theory.theory.lemma2 import forward_identity, reverse_identity
 from zerolock_theory.theory.minimize import minimize_local_loss
@@ -175,13 +175,12 @@ class Lemma2Mismatch(Result):
 def lemma2_mismatch(frames: Mapping[str, pd.DataFrame], level: float = 0.95,
                     threshold: float = TV_SMALL) -> Lemma2Mismatch:
     """The third row from the runs' metric tables (one run per seed, the ``lemma2`` probe's keys)."""
-    names = [n for n, f in frames.items() if present_chunks(f.columns, lambda k: lemma2_key(k, "tv_m_g" + INITIAL))]
-    n_chunks = min((len(present_chunks(frames[n].columns, lambda k: lemma2_key(k, "tv_m_g" + INITIAL)))
-                    for n in names), default=0)
+    names = [n for n, f in frames.items() if logged_chunks(f, LEMMA2, "tv_m_g" + INITIAL)]
+    n_chunks = min((len(logged_chunks(frames[n], LEMMA2, "tv_m_g" + INITIAL)) for n in names), default=0)
     chunks = []
     for k in range(1, n_chunks + 1):
-        before = [_first(frames[n], lemma2_key(k, "tv_m_g" + INITIAL), n) for n in names]
-        after = [_last(frames[n], lemma2_key(k, "tv_m_g"), n) for n in names]
+        before = [_first(frames[n], LEMMA2.key(k, "tv_m_g" + INITIAL), n) for n in names]
+        after = [_last(frames[n], LEMMA2.key(k, "tv_m_g"), n) for n in names]
         chunks.append(ChunkMismatch(k, before, after, seed_interval(before, level), seed_interval(after, level)))
     intervals = [iv for c in chunks for iv in (c.untrained_interval, c.trained_interval)]
     if not chunks or any(iv is None for iv in intervals):
@@ -237,16 +236,16 @@ def _reduction(start: float, end: float) -> float:
 
 
 def _run_tracking(frame: pd.DataFrame, run: str) -> RunTrackingNull | str:
-    chunks = present_chunks(frame.columns, lambda k: lemma2_key(k, "null_tv_m"))
+    chunks = logged_chunks(frame, LEMMA2, "null_tv_m")
     if not chunks:
         return f"{run}: no_null"
-    d = {name: np.mean([(_first if name.endswith(INITIAL) else _last)(frame, lemma2_key(k, name), run) for k in chunks])
+    d = {name: np.mean([(_first if name.endswith(INITIAL) else _last)(frame, LEMMA2.key(k, name), run) for k in chunks])
          for name in ("tv_m" + INITIAL, "tv_g" + INITIAL, "tv_m", "tv_g", "null_tv_m", "null_tv_g")}
     if not all(np.isfinite(v) for v in d.values()):
         return f"{run}: missing_values"
     r_m, r_g = _reduction(d["tv_m" + INITIAL], d["tv_m"]), _reduction(d["tv_g" + INITIAL], d["tv_g"])
     n_m, n_g = _reduction(d["tv_m" + INITIAL], d["null_tv_m"]), _reduction(d["tv_g" + INITIAL], d["null_tv_g"])
-    temps = [_last(frame, lemma2_key(k, "null_temperature"), run) for k in chunks]
+    temps = [_last(frame, LEMMA2.key(k, "null_temperature"), run) for k in chunks]
     return RunTrackingNull(run, r_m - r_g, n_m - n_g, (r_m - r_g) - (n_m - n_g), temps)
 
 

@@ -63,15 +63,14 @@ import numpy as np
 import pandas as pd
 
 from analyses.bootstrap import block_indices, percentile_interval
-from analyses.io import numeric_column
+from analyses.io import logged_chunks, numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.toy import ToyCheck, ToyRow, toy_check
-from zerolock_theory.metric_keys import MINIMIZER, minimizer_key, present_chunks
+from zerolock_theory.records import MINIMIZER
 
 __all__ = ["PRIMARY", "ChunkDistances", "Contrast", "MinimizerCell", "MinimizerTable", "ToyCheck", "ToyRow",
            "Tracking", "minimizer_chunks", "minimizer_table", "toy_check"]
 
-PREFIX = MINIMIZER
 METRICS = {("m", "kl"): "kl_m_p", ("g", "kl"): "kl_p_g", ("m", "tv"): "tv_m", ("g", "tv"): "tv_g"}
 ORDER = ("kl_m_p", "kl_p_g", "tv_m", "tv_g")  # metric axis of the arrays below
 MEASURES = ("kl", "tv")
@@ -82,7 +81,7 @@ HEAD, TAIL, CHANGE, REDUCTION = range(4)
 
 def minimizer_chunks(frame: pd.DataFrame) -> list[int]:
     """Chunks k with ``probe/minimizer/{k}/tv_m`` in ``frame``, sorted."""
-    return present_chunks(frame.columns, lambda k: minimizer_key(k, "tv_m"))
+    return logged_chunks(frame, MINIMIZER, "tv_m")
 
 
 @dataclass(frozen=True)
@@ -227,7 +226,7 @@ def _run_stats(
     chunks = minimizer_chunks(frame)
     values = np.stack(
         [
-            np.stack([numeric_column(frame, minimizer_key(k, m)).to_numpy() for m in ORDER], 1)
+            np.stack([numeric_column(frame, MINIMIZER.key(k, m)).to_numpy() for m in ORDER], 1)
             for k in chunks
         ],
         axis=1,
@@ -301,7 +300,7 @@ def minimizer_table(
     rng = np.random.default_rng(seed)
     usable = [(d, f) for d, f in runs if minimizer_chunks(f)]
     if not usable:
-        raise NotMeasured(f"no run has {PREFIX}/{{k}}/* keys")
+        raise NotMeasured("no run has probe/minimizer/{k}/* keys")
     by_direction: dict[str, list[_RunStats]] = {}
     dropped = short = 0
     for direction, frame in usable:
@@ -312,7 +311,7 @@ def minimizer_table(
         else:
             by_direction.setdefault(direction, []).append(stats)
     if not by_direction:
-        raise NotMeasured(f"no run has 2 probed steps with finite {PREFIX}/{{k}}/* values")
+        raise NotMeasured("no run has 2 probed steps with finite probe/minimizer/{k}/* values")
     cells, tracking, per_chunk = [], [], []
     reps: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for direction in sorted(by_direction):

@@ -43,11 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import numeric_column
+from analyses.io import logged_chunks, numeric_column
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.seeds import MIN_SEEDS
 from analyses.shares import cluster_share_interval
-from zerolock_theory.metric_keys import minimizer_initial_key, minimizer_key, present_chunks
+from zerolock_theory.records import MINIMIZER, MINIMIZER_INITIAL
 
 __all__ = ["OUTCOMES", "TOL_REL", "PairCounts", "PropositionGroup", "PropositionRun", "PropositionSet",
            "pair_counts", "proposition_group", "proposition_outcome", "proposition_run"]
@@ -103,32 +103,32 @@ class PropositionRun:
 
 def _untrained(frame: pd.DataFrame, first: int, ks: list[int], tol_rel: float) -> PairCounts | None:
     """Pair counts at ω^0 from ``probe/minimizer/initial/{k}/{ce,gap}`` (the record of step 0), if logged."""
-    keys = [minimizer_initial_key(k, "ce") for k in [first, *ks]] + [minimizer_initial_key(k, "gap") for k in ks]
+    keys = [MINIMIZER_INITIAL.key(k, "ce") for k in [first, *ks]] + [MINIMIZER_INITIAL.key(k, "gap") for k in ks]
     if not all(key in frame.columns for key in keys):
         return None
     row = frame[keys].apply(pd.to_numeric, errors="coerce").dropna()
     if row.empty:
         return None
     values = row.iloc[0]
-    ce = {k: float(values[minimizer_initial_key(k, "ce")]) for k in [first, *ks]}
+    ce = {k: float(values[MINIMIZER_INITIAL.key(k, "ce")]) for k in [first, *ks]}
     prev = np.array([ce[k - 1] for k in ks])
     now = np.array([ce[k] for k in ks])
-    gap = np.array([float(values[minimizer_initial_key(k, "gap")]) for k in ks])
+    gap = np.array([float(values[MINIMIZER_INITIAL.key(k, "gap")]) for k in ks])
     rising, violating = pair_counts(prev, now, gap, tol_rel)
     return PairCounts(len(ks), int(rising.sum()), int(violating.sum()))
 
 
 def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_REL) -> PropositionRun:
     """Rising pairs of one run (module docstring); ``NotMeasured`` without CE and δ for two chunks."""
-    chunks = present_chunks(frame.columns, lambda k: minimizer_key(k, "gap"))
-    if minimizer_key(1, "ce") not in frame.columns or len(chunks) < 1:
+    chunks = logged_chunks(frame, MINIMIZER, "gap")
+    if MINIMIZER.key(1, "ce") not in frame.columns or len(chunks) < 1:
         raise NotMeasured(f"{run}: no probe/minimizer/{{k}}/ce and gap (probe 'minimizers' off)")
-    first = 0 if minimizer_key(0, "ce") in frame.columns else 1
+    first = 0 if MINIMIZER.key(0, "ce") in frame.columns else 1
     ks = [k for k in chunks if k - 1 >= first]
     if not ks:
         raise NotMeasured(f"{run}: fewer than two chunks with CE")
-    ce = {k: numeric_column(frame, minimizer_key(k, "ce"), where=run).to_numpy(float) for k in [first, *chunks]}
-    gap = np.stack([numeric_column(frame, minimizer_key(k, "gap"), where=run).to_numpy(float) for k in ks], 1)
+    ce = {k: numeric_column(frame, MINIMIZER.key(k, "ce"), where=run).to_numpy(float) for k in [first, *chunks]}
+    gap = np.stack([numeric_column(frame, MINIMIZER.key(k, "gap"), where=run).to_numpy(float) for k in ks], 1)
     prev, now = np.stack([ce[k - 1] for k in ks], 1), np.stack([ce[k] for k in ks], 1)
     rows = np.isfinite(prev).all(axis=1) & np.isfinite(now).all(axis=1) & np.isfinite(gap).all(axis=1)
     if not rows.any():

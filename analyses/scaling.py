@@ -4,7 +4,7 @@ Question: is the stability ratio ρ_t = max(φ_t, 0)/q_t bounded uniformly in th
 as Assumption 5 (sup_t ρ_t ≤ C_fo(α) < ∞) requires? Along η_t → 0, φ(c) = c·φ′ + O(c²) and
 q(c) = c²·q″ + O(c³), so any scaled step with φ′ > 0 gives ρ(c) ~ 1/c: unbounded.
 
-Reads the ``scaling`` probe (``zerolock_theory.metric_keys.scaling_key``): φ(c) at
+Reads the ``scaling`` probe (``zerolock_theory.records.SCALING``): φ(c) at
 ω^t + c·Δω_t (``actual``) and at ω^t + c·u_t, u_t a random direction with the update's norm
 per chunk (``random``), for factors c_1 > … > c_n (n ≥ ``MIN_FACTORS``).
 
@@ -63,10 +63,11 @@ from analyses.step_limits import (
     MIN_STEPS,
     RESOLUTION,
     phi_prime,
+    scaling_factors,
     scaling_table,
     step_signs,
 )
-from zerolock_theory.metric_keys import OBJECTIVES, scaling_factors
+from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = ["CHANCE_OUTCOMES", "MIN_FACTORS", "MIN_STEPS", "OUTCOMES", "RESOLUTION", "UNIFORM_OUTCOMES",
            "DirectionCounts", "GroupScaling", "SeedScaling", "StepScaling", "chance_outcome",
@@ -184,7 +185,7 @@ def seed_from_arrays(
 
 def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: int = MIN_STEPS) -> SeedScaling:
     """The per-seed counts, pairs and descriptive slope; ``NotMeasured`` without scaled steps."""
-    if not scaling_factors(frame.columns, obj):
+    if not scaling_factors(frame, obj):
         raise NotMeasured(f"{run}: no probe/scaling/{obj} keys (probe 'scaling' off)")
     c, phi, rho = scaling_table(frame, obj, "actual", run)
     if not len(phi):
@@ -202,10 +203,7 @@ def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: 
 
 
 def _has_direction(frame: pd.DataFrame, obj: str, direction: str) -> bool:
-    try:
-        return bool(scaling_factors(frame.columns, obj, direction))
-    except ValueError:  # a direction this version of the keys does not know
-        return False
+    return bool(scaling_factors(frame, obj, direction))
 
 
 def scaling_outcome(seeds: int, positive: int, unresolved: int, *, min_seeds: int = MIN_SEEDS) -> tuple[str, str]:

@@ -31,8 +31,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analyses.io import layout
 from analyses.results import Interval
-from zerolock_theory.metric_keys import MAX_CHUNKS
+from zerolock_theory.records import CHUNK
 
 __all__ = [
     "DIVERGENCE_MARGIN",
@@ -118,8 +119,7 @@ class ObjectiveTrend:
 
 
 def _chunk_loss_columns(frame: pd.DataFrame) -> list[str]:
-    have = set(map(str, frame.columns))
-    return [c for c in (f"chunk/{k}/loss" for k in range(1, MAX_CHUNKS + 1)) if c in have]
+    return [str(c) for c in CHUNK.columns(layout(frame), "loss") if c in frame.columns]
 
 
 def own_objective(frame: pd.DataFrame) -> tuple[str, pd.Series] | None:

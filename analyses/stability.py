@@ -1,7 +1,7 @@
 """Assumption 5: the stability ratio ρ_t along training, per chunk (docs/MATH.md, "Assumption 5").
 
-Reads the probe keys ``probe/stability/{obj}/{k}/{phi,q,ratio,actual,remainder}`` (built by
-``zerolock_theory.metric_keys.stability_key``), obj ∈ {paper (R, D_k = KL(p_k ‖ g_k)),
+Reads the probe keys ``probe/stability/{obj}/{k}/{phi,q,ratio,actual,remainder}`` (declared as
+``zerolock_theory.records.STABILITY``), obj ∈ {paper (R, D_k = KL(p_k ‖ g_k)),
 implemented (R̄, D_k = KL(m_k ‖ p_k))}, k ∈ {1..K, total}; ρ_t = max(φ_t, 0)/q_t (null when
 undefined), q_t = (1/N) Σ_n ‖Δp̃_t(n)‖².
 
@@ -18,20 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import numeric_column
+from analyses.io import logged_chunks, numeric_column
 from analyses.results import NotMeasured, Result, register
-from zerolock_theory.metric_keys import (
-    OBJECTIVES,
-    STABILITY,
-    present_chunks,
-    stability_flag,
-    stability_key,
-)
+from zerolock_theory.records import STABILITY, STABILITY_FLAG
+from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = ["OBJECTIVES", "RatioStats", "StabilitySummary", "stability_chunks", "stability_summary"]
 
-PREFIX = STABILITY
-_key = stability_key
+_key = STABILITY.key
 
 
 def _check_objective(obj: str) -> None:
@@ -40,14 +34,15 @@ def _check_objective(obj: str) -> None:
 
 
 def stability_chunks(frame: pd.DataFrame, obj: str) -> list[str]:
-    """The chunk labels ``"1".."K"`` then ``"total"`` present for ``obj``."""
-    chunks = [str(k) for k in present_chunks(frame.columns, lambda k: stability_key(obj, k, "q"))]
-    return chunks + (["total"] if stability_key(obj, "total", "q") in frame.columns else [])
+    """The chunk labels ``"1".."K"`` (K from the run's config) then ``"total"``; none when the
+    run has no stability terms for ``obj``."""
+    chunks = [str(k) for k in logged_chunks(frame, STABILITY, "q", objective=obj)]
+    return chunks + (["total"] if _key(obj, "total", "q") in frame.columns else [])
 
 
 def _defined_mask(frame: pd.DataFrame, obj: str) -> pd.Series:
     """Rows where the objective could be evaluated (``probe/stability/{obj}/defined``)."""
-    column = stability_flag(obj, "defined")
+    column = STABILITY_FLAG.key(obj, "defined")
     if column not in frame.columns:
         return pd.Series(True, index=frame.index)
     undefined = frame[column].map(lambda v: isinstance(v, (bool, np.bool_)) and not v)
@@ -55,12 +50,12 @@ def _defined_mask(frame: pd.DataFrame, obj: str) -> pd.Series:
 
 
 def _undefined_reason(frame: pd.DataFrame, obj: str) -> str:
-    column = stability_flag(obj, "reason")
+    column = STABILITY_FLAG.key(obj, "reason")
     if column in frame.columns:
         reasons = frame[column].dropna()
         if len(reasons):
             return str(reasons.iloc[0])
-    return f"probe/stability/{obj}/defined is false"
+    return f"{STABILITY_FLAG.key(obj, 'defined')} is false"
 
 
 def _ratio(frame: pd.DataFrame, obj: str, chunk: str) -> tuple[pd.Series, pd.Series, pd.Series]:
@@ -148,7 +143,7 @@ def stability_summary(
     names = list(names) if names is not None else [f"run {i}" for i in range(len(frames))]
     usable = [(f, n) for f, n in zip(frames, names, strict=True) if stability_chunks(f, obj)]
     if not usable:
-        raise NotMeasured(f"no run has {PREFIX}/{obj}/* keys")
+        raise NotMeasured(f"no run has probe/stability/{obj}/* keys")
     chunks = stability_chunks(usable[0][0], obj)
     cols: dict[str, list[np.ndarray]] = {c: [] for c in chunks}
     n_undefined_obj, reasons = 0, []
@@ -165,5 +160,5 @@ def stability_summary(
             cols[chunk].append(stacked)
     stats = [_stats(c, *np.concatenate(cols[c], axis=1)) for c in chunks]
     if all(s.n_probe == 0 for s in stats):
-        raise NotMeasured(reasons[0] if reasons else f"{PREFIX}/{obj}: no probed step")
+        raise NotMeasured(reasons[0] if reasons else f"{STABILITY.key(obj, 'total', 'q')}: no probed step")
     return StabilitySummary(obj, [n for _, n in usable], stats, n_undefined_obj, trained)

@@ -30,11 +30,11 @@ from analyses.runinfo import SHARED_SETTINGS, IncomparableRuns, RunInfo, check_c
 from analyses.scaling import StepScaling, group_scaling
 from analyses.seeds import diverged
 from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
+from analyses.step_limits import scaling_factors
 from analyses.suite_result import INDEX, SuiteAnalysis, load_suite
 from analyses.systems import systems_comparison
 from analyses.theorem1 import theorem1_results
 from analyses.tracking import TrackingSet, direction_tracking, run_tracking
-from zerolock_theory.metric_keys import scaling_factors
 from zerolock_theory.vocab import direction_of
 
 __all__ = [
@@ -247,7 +247,7 @@ def _primary(runs: list[tuple[RunInfo, pd.DataFrame]], obj: str):
 
 def _step_scaling(zl, obj: str, excluded: list[str], level: float) -> StepScaling:
     """Assumption 5 by step scaling: one ``GroupScaling`` per group, the primary first."""
-    have = [(i, f) for i, f in zl if scaling_factors(f.columns, obj)]
+    have = [(i, f) for i, f in zl if scaling_factors(f, obj)]
     if not have:
         raise NotMeasured(f"no run has probe/scaling/{obj} keys (probe 'scaling' off)")
     groups = [

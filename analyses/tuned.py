@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from analyses.io import logged_chunks
 from analyses.tuning import TunedRun, load_tuned, select_all
 from analyses.versus_tuned import TunedVersus, tuned_versus
-from zerolock_theory.metric_keys import TEST_CE, initial_key, present_chunks, test_chunk_ce
+from zerolock_theory.records import TEST_CE, TEST_CHUNK, initial
 
 __all__ = ["curves_table", "runs_table", "summary_text"]
 
@@ -37,14 +38,14 @@ def runs_table(runs: list[TunedRun]) -> pd.DataFrame:
 
 def _curve_rows(run: TunedRun) -> list[dict]:
     frame = run.frame
-    chunks = present_chunks(frame.columns, test_chunk_ce)
+    chunks = logged_chunks(frame, TEST_CHUNK, "ce")
     wall = pd.to_numeric(frame["train/step_time_s"], errors="coerce").cumsum().to_numpy()
     first = frame.iloc[0]
-    rows = [{"steps": 0, "train_seconds": 0.0, "test_ce": first.get(initial_key(TEST_CE), math.nan),
-             **{f"chunk_{k}": first.get(initial_key(test_chunk_ce(k)), math.nan) for k in chunks}}]
+    rows = [{"steps": 0, "train_seconds": 0.0, "test_ce": first.get(initial(TEST_CE), math.nan),
+             **{f"chunk_{k}": first.get(initial(TEST_CHUNK.key(k, "ce")), math.nan) for k in chunks}}]
     for i, rec in frame[pd.to_numeric(frame.get(TEST_CE), errors="coerce").notna()].iterrows():
         rows.append({"steps": int(rec["step"]) + 1, "train_seconds": float(wall[i]), "test_ce": float(rec[TEST_CE]),
-                     **{f"chunk_{k}": float(rec[test_chunk_ce(k)]) for k in chunks}})
+                     **{f"chunk_{k}": float(rec[TEST_CHUNK.key(k, "ce")]) for k in chunks}})
     return [{"method": run.method, "lr": run.lr, "seed": run.seed, **row} for row in rows]
 
 

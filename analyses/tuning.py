@@ -28,7 +28,7 @@ import pandas as pd
 
 from analyses.io import RunDataError, load_run
 from analyses.versus import final_ce
-from zerolock_theory.metric_keys import EVAL_CE, TEST_CE
+from zerolock_theory.records import EVAL_CE, TEST_CE
 
 __all__ = ["DIVERGED", "METHODS", "Selection", "TunedRun", "grid_seeds", "load_tuned", "method_of", "select", "select_all"]
 

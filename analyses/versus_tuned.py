@@ -34,7 +34,7 @@ from analyses.results import Interval, Result, register
 from analyses.seeds import MIN_SEEDS, seed_interval
 from analyses.tuning import Selection, TunedRun, select_all
 from analyses.versus import steps_to_ce
-from zerolock_theory.metric_keys import TEST_CE
+from zerolock_theory.records import TEST_CE
 
 __all__ = ["TUNED_OUTCOMES", "Comparison", "MethodResult", "TunedVersus", "holm", "mean_test_curve", "tuned_versus"]
 

@@ -41,13 +41,14 @@ import torch
 from probes.base import AtIterateProbe
 from probes.registry import register
 from zerolock_theory.data import blocks_to_batch
+from zerolock_theory.records import GRADIENT_BATCH
 from zerolock_theory.training.gradients import Blocks, count_labelled
 from zerolock_theory.training.hooks import HookContext
 from zerolock_theory.training.steps import TrainStep
 
 __all__ = ["GradientBatchProbe", "batch_inner", "draw_halves", "gradient_batch_metrics", "own_gradient"]
 
-PREFIX = "probe/gradient_batch"
+_key = GRADIENT_BATCH.key
 Batch = dict[str, torch.Tensor]
 
 
@@ -112,8 +113,8 @@ def batch_inner(step_fn: TrainStep, halves: list[Batch], rows_per_pass: int, dev
 def gradient_batch_metrics(inner: list[float] | None, chunks: int) -> dict[str, float | None]:
     """The probe's keys: per chunk ⟨g^{(1)}_k, g^{(2)}_k⟩ and the sum; all null when ``inner`` is None."""
     values = inner if inner is not None else [None] * chunks
-    out: dict[str, float | None] = {f"{PREFIX}/{k}/grad_sq_unbiased": v for k, v in enumerate(values, start=1)}
-    out[f"{PREFIX}/grad_sq_unbiased"] = None if inner is None else sum(inner)
+    out: dict[str, float | None] = {_key(k, "grad_sq_unbiased"): v for k, v in enumerate(values, start=1)}
+    out[_key(None, "grad_sq_unbiased")] = None if inner is None else sum(inner)
     return out
 
 

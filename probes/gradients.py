@@ -25,12 +25,13 @@ import torch
 from probes.base import AtIterateProbe
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch
 from probes.registry import register
+from zerolock_theory.records import GRADIENT
 from zerolock_theory.training.gradients import global_and_local_gradients
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["GradientProbe", "gradient_metrics"]
 
-PREFIX = "probe/gradient"
+_key = GRADIENT.key
 
 
 def _flat(blocks: list[torch.Tensor]) -> torch.Tensor:
@@ -45,19 +46,19 @@ def gradient_metrics(
     total = 0.0
     for k, blocks in enumerate(global_blocks, start=1):
         sq = float(_flat(blocks).pow(2).sum())
-        out[f"{PREFIX}/{k}/global_sq"] = sq
+        out[_key(k, "global_sq")] = sq
         total += sq
-    out[f"{PREFIX}/global_sq"] = total
+    out[_key(None, "global_sq")] = total
     if local_blocks is None:
         return out
     local_total = 0.0
     for k, (glob, loc) in enumerate(zip(global_blocks, local_blocks, strict=True), start=1):
         g, lo = _flat(glob), _flat(loc)
         norms = float(g.norm()) * float(lo.norm())
-        out[f"{PREFIX}/{k}/local_sq"] = float(lo.pow(2).sum())
-        out[f"{PREFIX}/{k}/cos"] = float(torch.dot(g, lo)) / norms if norms > 0 else None
-        local_total += out[f"{PREFIX}/{k}/local_sq"]  # type: ignore[operator]
-    out[f"{PREFIX}/local_sq"] = local_total
+        out[_key(k, "local_sq")] = float(lo.pow(2).sum())
+        out[_key(k, "cos")] = float(torch.dot(g, lo)) / norms if norms > 0 else None
+        local_total += out[_key(k, "local_sq")]  # type: ignore[operator]
+    out[_key(None, "local_sq")] = local_total
     return out
 
 

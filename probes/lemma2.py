@@ -30,7 +30,7 @@ import torch
 from probes.base import Probe
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
-from zerolock_theory.metric_keys import INITIAL, LEMMA2, lemma2_key
+from zerolock_theory.records import INITIAL, LEMMA2, LEMMA2_STEP
 from zerolock_theory.theory.lemma2 import entropy_matching_temperature, readout_distances, temper
 from zerolock_theory.training.hooks import HookContext
 
@@ -47,7 +47,7 @@ def lemma2_metrics(log_p: torch.Tensor, labels: torch.Tensor, alpha: float, epsi
     for k in range(1, log_p.shape[0]):
         values = readout_distances(log_p[k - 1], log_p[k], labels, alpha, epsilon)
         for name, value in values.items():
-            out[lemma2_key(k, name + suffix)] = float(value.mean())
+            out[LEMMA2.key(k, name + suffix)] = float(value.mean())
     return out
 
 
@@ -61,9 +61,9 @@ def null_metrics(untrained: torch.Tensor, trained: torch.Tensor, labels: torch.T
         tau = entropy_matching_temperature(untrained[k], target, tol=NULL_TOLERANCE)
         tempered.append(temper(untrained[k], tau))
         values = readout_distances(tempered[k - 1], tempered[k], labels, alpha, epsilon)
-        out[lemma2_key(k, "null_temperature")] = tau
-        out[lemma2_key(k, "null_tv_m")] = float(values["tv_m"].mean())
-        out[lemma2_key(k, "null_tv_g")] = float(values["tv_g"].mean())
+        out[LEMMA2.key(k, "null_temperature")] = tau
+        out[LEMMA2.key(k, "null_tv_m")] = float(values["tv_m"].mean())
+        out[LEMMA2.key(k, "null_tv_g")] = float(values["tv_g"].mean())
     return out
 
 
@@ -100,7 +100,7 @@ class Lemma2Probe(Probe):
         labels, alpha, eps = self._settings(ctx)
         log_p = readouts(ctx, 0, self.n_positions, self.seed)
         with torch.no_grad():
-            self.pending = {f"{LEMMA2}/epsilon": eps, **lemma2_metrics(log_p, labels, alpha, eps, INITIAL)}
+            self.pending = {LEMMA2_STEP.key("epsilon"): eps, **lemma2_metrics(log_p, labels, alpha, eps, INITIAL)}
         if self.null:
             self.untrained = log_p.detach().clone()
 

@@ -33,12 +33,18 @@ from probes.base import Probe
 from probes.kernels import MINIMIZER, KernelSums, cached_sums, supported
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
-from zerolock_theory.metric_keys import minimizer_initial_key
+from zerolock_theory import records
+from zerolock_theory.records import MINIMIZER_INITIAL
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["MinimizerProbe", "minimizer_metrics"]
 
-PREFIX = "probe/minimizer"
+_key = records.MINIMIZER.key
+
+
+def gap_field(direction: str) -> str:
+    """The local gap δ_k's distance: KL(p_k ‖ g_k) for reverse training, KL(m_k ‖ p_k) for forward."""
+    return "kl_p_g" if direction == "reverse" else "kl_m_p"
 
 
 def _label_values(vocab: int, epsilon: float) -> tuple[float, float]:
@@ -64,7 +70,7 @@ def minimizer_metrics(
     out: dict[str, float] = {}
     log_prev = log_p[0].double()
     prev = log_prev.exp()
-    out[f"{PREFIX}/0/ce"] = float(-log_prev.gather(-1, idx).squeeze(-1).mean())  # CE_0 for Proposition 1
+    out[_key(0, "ce")] = float(-log_prev.gather(-1, idx).squeeze(-1).mean())  # CE_0 for Proposition 1
     for k in range(1, log_p.shape[0]):
         log_pk = log_p[k].double()
         p_k = log_pk.exp()
@@ -83,19 +89,19 @@ def minimizer_metrics(
             "ce": -log_pk.gather(-1, idx).squeeze(-1),
         }
         for name, value in values.items():
-            out[f"{PREFIX}/{k}/{name}"] = float(value.mean())
-        out[f"{PREFIX}/{k}/gap"] = out[f"{PREFIX}/{k}/{'kl_p_g' if direction == 'reverse' else 'kl_m_p'}"]
+            out[_key(k, name)] = float(value.mean())
+        out[_key(k, "gap")] = out[_key(k, gap_field(direction))]
         log_prev, prev = log_pk, p_k
     return out
 
 
 def kernel_minimizer_metrics(sums: KernelSums, direction: str) -> dict[str, float]:
     """The keys of ``minimizer_metrics`` from the kernels' per-chunk means."""
-    out: dict[str, float] = {f"{PREFIX}/0/ce": float(sums["ce_0"][0])}
+    out: dict[str, float] = {_key(0, "ce"): float(sums["ce_0"][0])}
     for k in range(1, sums["ce"].shape[0] + 1):
         for name in MINIMIZER:
-            out[f"{PREFIX}/{k}/{name}"] = float(sums[name][k - 1])
-        out[f"{PREFIX}/{k}/gap"] = out[f"{PREFIX}/{k}/{'kl_p_g' if direction == 'reverse' else 'kl_m_p'}"]
+            out[_key(k, name)] = float(sums[name][k - 1])
+        out[_key(k, "gap")] = out[_key(k, gap_field(direction))]
     return out
 
 
@@ -128,8 +134,8 @@ class MinimizerProbe(Probe):
                 found = minimizer_metrics(log_p, labels, smoothing_for_g(method.epsilon, self.epsilon),
                                           method.epsilon, method.alpha, method.direction)
             chunks = log_p.shape[0] - 1
-            self.initial = {minimizer_initial_key(k, "ce"): found[f"{PREFIX}/{k}/ce"] for k in range(chunks + 1)}
-            self.initial.update({minimizer_initial_key(k, "gap"): found[f"{PREFIX}/{k}/gap"]
+            self.initial = {MINIMIZER_INITIAL.key(k, "ce"): found[_key(k, "ce")] for k in range(chunks + 1)}
+            self.initial.update({MINIMIZER_INITIAL.key(k, "gap"): found[_key(k, "gap")]
                                  for k in range(1, chunks + 1)})
 
     def after_step(self, ctx: HookContext, step: int, metrics: dict[str, Any]) -> dict[str, Any]:

@@ -59,7 +59,7 @@ from probes.readout_pass import (
     readouts,
 )
 from probes.registry import register
-from zerolock_theory.metric_keys import OBJECTIVES, PROOF_FIELDS, proof_key, proof_step_key
+from zerolock_theory.records import OBJECTIVES, PROOF, PROOF_FIELDS, PROOF_STEP
 from zerolock_theory.theory.surrogate import frozen_targets
 from zerolock_theory.training.hooks import HookContext
 
@@ -237,25 +237,25 @@ class ProofProbe(Probe):
         frozen = self._frozen(ctx, log_p)
         after = frozen[1]
         out: dict[str, Any] = {
-            proof_step_key("span"): end - span.step,
-            proof_step_key("lr_sum"): sum(span.lr),
-            proof_step_key("lr_sq_sum"): sum(lr * lr for lr in span.lr),
+            PROOF_STEP.key("span"): end - span.step,
+            PROOF_STEP.key("lr_sum"): sum(span.lr),
+            PROOF_STEP.key("lr_sq_sum"): sum(lr * lr for lr in span.lr),
         }
         for obj in OBJECTIVES:
             if obj not in span.terms:
                 for name in PROOF_FIELDS:
-                    out[proof_key(obj, name)] = None
-                out[proof_key(obj, "defined")] = False
-                out[proof_key(obj, "reason")] = "epsilon = 0: KL(p || e_y) is +inf; set probes.epsilon > 0"
+                    out[PROOF.key(obj, name)] = None
+                out[PROOF.key(obj, "defined")] = False
+                out[PROOF.key(obj, "reason")] = "epsilon = 0: KL(p || e_y) is +inf; set probes.epsilon > 0"
                 continue
             values = {"surrogate": span.terms[obj], "descent": mid[obj] - span.terms[obj], "drift": after[obj] - mid[obj]}
             for name, per_chunk in values.items():
-                out[proof_key(obj, name)] = float(per_chunk.sum())
+                out[PROOF.key(obj, name)] = float(per_chunk.sum())
                 for k, value in enumerate(per_chunk.tolist(), start=1):
-                    out[proof_key(obj, name, k)] = value
-            out[proof_key(obj, "defined")] = True
+                    out[PROOF.key(obj, name, k)] = value
+            out[PROOF.key(obj, "defined")] = True
             if span.grads is not None and span.weights is not None:
-                out.update(self._smoothness(ctx, span, obj, out[proof_key(obj, "descent")]))
+                out.update(self._smoothness(ctx, span, obj, out[PROOF.key(obj, "descent")]))
         return out, frozen
 
     def _smoothness(self, ctx: HookContext, span: _Span, obj: str, descent: float) -> dict[str, Any]:
@@ -269,9 +269,9 @@ class ProofProbe(Probe):
             directional += float((g.double() * delta).sum())
         smooth = 2.0 * (descent - directional) / step_sq if step_sq > 0 else None
         return {
-            proof_key(obj, "directional"): directional,
-            proof_key(obj, "smoothness"): smooth,
-            proof_key(obj, "eta_smoothness"): None if smooth is None else span.lr[0] * smooth,
+            PROOF.key(obj, "directional"): directional,
+            PROOF.key(obj, "smoothness"): smooth,
+            PROOF.key(obj, "eta_smoothness"): None if smooth is None else span.lr[0] * smooth,
         }
 
 

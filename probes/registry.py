@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from zerolock_theory.records import Layout
 from zerolock_theory.training.hooks import Hook
 
-__all__ = ["PROBES", "build_probes", "register"]
+__all__ = ["PROBES", "build_probes", "register", "run_layout"]
 
 PROBES: dict[str, Callable[..., Hook]] = {}
 
@@ -46,6 +47,16 @@ def build_probes(table: dict[str, dict[str, Any]], shared: Any = None) -> list[H
         except TypeError as exc:
             raise ValueError(f"probe {name!r}: {exc}") from exc
     return out
+
+
+def run_layout(config: Any) -> Layout:
+    """The sizes of a run's recorded axes from its typed ``TrainConfig``: K (``model.chunks``) and
+    the step-scaling factors and directions as the scaling probe it builds has them (none when off)."""
+    hooks = build_probes(config.probes, config.probe_settings)
+    scaling = next((h for h in hooks if getattr(h, "name", None) == "scaling"), None)
+    if scaling is None:
+        return Layout(config.model.chunks)
+    return Layout(config.model.chunks, factors=scaling.factors, directions=scaling.directions)
 
 
 def _load_builtin() -> None:

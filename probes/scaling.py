@@ -36,7 +36,7 @@ same terms at ω^t + c·(−u_t) for every factor c. φ′ is linear in the dire
 φ′(−u_t) = −φ′(u_t): of each ±u_t pair exactly one has φ′ > 0 (unless φ′(u_t) = 0), and
 φ(c)/c of the pair agree in size up to O(c).
 
-Keys (``zerolock_theory.metric_keys``): ``probe/scaling/{obj}/c={c}/{phi,q,ratio,drift}``,
+Keys (``zerolock_theory.records.SCALING`` and ``SCALING_STEP``): ``probe/scaling/{obj}/c={c}/{phi,q,ratio,drift}``,
 ``probe/scaling/{obj}/{phi_prime,q_second,defined}``, and the same under
 ``probe/scaling/{obj}/random/...`` for the baseline and ``probe/scaling/{obj}/antithetic/...``
 for −u_t. Undefined values are null; so is a non-finite drift.
@@ -69,7 +69,7 @@ from probes.readout_pass import (
     readouts_now,
 )
 from probes.registry import register
-from zerolock_theory.metric_keys import scaling_key, scaling_step_key
+from zerolock_theory.records import SCALING, SCALING_STEP
 from zerolock_theory.theory.stability import as_metric, first_order_totals
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 from zerolock_theory.training.hooks import HookContext
@@ -185,6 +185,13 @@ class ScalingProbe(Probe):
         self.before: torch.Tensor | None = None  # p̃ at ω^t, float64 [K+1, N, V]
         self.targets: dict[str, torch.Tensor] = {}
 
+    @property
+    def directions(self) -> tuple[str, ...]:
+        """The directions scaled each probed step (``records.SCALING_DIRECTIONS``)."""
+        if not self.random_baseline:
+            return ("actual",)
+        return ("actual", "random", "antithetic") if self.antithetic else ("actual", "random")
+
     def on_start(self, ctx: HookContext) -> None:
         """Nothing kept across steps."""
         self.saved = self.before = None
@@ -219,8 +226,8 @@ class ScalingProbe(Probe):
             if self.random_baseline:
                 u = random_direction(deltas, chunk_groups(ctx, params), direction_seed(ctx.config.run.seed, step))
                 # ω^t + c·(−u_t) for the antithetic direction: (−c)·u is c·(−u) exactly (negation is exact)
-                signs = {"random": 1.0, "antithetic": -1.0} if self.antithetic else {"random": 1.0}
-                for direction, sign in signs.items():
+                for direction in self.directions[1:]:
+                    sign = -1.0 if direction == "antithetic" else 1.0
                     moved = {c: self._at(ctx, params, start, u, sign * c) for c in self.factors}
                     out.update(self._metrics(ctx, before, moved, direction))
                     del moved
@@ -258,16 +265,16 @@ class ScalingProbe(Probe):
                                         objective)  # type: ignore[arg-type]
             for c, terms in zip(factors, totals, strict=True):
                 defined &= bool(torch.isfinite(terms.phi_total))
-                out[scaling_key(objective, c, "phi", direction)] = as_metric(terms.phi_total)
-                out[scaling_key(objective, c, "q", direction)] = as_metric(terms.q_total)
-                out[scaling_key(objective, c, "ratio", direction)] = as_metric(terms.ratio_total)
-            phi_min = out[scaling_key(objective, c_min, "phi", direction)]
-            q_min = out[scaling_key(objective, c_min, "q", direction)]
-            out[scaling_step_key(objective, "phi_prime", direction)] = None if phi_min is None else phi_min / c_min
-            out[scaling_step_key(objective, "q_second", direction)] = None if q_min is None else q_min / c_min**2
-            out[scaling_step_key(objective, "defined", direction)] = defined
+                out[SCALING.key(objective, c, "phi", direction)] = as_metric(terms.phi_total)
+                out[SCALING.key(objective, c, "q", direction)] = as_metric(terms.q_total)
+                out[SCALING.key(objective, c, "ratio", direction)] = as_metric(terms.ratio_total)
+            phi_min = out[SCALING.key(objective, c_min, "phi", direction)]
+            q_min = out[SCALING.key(objective, c_min, "q", direction)]
+            out[SCALING_STEP.key(objective, "phi_prime", direction)] = None if phi_min is None else phi_min / c_min
+            out[SCALING_STEP.key(objective, "q_second", direction)] = None if q_min is None else q_min / c_min**2
+            out[SCALING_STEP.key(objective, "defined", direction)] = defined
             for c, value in zip(factors, _drifts(before, scaled, p_y, alpha, objective), strict=True):
-                out[scaling_key(objective, c, "drift", direction)] = value
+                out[SCALING.key(objective, c, "drift", direction)] = value
         return out
 
     def on_end(self, ctx: HookContext) -> None:

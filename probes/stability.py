@@ -39,7 +39,7 @@ from probes.readout_pass import (
     readouts,
 )
 from probes.registry import register
-from zerolock_theory.metric_keys import STABILITY_FIELDS, stability_flag, stability_key
+from zerolock_theory.records import STABILITY, STABILITY_FIELDS, STABILITY_FLAG
 from zerolock_theory.theory import stability as reference
 from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
 from zerolock_theory.training.hooks import HookContext
@@ -58,11 +58,11 @@ def stability_metrics(terms: StabilityTerms, objective: str) -> dict[str, Any]:
         if values is None:
             continue
         for k in range(terms.num_chunks):
-            out[stability_key(objective, k + 1, name)] = as_metric(values[k])
-        out[stability_key(objective, "total", name)] = as_metric(getattr(terms, f"{name}_total"))
-    out[stability_flag(objective, "defined")] = terms.defined
+            out[STABILITY.key(objective, k + 1, name)] = as_metric(values[k])
+        out[STABILITY.key(objective, "total", name)] = as_metric(getattr(terms, f"{name}_total"))
+    out[STABILITY_FLAG.key(objective, "defined")] = terms.defined
     if not terms.defined:
-        out[stability_flag(objective, "reason")] = terms.reason
+        out[STABILITY_FLAG.key(objective, "reason")] = terms.reason
     return out
 
 

@@ -43,7 +43,7 @@ from a5_drift_constructions import Construction, constructions
 from analyses.a5_families import FACTORS
 from analyses.scaling import group_scaling
 from analyses.step_limits import step_signs
-from zerolock_theory.metric_keys import scaling_key, scaling_step_key
+from zerolock_theory.records import SCALING, SCALING_STEP
 
 OBJ = "implemented"
 BROKEN_RATE = 0.10
@@ -77,12 +77,12 @@ def build_frame(con: Construction, seed: int, i: int, gp: object) -> pd.DataFram
     rec: dict[str, np.ndarray] = {"step": t.astype(int), "train/lr": eta}
     for direction, p, dr in (("actual", phi, drift), ("random", plus, None), ("antithetic", minus, None)):
         for j, cj in enumerate(FACTORS):
-            rec[scaling_key(OBJ, cj, "phi", direction)] = p[:, j]
-            rec[scaling_key(OBJ, cj, "q", direction)] = q[:, j]
-            rec[scaling_key(OBJ, cj, "ratio", direction)] = np.maximum(p[:, j], 0.0) / q[:, j]
+            rec[SCALING.key(OBJ, cj, "phi", direction)] = p[:, j]
+            rec[SCALING.key(OBJ, cj, "q", direction)] = q[:, j]
+            rec[SCALING.key(OBJ, cj, "ratio", direction)] = np.maximum(p[:, j], 0.0) / q[:, j]
             if dr is not None:
-                rec[scaling_key(OBJ, cj, "drift", direction)] = dr[:, j]
-        rec[scaling_step_key(OBJ, "defined", direction)] = np.ones(n, bool)
+                rec[SCALING.key(OBJ, cj, "drift", direction)] = dr[:, j]
+        rec[SCALING_STEP.key(OBJ, "defined", direction)] = np.ones(n, bool)
     return pd.DataFrame(rec)
 
 

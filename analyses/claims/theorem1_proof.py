@@ -33,7 +33,7 @@ from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
 from analyses.scaling import StepScaling
 from analyses.verdict import Evidence, Verdict
-from zerolock_theory.metric_keys import proof_key
+from zerolock_theory.records import PROOF
 from zerolock_theory.vocab import objective_of
 
 __all__ = ["GroupDrift", "group_drift"]
@@ -59,7 +59,7 @@ def group_drift(inputs: SuiteInputs, direction: str) -> GroupDrift:
     group = primary_group(inputs.table, "zerolock", direction)
     if group is None or not group.runs:
         raise NotMeasured(f"no non-diverged ZeroLock {direction} group trained with SGD and eta_t ~ 1/sqrt(t)")
-    columns = {"drift": proof_key(objective, "drift"), "lr": LR_COLUMN, "descent": proof_key(objective, "descent")}
+    columns = {"drift": PROOF.key(objective, "drift"), "lr": LR_COLUMN, "descent": PROOF.key(objective, "descent")}
     missing = [c for c in columns.values() if c not in group.runs[0][1].columns]
     if missing:
         raise NotMeasured(f"{group.label}: no {missing[0]} column (probe 'proof' off)")

@@ -23,9 +23,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zerolock_theory.metric_keys import scaling_key, scaling_step_key
+from zerolock_theory.records import (
+    CHUNK,
+    EVAL_CHUNK,
+    MINIMIZER,
+    PROOF,
+    SCALING,
+    SCALING_STEP,
+    STABILITY,
+    STABILITY_FLAG,
+    Layout,
+    with_layout,
+)
 
-__all__ = ["minimizer_frame", "power_law_series", "proof_record", "write_run", "write_suite", "write_systems"]
+__all__ = ["laid_out", "minimizer_frame", "power_law_series", "proof_record", "write_run", "write_suite", "write_systems"]
 
 
 def power_law_series(
@@ -76,30 +87,31 @@ def _config(
         },
         "optim": {"name": "sgd", "lr": lr, "schedule": schedule},
         "run": {"steps": steps, "seed": seed, "eval_every": 10},
-        "probes": {"stability": {}, "minimizers": {}, "gradients": {"every": 5}},
+        "probes": {"stability": {}, "minimizers": {}, "gradients": {"every": 5},
+                   "scaling": {"factors": list(FACTORS), "antithetic": False}},
     }
 
 
 def _stability(rng, rec, obj, chunks, lr_t, slope, defined):
     if not defined:
-        rec[f"probe/stability/{obj}/defined"] = False
-        rec[f"probe/stability/{obj}/reason"] = "one-hot labels: KL(p || p_y) is infinite"
+        rec[STABILITY_FLAG.key(obj, "defined")] = False
+        rec[STABILITY_FLAG.key(obj, "reason")] = "one-hot labels: KL(p || p_y) is infinite"
         for k in [*map(str, range(1, chunks + 1)), "total"]:
             for f in ("phi", "q", "ratio", "actual", "remainder"):
-                rec[f"probe/stability/{obj}/{k}/{f}"] = None
+                rec[STABILITY.key(obj, k, f)] = None
         return
-    rec[f"probe/stability/{obj}/defined"] = True
+    rec[STABILITY_FLAG.key(obj, "defined")] = True
     for k in [*map(str, range(1, chunks + 1)), "total"]:
         dp = lr_t * 10.0 * math.exp(0.3 * rng.normal())
         rho = 0.5 * dp**slope * math.exp(0.3 * rng.normal())
         positive = rng.random() > 0.2
         phi = rho * dp * dp if positive else -0.1 * dp
         remainder = 0.3 * dp * dp * rng.normal()
-        rec[f"probe/stability/{obj}/{k}/phi"] = phi
-        rec[f"probe/stability/{obj}/{k}/q"] = dp * dp
-        rec[f"probe/stability/{obj}/{k}/ratio"] = max(phi, 0.0) / (dp * dp)
-        rec[f"probe/stability/{obj}/{k}/actual"] = phi + remainder
-        rec[f"probe/stability/{obj}/{k}/remainder"] = remainder
+        rec[STABILITY.key(obj, k, "phi")] = phi
+        rec[STABILITY.key(obj, k, "q")] = dp * dp
+        rec[STABILITY.key(obj, k, "ratio")] = max(phi, 0.0) / (dp * dp)
+        rec[STABILITY.key(obj, k, "actual")] = phi + remainder
+        rec[STABILITY.key(obj, k, "remainder")] = remainder
 
 
 def _minimizer(rng, rec, chunks, t, tracks, base):
@@ -108,12 +120,18 @@ def _minimizer(rng, rec, chunks, t, tracks, base):
     for k in range(1, chunks + 1):
         shrink = 1.0 + 1.0 / (1 + t)
         move_m, move_g = (shrink, 1.0) if tracks == "m" else (1.0, shrink)
-        rec[f"probe/minimizer/{k}/tv_m"] = near * move_m * math.exp(0.1 * rng.normal())
-        rec[f"probe/minimizer/{k}/tv_g"] = far * move_g * math.exp(0.1 * rng.normal())
-        rec[f"probe/minimizer/{k}/kl_m_p"] = 2 * rec[f"probe/minimizer/{k}/tv_m"] ** 2
-        rec[f"probe/minimizer/{k}/kl_p_g"] = 2 * rec[f"probe/minimizer/{k}/tv_g"] ** 2
-        rec[f"probe/minimizer/{k}/gap"] = 0.1 * shrink / k
-        rec[f"probe/minimizer/{k}/ce"] = base - 0.2 * k
+        rec[MINIMIZER.key(k, "tv_m")] = near * move_m * math.exp(0.1 * rng.normal())
+        rec[MINIMIZER.key(k, "tv_g")] = far * move_g * math.exp(0.1 * rng.normal())
+        rec[MINIMIZER.key(k, "kl_m_p")] = 2 * rec[MINIMIZER.key(k, "tv_m")] ** 2
+        rec[MINIMIZER.key(k, "kl_p_g")] = 2 * rec[MINIMIZER.key(k, "tv_g")] ** 2
+        rec[MINIMIZER.key(k, "gap")] = 0.1 * shrink / k
+        rec[MINIMIZER.key(k, "ce")] = base - 0.2 * k
+
+
+def laid_out(frame: pd.DataFrame, chunks: int, *, random: bool = True) -> pd.DataFrame:
+    """``frame`` with the layout of a run of K = ``chunks`` whose scaling probe used ``FACTORS``
+    (and the random direction, without the antithetic one, when ``random``), as ``load_run`` attaches."""
+    return with_layout(frame, Layout(chunks, factors=FACTORS, directions=("actual", "random") if random else ("actual",)))
 
 
 def minimizer_frame(
@@ -144,9 +162,9 @@ def minimizer_frame(
             ("tv_g", tv_g, move_g, "kl_p_g"),
         ):
             tv = level * (1 + move * decay) * np.exp(noise * rng.normal(size=steps) - noise**2 / 2)
-            data[f"probe/minimizer/{k}/{name}"] = tv
-            data[f"probe/minimizer/{k}/{kl_name}"] = 2 * tv**2
-    return pd.DataFrame(data)
+            data[MINIMIZER.key(k, name)] = tv
+            data[MINIMIZER.key(k, kl_name)] = 2 * tv**2
+    return laid_out(pd.DataFrame(data), chunks)
 
 
 FACTORS = tuple(2.0**-i for i in range(7))
@@ -173,11 +191,11 @@ def scaling_record(
         q2, phis = _scaled_values(rng, kind, p, noise)
         for c, phi in zip(FACTORS, phis, strict=True):
             q = c * c * q2
-            rec[scaling_key(obj, c, "phi", direction)] = phi
-            rec[scaling_key(obj, c, "q", direction)] = q
-            rec[scaling_key(obj, c, "ratio", direction)] = max(phi, 0.0) / q
-        rec[scaling_step_key(obj, "phi_prime", direction)] = phis[-1] / FACTORS[-1]
-        rec[scaling_step_key(obj, "defined", direction)] = True
+            rec[SCALING.key(obj, c, "phi", direction)] = phi
+            rec[SCALING.key(obj, c, "q", direction)] = q
+            rec[SCALING.key(obj, c, "ratio", direction)] = max(phi, 0.0) / q
+        rec[SCALING_STEP.key(obj, "phi_prime", direction)] = phis[-1] / FACTORS[-1]
+        rec[SCALING_STEP.key(obj, "defined", direction)] = True
 
 
 def scaling_frame(order: str, seed: int, steps: int = 30, **kw: Any) -> pd.DataFrame:
@@ -188,7 +206,7 @@ def scaling_frame(order: str, seed: int, steps: int = 30, **kw: Any) -> pd.DataF
         rec: dict[str, Any] = {"step": 10 * t}
         scaling_record(rng, rec, "implemented", order, **kw)
         rows.append(rec)
-    return pd.DataFrame(rows)
+    return laid_out(pd.DataFrame(rows), 3, random=kw.get("random_share", 0.5) is not None)
 
 
 def write_readouts(run: Path, seed: int, toward: str, steps: int, chunks: int, alpha: float, epsilon: float) -> None:
@@ -278,8 +296,8 @@ def write_run(
             "train/final_ce": ce[-1],
         }
         for k in range(1, chunks + 1):
-            rec[f"chunk/{k}/ce"] = ce[k - 1]
-            rec[f"chunk/{k}/grad_norm_sq"] = float(g_local[t]) / chunks
+            rec[CHUNK.key(k, "ce")] = ce[k - 1]
+            rec[CHUNK.key(k, "grad_norm_sq")] = float(g_local[t]) / chunks
         rec["probe/gradient/global_sq"] = (
             float(g_global[t]) if method == "backprop" or t % global_every == 0 else None
         )
@@ -290,7 +308,7 @@ def write_run(
         if t % eval_every == eval_every - 1:
             rec["eval/ce"] = ce[-1] + 0.05
             for k in range(1, chunks + 1):
-                rec[f"eval/chunk/{k}/ce"] = ce[k - 1] + 0.05
+                rec[EVAL_CHUNK.key(k, "ce")] = ce[k - 1] + 0.05
         if probes and method == "zerolock":
             _stability(rng, rec, "implemented", chunks, lr_t, stability_slope, True)
             _stability(rng, rec, "paper", chunks, lr_t, stability_slope, epsilon > 0)
@@ -318,8 +336,8 @@ def proof_record(rng: np.random.Generator, rec: dict[str, Any], lr_t: float, ord
     η_t·(1 + noise) (``order`` "first") or η_t²·(1 + noise) ("second"), noise N(0, 1)."""
     for obj in ("paper", "implemented"):
         scale = lr_t if order == "first" else lr_t**2
-        rec[f"probe/proof/{obj}/drift"] = float(scale * (1 + rng.normal()))
-        rec[f"probe/proof/{obj}/descent"] = float(-lr_t * (1 + 0.3 * rng.normal()))
+        rec[PROOF.key(obj, "drift")] = float(scale * (1 + rng.normal()))
+        rec[PROOF.key(obj, "descent")] = float(-lr_t * (1 + 0.3 * rng.normal()))
 
 
 def write_systems(directory: Path) -> Path:

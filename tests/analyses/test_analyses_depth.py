@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic_runs import laid_out
 
 from analyses.depth import depth_profile, depth_set, depth_verdict
 from analyses.results import NotMeasured
@@ -17,7 +18,7 @@ def _frame(ce_rows, source="chunk/{k}/ce", gap=None):
     if gap is not None:
         for k in range(1, len(gap[0]) + 1):
             data[f"probe/minimizer/{k}/gap"] = [row[k - 1] for row in gap]
-    return pd.DataFrame(data)
+    return laid_out(pd.DataFrame(data), len(ce_rows[0]))
 
 
 def test_monotone_run_holds_everywhere():
@@ -71,9 +72,9 @@ def test_verdict_rule(share, final, verdict):
 def test_depth_set_pools_runs_and_skips_those_without_data():
     good = _frame([[3.0, 2.0]] * 10)
     bad = _frame([[2.0, 3.0]] * 10)
-    result = depth_set([good, bad, pd.DataFrame({"step": [0]})], ["good", "bad", "none"])
+    result = depth_set([good, bad, laid_out(pd.DataFrame({"step": [0]}), 3)], ["good", "bad", "none"])
     assert [p.run for p in result.profiles] == ["good", "bad"]
     assert result.share_holds == 0.5 and result.verdict == "inconclusive"
     assert depth_set([bad]).verdict == "refuted"
     with pytest.raises(NotMeasured):
-        depth_set([pd.DataFrame({"step": [0]})])
+        depth_set([laid_out(pd.DataFrame({"step": [0]}), 3)])

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from synthetic_runs import laid_out
 
 from analyses.lemma2 import (
     IMPLEMENTED_OUTCOMES,
@@ -22,7 +23,7 @@ from analyses.lemma2 import (
 )
 from analyses.results import load_result
 from probes.lemma2 import lemma2_metrics, null_metrics
-from zerolock_theory.metric_keys import INITIAL, lemma2_key
+from zerolock_theory.records import INITIAL, LEMMA2
 from zerolock_theory.theory.lemma2 import temper
 from zerolock_theory.theory.targets import (
     arithmetic_target,
@@ -66,10 +67,10 @@ def test_implemented_says_yes_where_the_targets_coincide(case) -> None:
 
 
 def _mismatch_frame(before: list[float], after: list[float]) -> pd.DataFrame:
-    rows = [{"step": 0, **{lemma2_key(k, "tv_m_g" + INITIAL): v for k, v in enumerate(before, 1)},
-             **{lemma2_key(k, "tv_m_g"): v for k, v in enumerate(before, 1)}},
-            {"step": 9, **{lemma2_key(k, "tv_m_g"): v for k, v in enumerate(after, 1)}}]
-    return pd.DataFrame(rows)
+    rows = [{"step": 0, **{LEMMA2.key(k, "tv_m_g" + INITIAL): v for k, v in enumerate(before, 1)},
+             **{LEMMA2.key(k, "tv_m_g"): v for k, v in enumerate(before, 1)}},
+            {"step": 9, **{LEMMA2.key(k, "tv_m_g"): v for k, v in enumerate(after, 1)}}]
+    return laid_out(pd.DataFrame(rows), len(before))
 
 
 def _mismatch(level: float, spread: float, seeds: int = 5):
@@ -90,7 +91,7 @@ def test_mismatch_outcomes(level, spread, outcome) -> None:
 
 def test_mismatch_is_not_testable_with_two_seeds_or_no_keys() -> None:
     assert _mismatch(0.4, 0.02, seeds=2).outcome == "not testable"
-    assert lemma2_mismatch({"a": pd.DataFrame({"step": [0]})}).outcome == "not testable"
+    assert lemma2_mismatch({"a": laid_out(pd.DataFrame({"step": [0]}), K)}).outcome == "not testable"
     seen = {_mismatch(0.4, 0.02).outcome, _mismatch(0.01, 0.002).outcome, _mismatch(TV_SMALL, 0.02).outcome,
             _mismatch(0.4, 0.02, seeds=2).outcome}
     assert seen == set(MISMATCH_OUTCOMES)
@@ -106,7 +107,7 @@ def _tracking_frame(seed: int, trained_from) -> pd.DataFrame:
              **lemma2_metrics(untrained, labels, ALPHA, EPS)}
     last = {"step": 9, **lemma2_metrics(trained, labels, ALPHA, EPS),
             **null_metrics(untrained, trained, labels, ALPHA, EPS)}
-    return pd.DataFrame([first, last])
+    return laid_out(pd.DataFrame([first, last]), K)
 
 
 def _flattened(tau: float):

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 import pytest
-from synthetic_runs import minimizer_frame, write_run
+from synthetic_runs import laid_out, minimizer_frame, write_run
 
 from analyses.io import load_run
 from analyses.movement import minimizer_table, toy_check
@@ -81,13 +81,13 @@ def test_two_by_two_table_measures_movement(runs):
 
 
 def test_relative_reduction_is_head_minus_tail_over_head():
-    frame = pd.DataFrame(
+    frame = laid_out(pd.DataFrame(
         {
             "step": range(10),
             **{f"probe/minimizer/1/{m}": [2.0] + [1.5] * 4 + [1.0] * 5 for m in ("tv_m", "kl_m_p")},
             **{f"probe/minimizer/1/{m}": [1.0] * 10 for m in ("tv_g", "kl_p_g")},
         }
-    )
+    ), 1)
     table = minimizer_table([("forward", frame)], n_boot=20, head=0.1, tail=0.5)
     m, g = table.cell("forward", "m"), table.cell("forward", "g")
     assert m.kl_head.estimate == 2.0 and m.kl.estimate == 1.0
@@ -172,4 +172,4 @@ def test_non_finite_values_are_dropped_and_counted(runs):
 
 def test_no_probe_keys_is_not_measured():
     with pytest.raises(NotMeasured, match="probe/minimizer"):
-        minimizer_table([("forward", pd.DataFrame({"step": [0, 1]}))])
+        minimizer_table([("forward", laid_out(pd.DataFrame({"step": [0, 1]}), 3))])

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic_runs import laid_out
 
 from analyses.proposition import (
     OUTCOMES,
@@ -36,7 +37,7 @@ def _frame(seed: int, *, d_ce: float, gap: float, steps: int = 20, k0: bool = Tr
         if t in violate_at:
             rec["probe/minimizer/2/ce"] = ce[1] + gap + 0.01
         rows.append(rec)
-    return pd.DataFrame(rows)
+    return laid_out(pd.DataFrame(rows), K)
 
 
 def _group(frames):
@@ -104,7 +105,7 @@ def test_without_ce0_pairs_start_at_chunk_two_and_few_seeds_are_not_testable():
     assert proposition_run(_frame(0, d_ce=-0.1, gap=0.0, k0=False)).chunks == [2, 3]
     assert _group([_frame(s, d_ce=0.3, gap=0.1) for s in range(2)]).outcome == "not testable"
     with pytest.raises(NotMeasured, match="minimizers"):
-        proposition_run(pd.DataFrame({"step": [0]}))
+        proposition_run(laid_out(pd.DataFrame({"step": [0]}), K))
 
 
 @pytest.mark.parametrize(("seeds", "rising", "violations", "outcome"),
@@ -135,7 +136,7 @@ def _table(draw) -> list[pd.DataFrame]:
             rec[f"probe/minimizer/{k}/ce"] = [draw(value) for _ in range(steps)]
         for k in range(1, K + 1):
             rec[f"probe/minimizer/{k}/gap"] = [draw(st.sampled_from([0.0, 0.1, 1.0])) for _ in range(steps)]
-        frames.append(pd.DataFrame(rec))
+        frames.append(laid_out(pd.DataFrame(rec), K))
     return frames
 
 

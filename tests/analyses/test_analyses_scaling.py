@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic_runs import FACTORS, scaling_frame
+from synthetic_runs import FACTORS, laid_out, scaling_frame
 
 from analyses.drift import drift_check, growth_exponent
 from analyses.results import Interval, NotMeasured, load_result
@@ -25,7 +25,7 @@ from analyses.scaling import (
     seed_scaling,
 )
 from reports.wording import drift_line
-from zerolock_theory.metric_keys import scaling_key
+from zerolock_theory.records import SCALING
 
 
 def _group(order: str, seeds=range(5), **kw):
@@ -35,7 +35,7 @@ def _group(order: str, seeds=range(5), **kw):
 def test_bounded_phi_holds_with_every_step_resolved():
     """φ(c) = c²·a (φ′ = 0, ρ(c) ≤ 2 at every c): "holds", although φ(c_min)/c_min > 0."""
     frame = scaling_frame("bounded", 0)
-    assert (frame[scaling_key("implemented", FACTORS[-1], "phi")] > 0).all()  # the naive φ′ is positive
+    assert (frame[SCALING.key("implemented", FACTORS[-1], "phi")] > 0).all()  # the naive φ′ is positive
     group = _group("bounded")
     assert (group.uniform, group.uniform_reason) == ("holds", "resolved")
     assert (group.outcome, group.reason) == ("not testable", "no_along")  # no train/lr: no trend along the run
@@ -78,7 +78,7 @@ def test_too_few_seeds_or_steps_or_no_baseline_are_not_testable():
 
 def test_one_unresolved_step_prevents_holds():
     frames = [scaling_frame("bounded", s) for s in range(5)]
-    frames[2].loc[4, scaling_key("implemented", 0.25, "phi")] = np.nan  # one factor missing at one step
+    frames[2].loc[4, SCALING.key("implemented", 0.25, "phi")] = np.nan  # one factor missing at one step
     group = group_scaling([(f"s{i}", f) for i, f in enumerate(frames)], "implemented")
     assert (group.uniform, group.uniform_reason, group.n_unresolved) == ("not testable", "unresolved", 1)
 
@@ -121,7 +121,7 @@ def test_seed_counts_and_pairs_of_one_run():
     assert len(seed.paired_actual) == len(seed.paired_random) == seed.random.n_resolved == 30
     assert seed.slope == pytest.approx(-1.0, abs=0.05)  # φ = c·φ′ + c²·b: close to −1
     with pytest.raises(NotMeasured, match="scaling"):
-        seed_scaling(pd.DataFrame({"step": [0]}), "implemented")
+        seed_scaling(laid_out(pd.DataFrame({"step": [0]}), 3), "implemented")
 
 
 def test_result_round_trips_through_json():

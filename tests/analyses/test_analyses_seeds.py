@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic_runs import laid_out
 
 from analyses.seeds import (
     DIVERGENCE_MARGIN,
@@ -42,7 +43,7 @@ def _run(loss_by_chunk: list[np.ndarray], ce: np.ndarray, eval_every: int = 10) 
         frame[f"chunk/{k}/loss"] = loss
     frame["eval/ce"] = [ce[t] if (t + 1) % eval_every == 0 else math.nan for t in range(steps)]
     frame["eval/ce_initial"] = [ce[0]] + [math.nan] * (steps - 1)
-    return frame
+    return laid_out(frame, max(1, len(loss_by_chunk)))
 
 
 def test_reverse_objective_raising_task_ce_is_stable():
@@ -77,16 +78,16 @@ def test_noisy_but_flat_objective_compares_tenth_means():
 
 def test_backprop_objective_is_its_loss_and_fallbacks():
     t = np.arange(20)
-    frame = pd.DataFrame({"step": t, "chunk/4/loss": 3.0 - 0.01 * t, "train/final_ce": 3.0 + 0.01 * t})
+    frame = laid_out(pd.DataFrame({"step": t, "chunk/4/loss": 3.0 - 0.01 * t, "train/final_ce": 3.0 + 0.01 * t}), 4)
     assert own_objective(frame)[0] == "sum of chunk/k/loss" and diverged(frame) is None  # L only (chunk K)
     assert own_objective(frame.assign(**{"train/loss": 1.0}))[0] == "train/loss"
     only_ce = frame.drop(columns=["chunk/4/loss"])
     assert own_objective(only_ce)[0] == "train/final_ce" and diverged(only_ce) is not None
-    assert objective_trend(pd.DataFrame({"step": [0]})) is None and objective_trend(frame.iloc[:1]) is None
+    assert objective_trend(laid_out(pd.DataFrame({"step": [0]}), 1)) is None and objective_trend(frame.iloc[:1]) is None
 
 
 def test_diverged_flags_nonfinite_losses():
-    ok = pd.DataFrame({"step": [0, 1], "train/loss": [2.0, 1.9], "eval/ce": [5.0, 9.0]})
+    ok = laid_out(pd.DataFrame({"step": [0, 1], "train/loss": [2.0, 1.9], "eval/ce": [5.0, 9.0]}), 2)
     assert diverged(ok) is None  # held-out CE is not a criterion
     assert "non-finite" in diverged(ok.assign(**{"train/loss": [2.0, math.inf]})).reason
     chunk = ok.assign(**{"chunk/2/loss": [1.0, math.inf]})
@@ -111,7 +112,7 @@ def test_regime_check_is_stable_on_the_own_objective_with_held_out_ce_as_outcome
     assert rising["ok"] is False and rising["objective_end"] > rising["objective_start"]
     broken = regime_check(_run([np.where(t == 30, math.inf, 2.0)], np.full(40, 5.0)))
     assert broken["ok"] is False and broken["why"].startswith("non-finite chunk/1/loss at step 30")
-    assert regime_check(pd.DataFrame({"step": [0, 1]}))["why"] == "no training objective logged"
+    assert regime_check(laid_out(pd.DataFrame({"step": [0, 1]}), 1))["why"] == "no training objective logged"
 
 
 def _with_held_out(frame: pd.DataFrame, start: float, values: list[float], eval_every: int = 10) -> pd.DataFrame:

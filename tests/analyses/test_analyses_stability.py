@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic_runs import laid_out
 
 from analyses.results import NotMeasured
 from analyses.stability import stability_summary
@@ -20,18 +21,18 @@ def _sweep_frame(
     rho = 0.5 * dp**slope * np.exp(0.3 * rng.normal(size=n))
     pos = rng.random(n) < share_pos
     phi = np.where(pos, rho * dp**2, -0.1 * dp)
-    return pd.DataFrame(
+    return laid_out(pd.DataFrame(
         {
             "step": np.arange(n),
             f"{KEY}/phi": phi,
             f"{KEY}/q": dp**2,
             f"{KEY}/ratio": np.maximum(phi, 0) / dp**2,
         }
-    )
+    ), 1)
 
 
 def test_summary_statistics_and_undefined_counts():
-    frame = pd.DataFrame(
+    frame = laid_out(pd.DataFrame(
         {
             "step": range(5),
             f"{KEY}/phi": [1.0, -1.0, 2.0, 4.0, None],
@@ -39,7 +40,7 @@ def test_summary_statistics_and_undefined_counts():
             f"{KEY}/ratio": [1.0, 0.0, 2.0, None, None],
             f"{KEY}/remainder": [0.5, 0.5, 0.5, 0.5, None],
         }
-    )
+    ), 1)
     total = stability_summary([frame], "implemented").total()
     assert (total.n_probe, total.n_defined, total.n_undefined) == (4, 3, 1)
     assert total.median == 1.0 and total.max == 2.0
@@ -57,7 +58,7 @@ def test_ratio_is_recomputed_when_absent():
 
 
 def test_undefined_paper_objective_gives_the_probe_reason():
-    frame = pd.DataFrame(
+    frame = laid_out(pd.DataFrame(
         {
             "step": range(3),
             "probe/stability/paper/defined": [False] * 3,
@@ -65,13 +66,13 @@ def test_undefined_paper_objective_gives_the_probe_reason():
             "probe/stability/paper/total/phi": [None] * 3,
             "probe/stability/paper/total/q": [None] * 3,
         }
-    )
+    ), 1)
     with pytest.raises(NotMeasured, match="one-hot labels"):
         stability_summary([frame], "paper")
 
 
 def test_missing_keys_are_not_measured():
     with pytest.raises(NotMeasured, match="no run has"):
-        stability_summary([pd.DataFrame({"step": [0]})], "implemented")
+        stability_summary([laid_out(pd.DataFrame({"step": [0]}), 1)], "implemented")
     with pytest.raises(ValueError, match="objective"):
-        stability_summary([pd.DataFrame({"step": [0]})], "other")
+        stability_summary([laid_out(pd.DataFrame({"step": [0]}), 1)], "other")

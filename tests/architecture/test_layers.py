@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("zerolock_theory.theory", "zerolock_theory.vocab"),
     ("zerolock_theory.models", "zerolock_theory.data", "zerolock_theory.data_config", "zerolock_theory.probe_config", "zerolock_theory.corpus",
      "zerolock_theory.config", "zerolock_theory.config_overrides", "zerolock_theory.config_types", "zerolock_theory.config_fields",
-     "zerolock_theory.recipes", "zerolock_theory.metric_keys",
+     "zerolock_theory.recipes", "zerolock_theory.records",
      "zerolock_theory.embedded", "zerolock_theory.formatting", "zerolock_theory.jsonio"),
     ("zerolock_theory.training",),
     ("probes", "zerolock_theory.pipeline"),

@@ -13,13 +13,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from probes.gradient_batch import PREFIX, GradientBatchProbe, batch_inner, draw_halves, own_gradient
+from probes.gradient_batch import GradientBatchProbe, batch_inner, draw_halves, own_gradient
 from probes.registry import build_probes
 from tests.training.test_host_syncs import counted_reads
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig, TrainConfig
 from zerolock_theory.data import blocks_to_batch
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.models import ChunkedLM, attach_adapters
+from zerolock_theory.records import GRADIENT_BATCH
 from zerolock_theory.training.loop import TIMING_KEYS
 from zerolock_theory.training.steps import build_step, split_halves
 from zerolock_theory.workflows.runs import probed_train
@@ -160,12 +161,12 @@ def test_the_probe_changes_no_training_metric_or_parameter(runs):
         name = f"checkpoints/step_{step:08d}/adapters.safetensors"
         a, b = load_file(runs["probed"] / name), load_file(runs["plain"] / name)
         assert a.keys() == b.keys() and all(torch.equal(a[key], b[key]) for key in a)
-    logged = [r for r in probed if f"{PREFIX}/grad_sq_unbiased" in r]
+    logged = [r for r in probed if GRADIENT_BATCH.key(None, "grad_sq_unbiased") in r]
     assert [r["step"] for r in logged] == [0, 3]
     for r in logged:
-        per_chunk = [r[f"{PREFIX}/{k}/grad_sq_unbiased"] for k in (1, 2)]
+        per_chunk = [r[GRADIENT_BATCH.key(k, "grad_sq_unbiased")] for k in (1, 2)]
         assert all(isinstance(v, float) and math.isfinite(v) for v in per_chunk)
-        assert r[f"{PREFIX}/grad_sq_unbiased"] == pytest.approx(sum(per_chunk), rel=1e-12)
+        assert r["probe/gradient_batch/grad_sq_unbiased"] == pytest.approx(sum(per_chunk), rel=1e-12)
 
 
 def test_resume_equals_uninterrupted(runs, tmp_path):

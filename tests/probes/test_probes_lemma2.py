@@ -11,13 +11,7 @@ from probes.readout_probe import ReadoutStore
 from probes.registry import build_probes
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
-from zerolock_theory.metric_keys import (
-    INITIAL,
-    LEMMA2,
-    LEMMA2_FIELDS,
-    LEMMA2_NULL_FIELDS,
-    lemma2_key,
-)
+from zerolock_theory.records import INITIAL, LEMMA2, LEMMA2_FIELDS, LEMMA2_NULL_FIELDS
 from zerolock_theory.theory.lemma2 import readout_distances
 from zerolock_theory.workflows.runs import probed_train
 
@@ -46,7 +40,7 @@ def _expected(run, step: int) -> dict[str, float]:
     out = {}
     for k in range(1, K + 1):
         for name, value in readout_distances(log_p[k - 1], log_p[k], labels, ALPHA, 0.1).items():
-            out[lemma2_key(k, name)] = float(value.mean())
+            out[LEMMA2.key(k, name)] = float(value.mean())
     return out
 
 
@@ -54,7 +48,7 @@ def test_keys_are_the_exact_full_vocabulary_values(run) -> None:
     records = read_records(run / "metrics.jsonl")
     steps = [r for r in records if "chunk/1/loss" in r]
     first, last = steps[0], steps[-1]
-    assert first[f"{LEMMA2}/epsilon"] == 0.1  # method.epsilon = 0: the probe's ε for both targets
+    assert first["probe/lemma2/epsilon"] == 0.1  # method.epsilon = 0: the probe's ε for both targets
     for key, value in _expected(run, 0).items():
         assert first[key.replace(key.rsplit("/", 1)[1], key.rsplit("/", 1)[1] + INITIAL)] == pytest.approx(value, abs=1e-9)
     for key, value in _expected(run, STEPS).items():
@@ -63,14 +57,14 @@ def test_keys_are_the_exact_full_vocabulary_values(run) -> None:
 
 def test_cadence_initial_and_null_records(run) -> None:
     records = [r for r in read_records(run / "metrics.jsonl") if "chunk/1/loss" in r]
-    has = [[lemma2_key(1, "tv_m_g") in r, lemma2_key(1, "tv_m_g" + INITIAL) in r, lemma2_key(1, "null_tv_m") in r]
+    has = [[LEMMA2.key(1, "tv_m_g") in r, LEMMA2.key(1, "tv_m_g" + INITIAL) in r, LEMMA2.key(1, "null_tv_m") in r]
            for r in records]
     # every = 2: steps 0 and 2 (the last) log; the initial keys only in the first record, the null only in the last
     assert has == [[True, True, False], [False, False, False], [True, False, True]]
     last = records[-1]
     for k in range(1, K + 1):
-        assert all(lemma2_key(k, f) in last for f in (*LEMMA2_FIELDS, *LEMMA2_NULL_FIELDS))
-        assert last[lemma2_key(k, "null_temperature")] > 0
+        assert all(LEMMA2.key(k, f) in last for f in (*LEMMA2_FIELDS, *LEMMA2_NULL_FIELDS))
+        assert last[LEMMA2.key(k, "null_temperature")] > 0
 
 
 def test_bad_options_raise() -> None:

@@ -14,7 +14,7 @@ from probes.proof import ProofProbe, chunk_targets, chunk_terms
 from probes.registry import register
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
-from zerolock_theory.metric_keys import proof_key, proof_step_key
+from zerolock_theory.records import PROOF, PROOF_STEP
 from zerolock_theory.theory.surrogate import chunk_surrogate_terms, frozen_targets, surrogate
 from zerolock_theory.theory.targets import label_smooth, one_hot
 from zerolock_theory.training.loop import execute
@@ -114,55 +114,55 @@ def test_surrogate_telescopes_and_descent_matches_a_direct_evaluation(tmp_path, 
     assert len(records) == STEPS and len(weights) == STEPS + 1
     direct = Direct(run, weights)
     for obj in ("paper", "implemented"):
-        descent = [r[proof_key(obj, "descent")] for r in records]
-        drift = [r[proof_key(obj, "drift")] for r in records]
+        descent = [r[PROOF.key(obj, "descent")] for r in records]
+        drift = [r[PROOF.key(obj, "drift")] for r in records]
         # the exact identity R^T(ω^T) − R^0(ω^0) = Σ descent_t + Σ drift_t, both ends evaluated from scratch
         change = direct.value(STEPS, STEPS, obj) - direct.value(0, 0, obj)
         assert sum(descent) + sum(drift) == pytest.approx(change, abs=1e-6)
         assert abs(change) > 1e-3  # the run moved the surrogate: the identity is not 0 = 0
         for t, r in enumerate(records):
             before, moved = direct.value(t, t, obj), direct.value(t, t + 1, obj)
-            assert r[proof_key(obj, "surrogate")] == pytest.approx(before, abs=1e-9)
-            assert r[proof_key(obj, "descent")] == pytest.approx(moved - before, abs=1e-9)
-            assert r[proof_key(obj, "drift")] == pytest.approx(direct.value(t + 1, t + 1, obj) - moved, abs=1e-9)
-            chunks = [r[proof_key(obj, "descent", k)] for k in range(1, K + 1)]
-            assert sum(chunks) == pytest.approx(r[proof_key(obj, "descent")], abs=1e-12)
+            assert r[PROOF.key(obj, "surrogate")] == pytest.approx(before, abs=1e-9)
+            assert r[PROOF.key(obj, "descent")] == pytest.approx(moved - before, abs=1e-9)
+            assert r[PROOF.key(obj, "drift")] == pytest.approx(direct.value(t + 1, t + 1, obj) - moved, abs=1e-9)
+            chunks = [r[PROOF.key(obj, "descent", k)] for k in range(1, K + 1)]
+            assert sum(chunks) == pytest.approx(r[PROOF.key(obj, "descent")], abs=1e-12)
             # chunk 1's input h_0 and target (from p_0) are frozen: its surrogate never moves by itself
-            assert r[proof_key(obj, "drift", 1)] == 0.0
-            assert r[proof_key(obj, "defined")] is True
+            assert r[PROOF.key(obj, "drift", 1)] == 0.0
+            assert r[PROOF.key(obj, "defined")] is True
     for t, r in enumerate(records):
-        assert r[proof_step_key("span")] == 1
-        assert r[proof_step_key("lr_sum")] == r["train/lr"] and r[proof_step_key("lr_sq_sum")] == r["train/lr"] ** 2
-        has = proof_key("paper", "smoothness") in r
+        assert r[PROOF_STEP.key("span")] == 1
+        assert r[PROOF_STEP.key("lr_sum")] == r["train/lr"] and r[PROOF_STEP.key("lr_sq_sum")] == r["train/lr"] ** 2
+        has = PROOF.key("paper", "smoothness") in r
         assert has == (t % 2 == 0)
     own = "implemented" if direction == "forward" else "paper"
     for r in records[::2]:
         # a small SGD step lowers its own surrogate (on held-out positions too, at this seed), to first
         # order in the step: the directional derivative carries almost all of the descent
-        d, lin = r[proof_key(own, "descent")], r[proof_key(own, "directional")]
+        d, lin = r[PROOF.key(own, "descent")], r[PROOF.key(own, "directional")]
         assert d < 0 and lin < 0 and abs(d - lin) < 0.2 * abs(lin)
-        assert r[proof_key(own, "eta_smoothness")] == pytest.approx(r["train/lr"] * r[proof_key(own, "smoothness")])
+        assert r[PROOF.key(own, "eta_smoothness")] == pytest.approx(r["train/lr"] * r[PROOF.key(own, "smoothness")])
 
 
 def test_every_two_telescopes_over_spans(tmp_path):
     run, weights, records = _train(tmp_path, "forward", 0.0, {"every": 2}, steps=4)
     direct = Direct(run, weights)
-    probed = [r for r in records if proof_key("implemented", "descent") in r]
+    probed = [r for r in records if PROOF.key("implemented", "descent") in r]
     assert [r["step"] for r in probed] == [1, 3]
     for r, t0 in zip(probed, (0, 2), strict=True):
-        assert r[proof_step_key("span")] == 2
-        assert r[proof_step_key("lr_sum")] == pytest.approx(2 * LR) and r[proof_step_key("lr_sq_sum")] == pytest.approx(2 * LR**2)
+        assert r[PROOF_STEP.key("span")] == 2
+        assert r[PROOF_STEP.key("lr_sum")] == pytest.approx(2 * LR) and r[PROOF_STEP.key("lr_sq_sum")] == pytest.approx(2 * LR**2)
         before, moved = direct.value(t0, t0, "implemented"), direct.value(t0, t0 + 2, "implemented")
-        assert r[proof_key("implemented", "descent")] == pytest.approx(moved - before, abs=1e-9)
-    total = sum(r[proof_key("implemented", f)] for r in probed for f in ("descent", "drift"))
+        assert r[PROOF.key("implemented", "descent")] == pytest.approx(moved - before, abs=1e-9)
+    total = sum(r[PROOF.key("implemented", f)] for r in probed for f in ("descent", "drift"))
     assert total == pytest.approx(direct.value(4, 4, "implemented") - direct.value(0, 0, "implemented"), abs=1e-6)
 
 
 def test_paper_objective_without_smoothing_is_null_with_a_reason(tmp_path):
     _, _, records = _train(tmp_path, "forward", 0.0, {"epsilon": 0.0}, steps=1)
     (r,) = records
-    assert r[proof_key("paper", "defined")] is False and "epsilon" in r[proof_key("paper", "reason")]
-    assert r[proof_key("paper", "descent")] is None and r[proof_key("implemented", "defined")] is True
+    assert r[PROOF.key("paper", "defined")] is False and "epsilon" in r[PROOF.key("paper", "reason")]
+    assert r[PROOF.key("paper", "descent")] is None and r[PROOF.key("implemented", "defined")] is True
 
 
 @pytest.mark.parametrize("options", [{"every": 0}, {"every": 2, "smoothness_every": 3}, {"epsilon": 1.0},

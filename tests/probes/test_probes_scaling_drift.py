@@ -21,7 +21,7 @@ from probes.readout_pass import label_targets, probe_batch, readouts_now, smooth
 from probes.registry import build_probes, register
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
-from zerolock_theory.metric_keys import SCALING_DIRECTIONS, scaling_key, scaling_step_key
+from zerolock_theory.records import SCALING, SCALING_DIRECTIONS, SCALING_STEP
 from zerolock_theory.theory.stability import chunk_divergence
 from zerolock_theory.training.loop import TIMING_KEYS
 from zerolock_theory.workflows.runs import probed_train as train
@@ -32,7 +32,7 @@ N, K, STEPS, ALPHA, EVERY = 32, 2, 4, 0.5, 2
 FACTORS = (1.0, 0.5, 0.25, 0.125, 0.0625)
 OBJECTIVES = ("paper", "implemented")
 DIRECTIONS = ("actual", "random", "antithetic")
-SCALING = {"n_positions": N, "every": EVERY, "factors": list(FACTORS)}
+SCALING_PROBE = {"n_positions": N, "every": EVERY, "factors": list(FACTORS)}
 
 
 def _check_key(objective: str, c: float) -> str:
@@ -141,20 +141,20 @@ def _config(probes: dict[str, Any], steps: int = STEPS) -> TrainConfig:
 def runs(tmp_path_factory) -> dict[str, Path]:
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("scaling_drift")
-    train(_config({"scaling": SCALING, "drift_check": {}}), root / "checked")
-    train(_config({"scaling": {**SCALING, "antithetic": False}}), root / "off")
+    train(_config({"scaling": SCALING_PROBE, "drift_check": {}}), root / "checked")
+    train(_config({"scaling": {**SCALING_PROBE, "antithetic": False}}), root / "off")
     train(_config({}), root / "plain")
     return {name: root / name for name in ("checked", "off", "plain")}
 
 
 def _probed(run: Path) -> list[dict[str, Any]]:
-    return [r for r in read_records(run / "metrics.jsonl") if scaling_key("paper", 1.0, "phi") in r]
+    return [r for r in read_records(run / "metrics.jsonl") if SCALING.key("paper", 1.0, "phi") in r]
 
 
 def test_keys_and_options():
     assert SCALING_DIRECTIONS == ("actual", "random", "antithetic")
-    assert scaling_key("paper", 0.5, "drift", "antithetic") == "probe/scaling/paper/antithetic/c=0.5/drift"
-    assert scaling_step_key("implemented", "phi_prime", "antithetic") == "probe/scaling/implemented/antithetic/phi_prime"
+    assert SCALING.key("paper", 0.5, "drift", "antithetic") == "probe/scaling/paper/antithetic/c=0.5/drift"
+    assert SCALING_STEP.key("implemented", "phi_prime", "antithetic") == "probe/scaling/implemented/antithetic/phi_prime"
     probe = build_probes({"scaling": {}})[0]
     assert probe.random_baseline and probe.antithetic
 
@@ -209,7 +209,7 @@ def test_drift_equals_a_direct_evaluation(runs):
     for r in records:
         for objective in OBJECTIVES:
             for c in FACTORS:
-                logged, direct = r[scaling_key(objective, c, "drift")], r[_check_key(objective, c)]
+                logged, direct = r[SCALING.key(objective, c, "drift")], r[_check_key(objective, c)]
                 assert isinstance(logged, float) and math.isfinite(logged)
                 # The same readouts (same parameters, same forward). ``implemented`` is the same
                 # chunk_divergence arithmetic (equal here); ``paper`` drops Σ p_k log p_k from both
@@ -219,7 +219,7 @@ def test_drift_equals_a_direct_evaluation(runs):
 
 
 def _value(r: dict[str, Any], objective: str, c: float, name: str, direction: str) -> float:
-    return r[scaling_key(objective, c, name, direction)]
+    return r[SCALING.key(objective, c, name, direction)]
 
 
 def _mirror_gap(r: dict[str, Any], objective: str, c: float) -> float:
@@ -237,16 +237,16 @@ def test_drift_meets_phi_as_c_shrinks_and_the_antithetic_direction_mirrors(runs)
                 gap = [(_value(r, objective, c, "drift", direction) - _value(r, objective, c, "phi", direction)) / c
                        for c in FACTORS]
                 assert abs(gap[-1]) < 4 * c_min * abs(gap[0]), (r["step"], objective, direction, gap)
-                assert r[scaling_step_key(objective, "defined", direction)] is True
-                assert r[scaling_step_key(objective, "phi_prime", direction)] == pytest.approx(
+                assert r[SCALING_STEP.key(objective, "defined", direction)] is True
+                assert r[SCALING_STEP.key(objective, "phi_prime", direction)] == pytest.approx(
                     _value(r, objective, c_min, "phi", direction) / c_min, rel=1e-12)
-                assert r[scaling_step_key(objective, "q_second", direction)] == pytest.approx(
+                assert r[SCALING_STEP.key(objective, "q_second", direction)] == pytest.approx(
                     _value(r, objective, c_min, "q", direction) / c_min**2, rel=1e-12)
             # φ(c; −u)/c = −φ(c; u)/c + O(c): relative difference ≈ c·A with A ≈ its value at c = 1
             # (0.01 … 0.7 here); the floor 0.1 on A covers float32 rounding in the forward when A is tiny
             low, high = _mirror_gap(r, objective, c_min), _mirror_gap(r, objective, 1.0)
             assert low <= 2 * c_min * max(high, 0.1), (r["step"], objective, low, high)
-            prime = [r[scaling_step_key(objective, "phi_prime", d)] for d in ("random", "antithetic")]
+            prime = [r[SCALING_STEP.key(objective, "phi_prime", d)] for d in ("random", "antithetic")]
             assert (prime[0] > 0) != (prime[1] > 0)  # exactly one of ±u has φ′ > 0
             # the same u_t: q(c) nearly equal for ±u (q is even in the direction to leading order)
             for c in FACTORS:
@@ -267,7 +267,7 @@ def test_antithetic_direction_leaves_training_and_the_other_directions_unchanged
         assert probed.keys() == without.keys()
         assert all(torch.equal(probed[key], without[key]) for key in probed), step
     antithetic = "probe/scaling/paper/antithetic/"
-    assert [r["step"] for r in records if scaling_key("paper", 1.0, "drift", "antithetic") in r] == [0, 2]
+    assert [r["step"] for r in records if SCALING.key("paper", 1.0, "drift", "antithetic") in r] == [0, 2]
     for with_, without in zip(records, off, strict=True):
         scaled = {k: v for k, v in with_.items() if k.startswith("probe/scaling/")}
         assert not any(k.startswith(antithetic) for k in without)
@@ -276,20 +276,20 @@ def test_antithetic_direction_leaves_training_and_the_other_directions_unchanged
 
 
 def test_antithetic_needs_the_random_baseline(tmp_path):
-    train(_config({"scaling": {**SCALING, "random_baseline": False, "antithetic": True}}, steps=1), tmp_path)
+    train(_config({"scaling": {**SCALING_PROBE, "random_baseline": False, "antithetic": True}}, steps=1), tmp_path)
     (record,) = read_records(tmp_path / "metrics.jsonl")
-    assert scaling_key("paper", 1.0, "drift") in record
+    assert SCALING.key("paper", 1.0, "drift") in record
     assert not any("/random/" in k or "/antithetic/" in k for k in record)
 
 
 def test_resume_logs_the_same_drift_and_antithetic_values(runs, tmp_path):
     out = tmp_path / "resumed"
-    config = _config({"scaling": SCALING, "drift_check": {}, "scaling_crash_once": {"at_step": 3}})
+    config = _config({"scaling": SCALING_PROBE, "drift_check": {}, "scaling_crash_once": {"at_step": 3}})
     with pytest.raises(RuntimeError, match="simulated crash"):
         train(config, out)  # dies in step 3 after the checkpoint of step 2: step 2 (probed) runs again
     train(config, out, resume=True)
     reference, resumed = (read_records(run / "metrics.jsonl") for run in (runs["checked"], out))
     strip = [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in (*reference, *resumed)]
     assert strip[: len(reference)] == strip[len(reference) :]
-    assert scaling_key("implemented", FACTORS[-1], "drift", "antithetic") in resumed[2]
-    assert scaling_step_key("implemented", "phi_prime", "antithetic") in resumed[2]
+    assert SCALING.key("implemented", FACTORS[-1], "drift", "antithetic") in resumed[2]
+    assert SCALING_STEP.key("implemented", "phi_prime", "antithetic") in resumed[2]

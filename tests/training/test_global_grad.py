@@ -9,8 +9,8 @@ from safetensors.torch import load_file
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig, TrainConfig
 from zerolock_theory.jsonio import read_records
-from zerolock_theory.metric_keys import GLOBAL_GRAD_SQ_UNBIASED
 from zerolock_theory.models import ChunkedLM, attach_adapters
+from zerolock_theory.records import GLOBAL_GRAD_SQ_UNBIASED
 from zerolock_theory.training.loop import TIMING_KEYS, train
 from zerolock_theory.training.steps import build_step, global_grad_sq_unbiased, split_halves
 

@@ -20,6 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from zerolock_theory.jsonio import dumps, read_records
 from zerolock_theory.pipeline.checkpoints import choose_checkpoint, stage_dir
+from zerolock_theory.records import CHUNK
 
 __all__ = ["merge_outputs", "read_adapters"]
 
@@ -33,9 +34,9 @@ def _merge_metrics(run_dir: Path, K: int) -> list[dict[str, Any]]:
     records = []
     for step in sorted(by_step):
         rec = by_step[step]
-        if f"chunk/{K}/ce" in rec:
-            rec.setdefault("train/final_ce", rec[f"chunk/{K}/ce"])
-        grads = [rec.get(f"chunk/{k}/grad_norm_sq") for k in range(1, K + 1)]
+        if CHUNK.key(K, "ce") in rec:
+            rec.setdefault("train/final_ce", rec[CHUNK.key(K, "ce")])
+        grads = [rec.get(CHUNK.key(k, "grad_norm_sq")) for k in range(1, K + 1)]
         if all(isinstance(g, (int, float)) for g in grads):
             rec["train/grad_norm_sq"] = float(sum(grads))
         times = [rec.get(f"stage/{k}/step_time_s") for k in range(1, K + 1)]

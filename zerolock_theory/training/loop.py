@@ -16,19 +16,20 @@ from typing import Any
 
 import torch
 
+from zerolock_theory import records
 from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.data import DataStream, LMData
-from zerolock_theory.metric_keys import (
+from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
+from zerolock_theory.records import (
     EVAL_CE,
     EVAL_CE_INITIAL,
+    EVAL_CHUNK,
     EVAL_OBJECTIVE,
     EVAL_OBJECTIVE_INITIAL,
     GLOBAL_GRAD_SQ_UNBIASED,
     TEST_CE,
-    initial_key,
-    test_chunk_ce,
+    TEST_CHUNK,
 )
-from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
 from zerolock_theory.theory.losses import IGNORE_INDEX, local_loss_from_logits
 from zerolock_theory.training.export import save_run_adapter
 from zerolock_theory.training.gradients import count_labelled
@@ -204,8 +205,8 @@ def evaluate(run: Run) -> dict[str, float]:
             if local or k == K:
                 objective += float(terms.loss[mask].sum())
             log_prev = terms.log_p
-    out = {f"eval/chunk/{k}/ce": sums[k] / max(1, count) for k in range(1, K + 1)}
-    out[EVAL_CE] = out[f"eval/chunk/{K}/ce"]
+    out = {EVAL_CHUNK.key(k, "ce"): sums[k] / max(1, count) for k in range(1, K + 1)}
+    out[EVAL_CE] = out[EVAL_CHUNK.key(K, "ce")]
     out[EVAL_OBJECTIVE] = objective / max(1, count)
     if run.data.n_test:  # a three-way split: the held-out part above is validation, this one reports
         out.update(_test_ce(run))
@@ -226,8 +227,8 @@ def _test_ce(run: Run) -> dict[str, float]:
             log_p = torch.log_softmax(run.chunked.readout(hiddens[k]).float(), dim=-1)
             picked = log_p.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
             sums[k] -= float(picked[mask].sum())
-    out = {test_chunk_ce(k): sums[k] / max(1, count) for k in range(1, K + 1)}
-    out[TEST_CE] = out[test_chunk_ce(K)]
+    out = {TEST_CHUNK.key(k, "ce"): sums[k] / max(1, count) for k in range(1, K + 1)}
+    out[TEST_CE] = out[TEST_CHUNK.key(K, "ce")]
     return out
 
 
@@ -283,7 +284,7 @@ def execute(run: Run) -> RunSummary:
                 record[EVAL_CE_INITIAL] = initial[EVAL_CE]
                 record[EVAL_OBJECTIVE_INITIAL] = initial[EVAL_OBJECTIVE]
                 if run.data.n_test:  # every readout at ω^0 on both splits (the per-chunk curves' start)
-                    record.update({initial_key(k): v for k, v in initial.items()
+                    record.update({records.initial(k): v for k, v in initial.items()
                                    if k.startswith(("eval/chunk/", "test/"))})
             due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
             if due or run.hooks:  # eval mode and back cost ~3 ms on the embedded model: only when used

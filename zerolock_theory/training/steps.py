@@ -42,6 +42,7 @@ import torch
 
 from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.records import CHUNK
 from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.gradients import (
     Blocks,
@@ -132,13 +133,13 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
     metrics = dict(zip(totals, values, strict=False))
     sq, inner_values = values[len(totals): len(totals) + K], values[len(totals) + K:] if inner is not None else None
     for k in range(1, K + 1):
-        if f"chunk/{k}/loss" in metrics:
-            check_finite(metrics[f"chunk/{k}/loss"], step, loss_name(k))
+        if CHUNK.key(k, "loss") in metrics:
+            check_finite(metrics[CHUNK.key(k, "loss")], step, loss_name(k))
     out: dict[str, float | None] = dict(metrics)
     for k in range(1, K + 1):
-        out[f"chunk/{k}/grad_norm_sq"] = sq[k - 1]
-        out[f"chunk/{k}/grad_sq_unbiased"] = None if inner_values is None else inner_values[k - 1]
-    out["train/final_ce"] = metrics[f"chunk/{K}/ce"]
+        out[CHUNK.key(k, "grad_norm_sq")] = sq[k - 1]
+        out[CHUNK.key(k, "grad_sq_unbiased")] = None if inner_values is None else inner_values[k - 1]
+    out["train/final_ce"] = metrics[CHUNK.key(K, "ce")]
     out["train/grad_norm_sq"] = sum(sq)
     out["train/grad_sq_unbiased"] = None if inner_values is None else sum(inner_values)
     out["train/lr"] = step_fn.optimizers.step(step, sq)
@@ -209,7 +210,7 @@ class ZeroLockStep:
             with self.autocast():
                 hidden = self.chunked.forward_chunk(k, h_in, ctx)
             totals, log_prev = sliced_backward_totals(self.readout, spec, hidden, h_in, labels, k, n, log_prev)
-            metrics.update({f"chunk/{k}/{key}": totals[i] for i, key in enumerate(SUM_KEYS)})
+            metrics.update({CHUNK.key(k, key): totals[i] for i, key in enumerate(SUM_KEYS)})
         return metrics
 
     def global_gradient(self, batch: Batch) -> Blocks:
@@ -252,10 +253,10 @@ class BackpropStep:
         if readouts:
             with torch.no_grad():
                 for k in range(1, K):
-                    metrics[f"chunk/{k}/ce"] = chunk_loss(self.readout, spec, hiddens[k].detach(), None, labels,
+                    metrics[CHUNK.key(k, "ce")] = chunk_loss(self.readout, spec, hiddens[k].detach(), None, labels,
                                                           k, n).totals[SUM_KEYS.index("ce")]
-        metrics[f"chunk/{K}/ce"] = totals[SUM_KEYS.index("ce")]
-        metrics[f"chunk/{K}/loss"] = totals[SUM_KEYS.index("loss")]
+        metrics[CHUNK.key(K, "ce")] = totals[SUM_KEYS.index("ce")]
+        metrics[CHUNK.key(K, "loss")] = totals[SUM_KEYS.index("loss")]
         return metrics
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
