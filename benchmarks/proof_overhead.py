@@ -47,7 +47,8 @@ def main() -> None:
         "probes": {"n_positions": args.positions,
                    "proof": {"every": args.every, "smoothness_every": args.smoothness_every}},
     })
-    run = setup(config, tempfile.mkdtemp(), hooks=build_probes(config.probes, config.probe_settings))
+    scratch = tempfile.TemporaryDirectory(prefix="proof-overhead-")  # removed at exit
+    run = setup(config, scratch.name, hooks=build_probes(config.probes, config.probe_settings))
     with quiet_mode(run.chunked):
         for hook in run.hooks:
             hook.on_start(run.hook_ctx)

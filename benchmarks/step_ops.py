@@ -66,6 +66,10 @@ def count_step(run, step: int) -> OpCounter:
     return counter
 
 
+SCRATCH = tempfile.TemporaryDirectory(prefix="step-ops-")
+"""The runs' directories; removed when the benchmark exits."""
+
+
 def build(model: str, chunks: int, method: str, seq_len: int, batch: int, unbiased: bool):
     """A run of ``method`` (backprop: its own loss only) ready to step."""
     cfg = TrainConfig.from_dict({
@@ -74,7 +78,7 @@ def build(model: str, chunks: int, method: str, seq_len: int, batch: int, unbias
         "method": {"name": method},
         "run": {"steps": 100, "progress": False, "unbiased_grad_sq": unbiased},
     })
-    run = setup(cfg, tempfile.mkdtemp(prefix=f"step-ops-{method}-"))
+    run = setup(cfg, tempfile.mkdtemp(prefix=f"{method}-", dir=SCRATCH.name))
     if method == "backprop":
         run.step_fn.readout_every = 0
     return run
@@ -99,7 +103,7 @@ def probe_rows(model: str, chunks: int, seq_len: int, batch: int) -> list[tuple[
         "run": {"steps": 10, "progress": False},
         "probes": PROBES,
     })
-    run = probed_setup(cfg, tempfile.mkdtemp(prefix="step-ops-probes-"))
+    run = probed_setup(cfg, tempfile.mkdtemp(prefix="probes-", dir=SCRATCH.name))
     ctx = run.hook_ctx
     with quiet_mode(run.chunked):
         for probe in run.hooks:
