@@ -9,6 +9,7 @@ from synthetic_runs import laid_out
 
 from analyses.depth import depth_profile, depth_set, depth_verdict
 from analyses.results import NotMeasured
+from zerolock_theory.records import MINIMIZER
 
 
 def _frame(ce_rows, source="chunk/{k}/ce", gap=None):
@@ -17,7 +18,7 @@ def _frame(ce_rows, source="chunk/{k}/ce", gap=None):
         data[source.format(k=k)] = [row[k - 1] for row in ce_rows]
     if gap is not None:
         for k in range(1, len(gap[0]) + 1):
-            data[f"probe/minimizer/{k}/gap"] = [row[k - 1] for row in gap]
+            data[MINIMIZER.key(k, "gap")] = [row[k - 1] for row in gap]
     return laid_out(pd.DataFrame(data), len(ce_rows[0]))
 
 

@@ -11,6 +11,7 @@ from synthetic_runs import laid_out, minimizer_frame, write_run
 from analyses.io import load_run
 from analyses.movement import minimizer_table, toy_check
 from analyses.results import NotMeasured
+from zerolock_theory.records import MINIMIZER
 
 
 def test_toy_check_matches_the_review():
@@ -84,8 +85,8 @@ def test_relative_reduction_is_head_minus_tail_over_head():
     frame = laid_out(pd.DataFrame(
         {
             "step": range(10),
-            **{f"probe/minimizer/1/{m}": [2.0] + [1.5] * 4 + [1.0] * 5 for m in ("tv_m", "kl_m_p")},
-            **{f"probe/minimizer/1/{m}": [1.0] * 10 for m in ("tv_g", "kl_p_g")},
+            **{MINIMIZER.key(1, m): [2.0] + [1.5] * 4 + [1.0] * 5 for m in ("tv_m", "kl_m_p")},
+            **{MINIMIZER.key(1, m): [1.0] * 10 for m in ("tv_g", "kl_p_g")},
         }
     ), 1)
     table = minimizer_table([("forward", frame)], n_boot=20, head=0.1, tail=0.5)

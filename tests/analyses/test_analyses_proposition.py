@@ -18,6 +18,7 @@ from analyses.proposition import (
     proposition_run,
 )
 from analyses.results import NotMeasured, load_result
+from zerolock_theory.records import MINIMIZER, MINIMIZER_INITIAL
 
 K = 3
 
@@ -31,9 +32,9 @@ def _frame(seed: int, *, d_ce: float, gap: float, steps: int = 20, k0: bool = Tr
         ce = [4.0 + k * d_ce + noise * rng.normal() for k in range(K + 1)]
         rec = {"step": t}
         for k in range(0 if k0 else 1, K + 1):
-            rec[f"probe/minimizer/{k}/ce"] = ce[k]
+            rec[MINIMIZER.key(k, "ce")] = ce[k]
         for k in range(1, K + 1):
-            rec[f"probe/minimizer/{k}/gap"] = gap
+            rec[MINIMIZER.key(k, "gap")] = gap
         if t in violate_at:
             rec["probe/minimizer/2/ce"] = ce[1] + gap + 0.01
         rows.append(rec)
@@ -57,9 +58,9 @@ def test_the_baseline_is_the_untrained_model_when_logged():
     assert not proposition_run(frames[0]).baseline_untrained  # first probed step instead
     for f in frames:  # at ω^0 CE falls with depth, except a rise of 0.5 at k = 3 with delta 0.2
         for k, ce in enumerate([4.0, 3.8, 3.6, 4.1]):
-            f.loc[0, f"probe/minimizer/initial/{k}/ce"] = ce
+            f.loc[0, MINIMIZER_INITIAL.key(k, "ce")] = ce
         for k in range(1, K + 1):
-            f.loc[0, f"probe/minimizer/initial/{k}/gap"] = 0.2
+            f.loc[0, MINIMIZER_INITIAL.key(k, "gap")] = 0.2
     run = proposition_run(frames[0])
     assert run.baseline_untrained and run.baseline == PairCounts(3, 1, 1)
     assert _group(frames).baseline == PairCounts(9, 3, 3) and _group(frames).outcome == "holds"
@@ -133,9 +134,9 @@ def _table(draw) -> list[pd.DataFrame]:
     for _ in range(n_seeds):
         rec = {"step": list(range(steps))}
         for k in range(K + 1):
-            rec[f"probe/minimizer/{k}/ce"] = [draw(value) for _ in range(steps)]
+            rec[MINIMIZER.key(k, "ce")] = [draw(value) for _ in range(steps)]
         for k in range(1, K + 1):
-            rec[f"probe/minimizer/{k}/gap"] = [draw(st.sampled_from([0.0, 0.1, 1.0])) for _ in range(steps)]
+            rec[MINIMIZER.key(k, "gap")] = [draw(st.sampled_from([0.0, 0.1, 1.0])) for _ in range(steps)]
         frames.append(laid_out(pd.DataFrame(rec), K))
     return frames
 
@@ -148,12 +149,12 @@ def tables_with_a_new_violation(draw):
     t = draw(st.integers(0, len(frames[i]) - 1))
     k = draw(st.integers(1, K))
     f = changed[i]
-    prev = f.loc[t, f"probe/minimizer/{k - 1}/ce"]
+    prev = f.loc[t, MINIMIZER.key(k - 1, "ce")]
     if draw(st.booleans()):  # raise CE_k above CE_(k-1) + delta_k
-        f.loc[t, f"probe/minimizer/{k}/ce"] = prev + f.loc[t, f"probe/minimizer/{k}/gap"] + 0.5
+        f.loc[t, MINIMIZER.key(k, "ce")] = prev + f.loc[t, MINIMIZER.key(k, "gap")] + 0.5
     else:  # remove the slack of a pair made to rise
-        f.loc[t, f"probe/minimizer/{k}/ce"] = max(f.loc[t, f"probe/minimizer/{k}/ce"], prev + 0.5)
-        f.loc[t, f"probe/minimizer/{k}/gap"] = 0.0
+        f.loc[t, MINIMIZER.key(k, "ce")] = max(f.loc[t, MINIMIZER.key(k, "ce")], prev + 0.5)
+        f.loc[t, MINIMIZER.key(k, "gap")] = 0.0
     return frames, changed
 
 

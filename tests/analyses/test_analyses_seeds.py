@@ -17,6 +17,7 @@ from analyses.seeds import (
     regime_check,
     seed_interval,
 )
+from zerolock_theory.records import CHUNK
 
 
 def test_seed_interval_covers_at_nominal_level():
@@ -40,7 +41,7 @@ def _run(loss_by_chunk: list[np.ndarray], ce: np.ndarray, eval_every: int = 10) 
     steps = len(ce)
     frame = pd.DataFrame({"step": np.arange(steps), "train/final_ce": ce})
     for k, loss in enumerate(loss_by_chunk, start=1):
-        frame[f"chunk/{k}/loss"] = loss
+        frame[CHUNK.key(k, "loss")] = loss
     frame["eval/ce"] = [ce[t] if (t + 1) % eval_every == 0 else math.nan for t in range(steps)]
     frame["eval/ce_initial"] = [ce[0]] + [math.nan] * (steps - 1)
     return laid_out(frame, max(1, len(loss_by_chunk)))

@@ -17,6 +17,7 @@ from zerolock_theory.jsonio import read_records
 from zerolock_theory.models import load_model
 from zerolock_theory.pipeline import PipelineOptions, launch
 from zerolock_theory.pipeline.fixtures import small_config
+from zerolock_theory.records import CHUNK
 from zerolock_theory.training.loop import train
 from zerolock_theory.training.state import latest_checkpoint
 
@@ -59,7 +60,7 @@ def test_baseline_matches_single_process_backprop(config, backprop_run, tmp_path
         assert b["chunk/2/loss"] == pytest.approx(a["chunk/2/loss"], rel=1e-6)
         assert b["train/final_ce"] == pytest.approx(a["train/final_ce"], rel=1e-6)
         for k in (1, 2):
-            assert b[f"chunk/{k}/grad_norm_sq"] == pytest.approx(a[f"chunk/{k}/grad_norm_sq"], rel=1e-4)
+            assert b[CHUNK.key(k, "grad_norm_sq")] == pytest.approx(a[CHUNK.key(k, "grad_norm_sq")], rel=1e-4)
     assert got[0]["chunk/2/loss"] == pytest.approx(_plain_first_loss(config), rel=1e-5)
     seq = load_file(str(latest_checkpoint(backprop_run) / "adapters.safetensors"))
     pipe = load_file(str(tmp_path / schedule / "adapters.safetensors"))

@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.pipeline import PipelineOptions, launch
 from zerolock_theory.pipeline.fixtures import small_config
+from zerolock_theory.records import CHUNK
 from zerolock_theory.training.loop import train
 from zerolock_theory.training.state import latest_checkpoint
 
@@ -67,7 +68,7 @@ def test_pipeline_equals_sequential_trainer(make_config, pipelined, tmp_path, K,
     for a, b in zip(seq_rec, pipe_rec, strict=True):
         for k in range(1, K + 1):
             for key in ("loss", "ce", "grad_norm_sq"):
-                assert b[f"chunk/{k}/{key}"] == pytest.approx(a[f"chunk/{k}/{key}"], rel=1e-5, abs=1e-7)
+                assert b[CHUNK.key(k, key)] == pytest.approx(a[CHUNK.key(k, key)], rel=1e-5, abs=1e-7)
 
 
 @pytest.mark.timeout(150)

@@ -20,7 +20,7 @@ from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, Opti
 from zerolock_theory.data import blocks_to_batch
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.models import ChunkedLM, attach_adapters
-from zerolock_theory.records import GRADIENT_BATCH
+from zerolock_theory.records import CHUNK, GRADIENT_BATCH
 from zerolock_theory.training.loop import TIMING_KEYS
 from zerolock_theory.training.steps import build_step, split_halves
 from zerolock_theory.workflows.runs import probed_train
@@ -63,7 +63,7 @@ def test_multiple_one_on_the_steps_halves_is_the_steps_g_hat(tiny_lm, name, rows
     got = batch_inner(step, halves, rows_per_pass, CPU)
     metrics = step.train_step(batch, 0)
     for k, value in enumerate(got, start=1):
-        assert abs(value - metrics[f"chunk/{k}/grad_sq_unbiased"]) <= 1e-6 * scale[k - 1]
+        assert abs(value - metrics[CHUNK.key(k, "grad_sq_unbiased")]) <= 1e-6 * scale[k - 1]
     assert abs(sum(got) - metrics["train/grad_sq_unbiased"]) <= 1e-6 * sum(scale)
 
 

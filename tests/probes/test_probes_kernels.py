@@ -55,13 +55,11 @@ def _close(fast: torch.Tensor, ref: torch.Tensor, atol: float = 1e-13) -> None:
     assert torch.allclose(fast, ref.to(fast.dtype), rtol=RTOL, atol=atol), (fast, ref)
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize(("alpha", "eps_m"), [(0.5, 0.0), (0.3, 0.0), (0.7, 0.05)])
-def test_stability_kernels_match_the_float64_reference(step_readouts, alpha, eps_m, compiled):
+def test_stability_kernels_match_the_float64_reference(step_readouts, alpha, eps_m):
     before, after, labels = step_readouts
     eps_g = 0.1
-    sums = step_sums(before, after, labels, alpha, eps_g, eps_m, block_elems=3 * V, compiled=compiled)  # several blocks
-    assert "failed" not in kernels._COMPILED  # noqa: SLF001 (the compiled path really ran)
+    sums = step_sums(before, after, labels, alpha, eps_g, eps_m, block_elems=3 * V)  # several blocks
     got = kernel_minimizer_metrics(sums, "forward")
     for key, value in minimizer_metrics(after, labels, eps_g, eps_m, alpha, "forward").items():
         assert got[key] == pytest.approx(value, rel=RTOL, abs=1e-8), key
@@ -83,12 +81,11 @@ def test_stability_kernels_match_the_float64_reference(step_readouts, alpha, eps
         _close(fast.ratio_total, ref.phi_total.clamp_min(0.0) / q_ref.sum())
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
-def test_without_task_term_the_kernels_are_exact_to_float32_normalisation(step_readouts, compiled):
+def test_without_task_term_the_kernels_are_exact_to_float32_normalisation(step_readouts):
     """α = 0: R is a KL between successive readouts of a random model (~1e-4 nats), and the
     float32 exponentials fix normalisation only to ~1e-9: agreement is 1e-6 relative or 1e-8 absolute."""
     before, after, labels = step_readouts
-    sums = step_sums(before, after, labels, 0.0, 0.1, 0.0, compiled=compiled)
+    sums = step_sums(before, after, labels, 0.0, 0.1, 0.0)
     for objective, eps in (("paper", 0.1), ("implemented", 0.0)):
         p_y = label_targets(labels, V, eps).log()
         ref = stability_terms(before[:-1], after[:-1], before[1:], p_y, 0.0, objective, log_input=True)
@@ -107,52 +104,37 @@ def test_minimizer_kernels_match_the_float64_reference(step_readouts, alpha, eps
         assert got[key] == pytest.approx(value, rel=RTOL, abs=1e-8), key
 
 
-def test_compiled_expm1_keeps_its_digits_near_zero():
-    """Inductor computes expm1 as exp − 1 (relative error 1 at 1e-8); ``_expm1`` compiled stays within a few ulps."""
-    x = torch.cat([torch.randn(4096) * s for s in (1e-12, 1e-8, 1e-4, 1e-2, 0.4, 0.6, 3.0, 20.0)]).clamp(-88, 88)
-    x = torch.cat([x, torch.tensor([0.0, -0.0, 0.5, -0.5, -200.0, 80.0])])
-    got = torch.compile(kernels._expm1, dynamic=False)(x)  # noqa: SLF001
-    ref = torch.expm1(x.double())
-    assert torch.equal(got == 0, x == 0)
-    assert float(((got.double() - ref).abs() / ref.abs().clamp_min(1e-300)).max()) < 1e-6
+def test_blocks_cover_the_positions_in_cache_sized_slices():
+    assert [s.stop - s.start for s in kernels._blocks(97, V, 5, 3 * V * 5 * 7)] == [21] * 4 + [97 % 21]  # noqa: SLF001
+    assert kernels._blocks(3, V, 5, 1) == [slice(0, 1), slice(1, 2), slice(2, 3)]  # noqa: SLF001 (at least one position)
 
 
-def test_compiled_blocks_compile_once_and_run_only_with_stability_and_minimizers(step_readouts, monkeypatch):
-    before, after, labels = step_readouts
-    assert [s.stop - s.start for s in kernels._blocks(96, V, 5, 3 * V * 5 * 7, equal=True)] == [16] * 6  # noqa: SLF001
-    assert [s.stop - s.start for s in kernels._blocks(97, V, 5, 3 * V * 5 * 7)][-1] == 97 % 21  # noqa: SLF001
-    calls = []
-    monkeypatch.setattr(kernels, "_run_compiled", lambda *a: calls.append(a[0].shape) or None)  # None: eager fallback
-    eager = step_sums(before, after, labels, 0.5, 0.1, 0.0)
-    fallback = step_sums(before, after, labels, 0.5, 0.1, 0.0, compiled=True)
-    assert calls and all(shape == calls[0] for shape in calls)
-    for name, value in eager.values.items():  # a failed compile falls back to the eager blocks, bit for bit
-        assert torch.equal(fallback[name], value), name
-    calls.clear()
-    step_sums(None, after, labels, 0.5, 0.1, 0.0, compiled=True)  # no stability: eager
-    step_sums(before, after, labels, 0.5, 0.1, 0.0, compiled=True, minimizers=False)
-    assert calls == []
+def test_compile_is_a_retired_setting_old_configs_load_and_set_refuses(tmp_path):
+    """``probes.compile`` (removed with the compiled kernels): an older run's config.json that holds it
+    loads and resumes as before (the key is dropped), and ``--set probes.compile=...`` says, in one line, to drop it."""
+    import json
 
-
-def test_compile_modes():
-    assert kernels.use_compiled("auto", "cpu") and kernels.use_compiled("auto", "cpu", kernels.AUTO_MIN_STEPS)
-    assert not kernels.use_compiled("auto", "cpu", kernels.AUTO_MIN_STEPS - 1)
-    assert not kernels.use_compiled("auto", "cuda") and kernels.use_compiled("on", "cuda")
-    assert not kernels.use_compiled("off", "cpu")
-    with pytest.raises(ValueError, match="probes.compile"):
-        kernels.use_compiled("yes", "cpu")
-
-
-def test_compile_is_a_shared_probe_setting_that_round_trips():
-    from zerolock_theory.config import TrainConfig
+    from zerolock_theory.config import TrainConfig, load_config
+    from zerolock_theory.config_overrides import apply_overrides
     from zerolock_theory.probe_config import ProbeSettings
+    from zerolock_theory.training.resume import config_differences, read_saved_config
 
-    assert ProbeSettings().compile == "auto" and ProbeSettings(compile=False).compile == "off"
-    with pytest.raises(ValueError, match="probes.compile must be one of"):
-        ProbeSettings(compile="fast")
-    cfg = TrainConfig.from_dict({"probes": {"compile": "on", "stability": {}}})
-    assert cfg.probe_settings.compile == "on"
-    assert TrainConfig.from_dict(cfg.to_dict()).probe_settings.compile == "on"
+    old = {"run": {"steps": 300}, "probes": {"n_positions": 64, "seed": None, "epsilon": 0.1, "compile": "on",
+                                             "stability": {"every": 1}, "minimizers": {"every": 2, "compile": "off"}}}
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    cfg = read_saved_config(tmp_path)  # as resume, the offline recompute and the pipeline workers read it
+    assert cfg is not None
+    assert cfg.probe_settings == ProbeSettings(n_positions=64) and cfg.probes == {"stability": {"every": 1},
+                                                                                 "minimizers": {"every": 2}}
+    assert "compile" not in cfg.to_dict()["probes"] and not hasattr(cfg.probe_settings, "compile")
+    assert config_differences(cfg, TrainConfig.from_dict({**old, "probes": cfg.to_dict()["probes"]})) == {}
+    assert load_config(tmp_path / "config.json").probe_settings.n_positions == 64  # as a recipe
+    for override in ("probes.compile=off", "probes.compile=on", "probes.stability.compile=auto"):
+        with pytest.raises(ValueError, match="was removed: the stability and minimizer kernels are no longer compiled") as err:
+            apply_overrides(old, [override])
+        assert "\n" not in str(err.value) and "drop it" in str(err.value)
+    with pytest.raises(TypeError):
+        ProbeSettings(compile="on")  # type: ignore[call-arg]
 
 
 def test_cached_sums_compute_once_per_step_and_reuse(step_readouts):
@@ -192,19 +174,18 @@ def test_features_kept_from_the_previous_step_give_the_same_sums(step_readouts, 
         assert torch.equal(reused[name], value), name
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize("still", [1, 2, K])
-def test_unchanged_leading_rows_give_zeros_without_being_computed(step_readouts, still, compiled):
+def test_unchanged_leading_rows_give_zeros_without_being_computed(step_readouts, still):
     """p_0 is frozen (Δp_0 = 0 exactly): skipping its rows changes no value; nor for more such rows."""
     before, after, labels = step_readouts
     assert torch.equal(before[0], after[0])
     after = after.clone()
     after[:still] = before[:still]
-    fast = step_sums(before, after, labels, 0.5, 0.1, 0.0, compiled=compiled)
-    full = step_sums(before, after, labels, 0.5, 0.1, 0.0, skip_unchanged=False, compiled=compiled)
+    fast = step_sums(before, after, labels, 0.5, 0.1, 0.0)
+    full = step_sums(before, after, labels, 0.5, 0.1, 0.0, skip_unchanged=False)
     assert fast.values.keys() == full.values.keys()
-    for name, value in full.values.items():  # compiled: two graphs (``still`` is a constant), two roundings
-        assert torch.equal(fast[name], value) if not compiled else torch.allclose(fast[name], value, rtol=RTOL), name
+    for name, value in full.values.items():
+        assert torch.equal(fast[name], value), name
     for name in ("paper_phi", "paper_actual", "impl_phi", "impl_actual", "dp_sq"):
         assert (fast[name][:still] == 0).all() and (fast[name][still:] != 0).all(), name
 

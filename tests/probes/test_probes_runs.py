@@ -18,6 +18,13 @@ from probes.readout_probe import ReadoutStore
 from probes.registry import register
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
+from zerolock_theory.records import (
+    MINIMIZER_INITIAL,
+    SCALING,
+    SCALING_STEP,
+    STABILITY,
+    STABILITY_FLAG,
+)
 from zerolock_theory.training.loop import TIMING_KEYS
 from zerolock_theory.workflows.runs import probed_train as train
 
@@ -109,21 +116,21 @@ def test_scaling_probe_terms(runs):
         for obj in ("paper", "implemented"):
             for name in ("phi", "q", "ratio"):
                 # the same step through two float64 paths (probabilities vs log-probabilities): equal to rounding
-                assert r[f"probe/scaling/{obj}/c=1.0/{name}"] == pytest.approx(r[f"probe/stability/{obj}/total/{name}"], rel=1e-12)
-            q = [r[f"probe/scaling/{obj}/c={c}/q"] for c in (1.0, 0.5, 0.25)]
+                assert r[SCALING.key(obj, 1.0, name)] == pytest.approx(r[STABILITY.key(obj, "total", name)], rel=1e-12)
+            q = [r[SCALING.key(obj, c, "q")] for c in (1.0, 0.5, 0.25)]
             assert q[0] > q[1] > q[2] > 0
             # second order in c: q(c)/c² is about constant for small steps
             assert q[1] / 0.25 == pytest.approx(q[0], rel=0.2) and q[2] / 0.0625 == pytest.approx(q[1] / 0.25, rel=0.2)
-            phi = r[f"probe/scaling/{obj}/c=0.25/phi"]
-            assert r[f"probe/scaling/{obj}/phi_prime"] == pytest.approx(phi / 0.25, rel=1e-12)
-            assert r[f"probe/scaling/{obj}/defined"] is True
+            phi = r[SCALING.key(obj, 0.25, "phi")]
+            assert r[SCALING_STEP.key(obj, "phi_prime")] == pytest.approx(phi / 0.25, rel=1e-12)
+            assert r[SCALING_STEP.key(obj, "defined")] is True
             # the random baseline: its own point at every c (c = 1 included), same shapes of q(c)
-            rq = [r[f"probe/scaling/{obj}/random/c={c}/q"] for c in (1.0, 0.5, 0.25)]
+            rq = [r[SCALING.key(obj, c, "q", "random")] for c in (1.0, 0.5, 0.25)]
             assert rq[0] > rq[1] > rq[2] > 0 and rq[1] / 0.25 == pytest.approx(rq[0], rel=0.2)
-            assert r[f"probe/scaling/{obj}/random/c=1.0/phi"] != r[f"probe/scaling/{obj}/c=1.0/phi"]
-            random_phi = r[f"probe/scaling/{obj}/random/c=0.25/phi"]
-            assert r[f"probe/scaling/{obj}/random/phi_prime"] == pytest.approx(random_phi / 0.25, rel=1e-12)
-            assert r[f"probe/scaling/{obj}/random/defined"] is True
+            assert r[SCALING.key(obj, 1.0, "phi", "random")] != r[SCALING.key(obj, 1.0, "phi")]
+            random_phi = r[SCALING.key(obj, 0.25, "phi", "random")]
+            assert r[SCALING_STEP.key(obj, "phi_prime", "random")] == pytest.approx(random_phi / 0.25, rel=1e-12)
+            assert r[SCALING_STEP.key(obj, "defined", "random")] is True
 
 
 def _phi_by_hand(before: np.ndarray, after: np.ndarray, labels: np.ndarray, epsilon: float, objective: str):
@@ -157,24 +164,24 @@ def test_online_phi_equals_recomputation_from_stored_full_distributions(runs):
     untrained = store.dense(0).astype(np.float64)
     for k in range(K + 1):
         ce = float(-np.log(untrained[k, np.arange(N), labels]).mean())
-        assert records[0][f"probe/minimizer/initial/{k}/ce"] == pytest.approx(ce, rel=1e-5)
-    assert all(f"probe/minimizer/initial/{k}/gap" in records[0] for k in range(1, K + 1))
+        assert records[0][MINIMIZER_INITIAL.key(k, "ce")] == pytest.approx(ce, rel=1e-5)
+    assert all(MINIMIZER_INITIAL.key(k, "gap") in records[0] for k in range(1, K + 1))
     assert not any("probe/minimizer/initial/1/ce" in r for r in records[1:])
     for t, record in enumerate(records):
         before, after = store.dense(t).astype(np.float64), store.dense(t + 1).astype(np.float64)
         for objective, eps in (("implemented", 0.0), ("paper", 0.1)):
             phis = _phi_by_hand(before, after, labels, eps, objective)
-            got = [record[f"probe/stability/{objective}/{k}/phi"] for k in range(1, K + 1)]
+            got = [record[STABILITY.key(objective, k, "phi")] for k in range(1, K + 1)]
             # tolerance: the store holds float32 probabilities, the probe used exp in float64
             np.testing.assert_allclose(got, phis, rtol=1e-3, atol=1e-12, err_msg=f"{objective} step {t}")
-            total = record[f"probe/stability/{objective}/total/phi"]
+            total = record[STABILITY.key(objective, "total", "phi")]
             assert total == pytest.approx(sum(phis), rel=1e-3)
             q = float(((after[:-1] - before[:-1]) ** 2).sum()) / N  # a per-position mean
-            assert record[f"probe/stability/{objective}/total/q"] == pytest.approx(q, rel=1e-3)
+            assert record[STABILITY.key(objective, "total", "q")] == pytest.approx(q, rel=1e-3)
             # the closed-form gradient equals autograd, in the run
             for k in [*range(1, K + 1), "total"]:
-                auto = record[f"probe/stability/{objective}/{k}/phi_autograd"]
-                assert auto == pytest.approx(record[f"probe/stability/{objective}/{k}/phi"], rel=1e-4, abs=1e-15)
+                auto = record[STABILITY.key(objective, k, "phi_autograd")]
+                assert auto == pytest.approx(record[STABILITY.key(objective, k, "phi")], rel=1e-4, abs=1e-15)
         assert record["probe/stability/implemented/1/ratio"] is None  # 0/0: p_0 is the frozen embedding readout
         assert record["probe/stability/implemented/1/q"] == 0.0
 
@@ -186,9 +193,9 @@ def test_reverse_run_gives_finite_ratios_for_both_objectives(tmp_path):
     assert len(records) == 3
     for record in records:
         for objective in ("paper", "implemented"):
-            assert record[f"probe/stability/{objective}/defined"] is True
+            assert record[STABILITY_FLAG.key(objective, "defined")] is True
             for k in (2, "total"):
-                ratio = record[f"probe/stability/{objective}/{k}/ratio"]
+                ratio = record[STABILITY.key(objective, k, "ratio")]
                 assert isinstance(ratio, float) and math.isfinite(ratio) and ratio >= 0.0
         assert record["probe/minimizer/2/gap"] == record["probe/minimizer/2/kl_p_g"]
 

@@ -12,6 +12,7 @@ from probes.readout_pass import label_targets
 from probes.session import ProbeSession
 from tests.conftest import make_tiny_lm
 from zerolock_theory.models.chunking import ChunkedLM
+from zerolock_theory.records import STABILITY
 from zerolock_theory.theory.stability import stability_terms
 
 V, T = 64, 16
@@ -54,9 +55,9 @@ def test_session_in_a_user_loop_matches_the_reference_and_changes_nothing():
     for objective, eps in (("paper", 0.1), ("implemented", 0.0)):
         p_y = label_targets(labels, V, eps).log()
         ref = stability_terms(before[:-1], after[:-1], before[1:], p_y, 0.5, objective, log_input=True)
-        got = records[2][f"probe/stability/{objective}/total/phi"]
+        got = records[2][STABILITY.key(objective, "total", "phi")]
         assert got == pytest.approx(float(ref.phi_total), rel=1e-6)
-        assert records[2][f"probe/stability/{objective}/total/actual"] == pytest.approx(float(ref.actual_total), rel=1e-6)
+        assert records[2][STABILITY.key(objective, "total", "actual")] == pytest.approx(float(ref.actual_total), rel=1e-6)
     ce = -after[2].gather(-1, labels[:, None]).mean()
     assert records[2]["probe/minimizer/2/ce"] == pytest.approx(float(ce), rel=1e-6)
 

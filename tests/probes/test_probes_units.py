@@ -15,6 +15,7 @@ from probes.registry import build_probes
 from probes.stability import StabilityProbe
 from zerolock_theory.config import TrainConfig, load_config
 from zerolock_theory.jsonio import to_json_value
+from zerolock_theory.records import MINIMIZER
 from zerolock_theory.theory.divergences import kl, total_variation
 from zerolock_theory.theory.targets import (
     arithmetic_target,
@@ -115,9 +116,9 @@ def test_minimizer_metrics_match_the_generic_definitions(alpha, eps_m, direction
             "ce": -p_k.log().gather(-1, labels.unsqueeze(-1)).squeeze(-1),
         }
         for name, value in want.items():
-            assert out[f"probe/minimizer/{k}/{name}"] == pytest.approx(float(value.mean()), rel=1e-9, abs=1e-12), name
+            assert out[MINIMIZER.key(k, name)] == pytest.approx(float(value.mean()), rel=1e-9, abs=1e-12), name
         tracked = "kl_p_g" if direction == "reverse" else "kl_m_p"
-        assert out[f"probe/minimizer/{k}/gap"] == out[f"probe/minimizer/{k}/{tracked}"]
+        assert out[MINIMIZER.key(k, "gap")] == out[MINIMIZER.key(k, tracked)]
 
 
 def test_minimizer_metrics_vanish_at_the_tracked_target():
@@ -128,9 +129,9 @@ def test_minimizer_metrics_vanish_at_the_tracked_target():
         log_p[k] = arithmetic_target(y, log_p[k - 1].exp(), 0.5).log()
     out = minimizer_metrics(log_p, labels, 0.1, 0.0, 0.5, "forward")
     for k in range(1, K + 1):
-        assert out[f"probe/minimizer/{k}/kl_m_p"] == pytest.approx(0.0, abs=1e-12)
-        assert out[f"probe/minimizer/{k}/tv_m"] == pytest.approx(0.0, abs=1e-12)
-        assert out[f"probe/minimizer/{k}/kl_p_g"] > 0 and 0 < out[f"probe/minimizer/{k}/tv_g"] <= 1
+        assert out[MINIMIZER.key(k, "kl_m_p")] == pytest.approx(0.0, abs=1e-12)
+        assert out[MINIMIZER.key(k, "tv_m")] == pytest.approx(0.0, abs=1e-12)
+        assert out[MINIMIZER.key(k, "kl_p_g")] > 0 and 0 < out[MINIMIZER.key(k, "tv_g")] <= 1
 
 
 def test_probes_section_shares_settings_and_keeps_every_per_probe():

@@ -7,6 +7,7 @@ import torch
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models import ChunkedLM, attach_adapters
+from zerolock_theory.records import CHUNK
 from zerolock_theory.training.steps import build_step, split_halves
 
 V = 64
@@ -48,7 +49,7 @@ def test_unbiased_estimate_equals_autograd_on_the_halves(tiny_lm, applied_gradie
     full = step.local_gradients(batch) if method_name == "zerolock" else step.global_gradient(batch)
     applied, metrics = applied_gradients(step, batch)
     for k, w in enumerate(want, start=1):
-        assert metrics[f"chunk/{k}/grad_sq_unbiased"] == pytest.approx(w, rel=1e-4, abs=1e-10)
+        assert metrics[CHUNK.key(k, "grad_sq_unbiased")] == pytest.approx(w, rel=1e-4, abs=1e-10)
     assert metrics["train/grad_sq_unbiased"] == pytest.approx(sum(want), rel=1e-4, abs=1e-10)
     # the update is still the full-batch gradient
     for a, b in zip(full, applied, strict=True):
