@@ -22,7 +22,7 @@ readouts it reads), whether the overhead meets ``--goal`` (default 1.10) and whe
 floor leaves room to, the plain step at which the probes' cost would meet the goal, with
 ``--batch-sizes B ...`` the overhead at other training batch sizes, and a vocabulary-scaling
 table (random Llama models of the embedded width with V in ``--vocab``: per probed step the
-probe forward, the fused kernels and the peak resident memory the probes add). Times are process CPU
+probe forward, the kernels and the peak resident memory the probes add). Times are process CPU
 time by default (``--clock cpu``: other load on a shared machine inflates wall time)::
 
     python3 benchmarks/probe_overhead.py --steps 40 --threads 1
@@ -45,7 +45,7 @@ from pathlib import Path
 import torch
 
 import probes.readout_pass
-from probes.kernels import _COMPILED, cached_sums, use_compiled
+from probes.kernels import cached_sums
 from probes.readout_pass import DEFAULT_N_POSITIONS, log_readouts
 from zerolock_theory.config import TrainConfig, read_recipe
 from zerolock_theory.config_overrides import apply_overrides
@@ -91,8 +91,9 @@ def parse_args() -> argparse.Namespace:
 MALLOC_NOTE = """On a CPU the step time depends on the allocator's state: glibc hands large
 freed blocks back to the OS and raises its mmap threshold only after such frees, so the
 training step's big temporaries page-fault or not depending on what else the process
-allocated (measured: the plain step took 388-424 ms beside the eager kernels and 507-547 ms
-beside the compiled ones, 410 ms either way with the thresholds pinned). Pinning the
+allocated (measured when the kernels could also be compiled: the plain step took 388-424 ms
+beside the eager kernels and 507-547 ms beside the compiled ones, 410 ms either way with the
+thresholds pinned). Pinning the
 thresholds makes the plain and the probed run's timings comparable."""
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
 
@@ -191,8 +192,7 @@ class Measured:
 
 def measure(raw: dict, args: argparse.Namespace) -> Measured:
     """Step a plain and a probed run of ``raw`` alternately and time the steps and probe parts."""
-    # the configured run length (default 200), which "auto" choices such as probes.compile read;
-    # only warmup + steps of it are stepped
+    # the configured run length (default 200: the learning-rate schedule's); only warmup + steps of it are stepped
     length = TrainConfig.from_dict(raw).run.steps
     raw = {**raw, "run": {**raw.get("run", {}), "steps": max(length, args.warmup + args.steps)}}
     probed_cfg = TrainConfig.from_dict(raw)
@@ -244,11 +244,8 @@ def main() -> None:
         f"batch {cfg.data.batch_size}x{cfg.data.seq_len}, {args.steps} timed steps after {skip} warm-up, "
         f"{args.clock} clock, malloc {os.environ.get('GLIBC_TUNABLES', 'as is')}"
     )
-    compiled = use_compiled(cfg.probe_settings.compile, m.device, cfg.run.steps)
     warm = sum(sum(values[:skip]) for values in parts.values())
-    print(f"kernels: {'compiled' if compiled else 'eager'} (probes.compile = {cfg.probe_settings.compile!r}, "
-          f"run of {cfg.run.steps} steps); probe cost of the {skip} warm-up steps {warm:.1f} s "
-          "(includes compiling the kernels, once per process and shape)")
+    print(f"probe cost of the {skip} warm-up steps {warm:.1f} s (run of {cfg.run.steps} steps)")
     print(f"plain step:            median {plain_med * 1e3:8.1f} ms")
     print(f"instrumented step:     median {statistics.median(times['probed step']) * 1e3:8.1f} ms (training only)")
     print(f"instrumented + probes: median {probed_med * 1e3:8.1f} ms")
@@ -332,9 +329,8 @@ def vocab_table(vocabs: list[int], steps: int) -> list[str]:
     import subprocess
 
     lines = [f"vocabulary scaling (random Llama, d=128, 8 layers, K=4, N={N_DEFAULT} positions, "
-             f"{steps} timed steps after an untimed one; kernels eager as on a GPU, and compiled as "
-             "compile = 'auto' runs them on a CPU; probes = forward + eager kernels; peak: eager):",
-             f"{'V':>8} {'forward ms':>11} {'kernels ms':>11} {'compiled ms':>12} {'probes ms':>10} {'peak MiB':>9}"]
+             f"{steps} timed steps after an untimed one; probes = forward + kernels):",
+             f"{'V':>8} {'forward ms':>11} {'kernels ms':>11} {'probes ms':>10} {'peak MiB':>9}"]
     for vocab in vocabs:
         cmd = [sys.executable, __file__, "--vocab-one", str(vocab), "--vocab-steps", str(steps),
                "--threads", str(torch.get_num_threads()), "--clock", "cpu" if CLOCK[0] is time.process_time else "wall"]
@@ -370,7 +366,7 @@ def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
     state = {"step": 0, "previous": log_readouts(chunked, ids, None, mask, cache=forward_cache)}
     cached_sums(kernel_cache, -1, None, state["previous"], labels, alpha, 0.1, 0.0)
 
-    def probed_step(compiled: bool) -> tuple[float, float]:
+    def probed_step() -> tuple[float, float]:
         with torch.no_grad():
             for p in chunked.layers.parameters():
                 p.add_(torch.randn_like(p), alpha=1e-3)  # a small "update"
@@ -378,21 +374,17 @@ def vocab_row(vocab: int, steps: int, alpha: float, n: int) -> None:
         current = log_readouts(chunked, ids, None, mask, cache=forward_cache)
         forward = CLOCK[0]() - tic
         tic = CLOCK[0]()
-        cached_sums(kernel_cache, state["step"], state["previous"], current, labels, alpha, 0.1, 0.0,
-                    compiled=compiled)
+        cached_sums(kernel_cache, state["step"], state["previous"], current, labels, alpha, 0.1, 0.0)
         state["step"] += 1
         state["previous"] = current
         return forward, CLOCK[0]() - tic
 
-    probed_step(False)  # untimed: touches the buffers for the first time (see the docstring)
-    eager = [probed_step(False) for _ in range(steps)]
+    probed_step()  # untimed: touches the buffers for the first time (see the docstring)
+    timed = [probed_step() for _ in range(steps)]
     peak = _rss_mib("VmHWM") - rss0
-    probed_step(True)  # untimed: compiles the kernels for this shape
-    compiled = [probed_step(True)[1] for _ in range(steps)]
-    f = statistics.fmean(t[0] for t in eager) * 1e3
-    k = statistics.fmean(t[1] for t in eager) * 1e3
-    kc = "n/a" if "failed" in _COMPILED else f"{statistics.fmean(compiled) * 1e3:.1f}"
-    print(f"ROW {vocab:>8} {f:>11.1f} {k:>11.1f} {kc:>12} {f + k:>10.1f} {peak:>9.0f}")
+    f = statistics.fmean(t[0] for t in timed) * 1e3
+    k = statistics.fmean(t[1] for t in timed) * 1e3
+    print(f"ROW {vocab:>8} {f:>11.1f} {k:>11.1f} {f + k:>10.1f} {peak:>9.0f}")
 
 
 if __name__ == "__main__":

@@ -33,9 +33,8 @@ class ProbeCallback(TrainerCallback):
     ``ProbeSession.shift_labels``); ``every``: probe after every ``every``-th optimizer step (and
     at step 0); ``jsonl``: where the records go (default ``{output_dir}/probes.jsonl``, never
     appended to); ``options``: ``ProbeSession``'s (``chunks``, ``alpha``, ``direction``,
-    ``epsilon``, ``store``, ``compile``, ``autocast``). ``history`` holds the records. The number
-    of probed steps is taken from the Trainer's ``max_steps``, so ``compile="auto"`` compiles
-    only for long runs. A complete example: docs/PROBES.md.
+    ``epsilon``, ``store``, ``autocast``). ``history`` holds the records. A complete example:
+    docs/PROBES.md.
     """
 
     def __init__(
@@ -68,8 +67,7 @@ class ProbeCallback(TrainerCallback):
                 "ProbeCallback(jsonl=...) a new path"
             )
         self.jsonl.parent.mkdir(parents=True, exist_ok=True)
-        planned = {"steps": state.max_steps // self.every + 1} if getattr(state, "max_steps", 0) else {}
-        self.session = ProbeSession(model, self.batch, **{**planned, **self.options})
+        self.session = ProbeSession(model, self.batch, **self.options)
         self._record(state.global_step)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

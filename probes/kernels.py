@@ -15,21 +15,25 @@ comparable to the probe forward:
 * differences that cancel are taken analytically, never by subtracting two large sums:
   actual = R(ω^t; p̃^{t+1}) − R(ω^t; p̃^t) uses log(Z^{t+1}/Z^t) = log1p(Σ g^t·expm1((1-α)δ))
   (paper) and m log m differences through log(m^{t+1}/m^t) (implemented);
-* ``compiled=True`` (the ``[probes] compile`` setting, ``use_compiled``) runs each block
-  through ``torch.compile`` of ``_one_pass``: the same quantities arranged so that every sum
-  over V is of elementwise functions of the inputs (label terms as float64 corrections, no
-  scatter, nothing kept between steps), with expm1 in a form inductor keeps exact. The
-  eager path (``_block``) instead keeps features from one step for the next.
+* the features of one step's readouts (p, g's numerator, L_{k-1} − L_k, o − g, R) are kept
+  for the next step, whose ``before`` they are (``keep``, up to ``KEEP_BYTES``).
 
 ``step_sums`` returns per-chunk float64 means over positions; ``probes.stability.kernel_metrics``
 turns them into the logged keys. q_t = ‖Δp̃_t‖² is the per-position mean
 (1/N) Σ_n Σ_k ‖Δp_{k-1}(n)‖². α = 1 and ε_g = 0 (where R is +inf) are left to the
 reference: ``supported`` says whether the fast path applies.
 
-The code is split in three: ``probes.kernels_base`` (sums, constants, ``KernelSums``),
-``probes.kernels_eager`` (``_block``) and ``probes.kernels_compiled`` (``_one_pass``,
-``use_compiled``); this module drives them (``step_sums``, ``cached_sums``) and keeps every
-name importable from here.
+This is the one fast kernel: plain torch, the same code and roundings on every device, no
+warm-up. A second one, the same sums in a one-pass form through ``torch.compile`` (the
+``[probes] compile`` setting), was removed: it was 2–4× faster per call on a CPU, but only
+after 16–26 s of compiling per (α, ε, shape) and process, which the shipped suites' probe
+cadence never earned back; it needed a C++ compiler, ran uncompiled without a word past
+dynamo's recompile limit (8 per process), and rounded differently from this kernel
+(docs/PROBES.md, "Cost"; ``benchmarks/kernel_choice.py`` at commit 79260f0 compares the two).
+
+The code is split in two: ``probes.kernels_base`` (sums, constants, ``KernelSums``) and
+``probes.kernels_eager`` (``_block``); this module drives them (``step_sums``,
+``cached_sums``) and keeps every name importable from here.
 """
 
 from __future__ import annotations
@@ -48,19 +52,9 @@ from probes.kernels_base import (  # noqa: F401 (re-exported: probes.kernels is 
     _at,
     _Consts,
     _dot,
-    _expm1,
     _expm1_pair,
     _sum,
     supported,
-)
-from probes.kernels_compiled import (  # noqa: F401
-    _COMPILED,
-    AUTO_MIN_STEPS,
-    _Chunk,
-    _compiled_block,
-    _one_pass,
-    _run_compiled,
-    use_compiled,
 )
 from probes.kernels_eager import (  # noqa: F401
     _block,
@@ -71,10 +65,9 @@ from probes.kernels_eager import (  # noqa: F401
     _Rows,
     _stability,
 )
-from zerolock_theory.probe_config import COMPILE_MODES
 from zerolock_theory.training.hooks import ProbeCache
 
-__all__ = ["BLOCK_ELEMS", "COMPILE_MODES", "KernelSums", "cached_sums", "step_sums", "supported", "use_compiled"]
+__all__ = ["BLOCK_ELEMS", "KernelSums", "cached_sums", "step_sums", "supported"]
 
 
 @torch.no_grad()
@@ -90,7 +83,6 @@ def step_sums(
     block_elems: int = BLOCK_ELEMS,
     keep: dict | None = None,
     skip_unchanged: bool = True,
-    compiled: bool = False,
 ) -> KernelSums:
     """Stability terms of the step ``before`` → ``after`` and minimizer terms at ``after``.
 
@@ -103,14 +95,6 @@ def step_sums(
     Leading readout rows equal bit for bit in ``before`` and ``after`` (p_0: the frozen
     embedding readout, or uniform) have Δp = 0, so their chunks' φ, actual change and q are
     exact zeros and are not computed (``skip_unchanged=False`` computes them anyway).
-
-    ``compiled``: a step with ``before`` and minimizers runs each block through
-    ``torch.compile`` of ``_one_pass`` (inductor fuses its elementwise work into a few loops;
-    nothing is kept between steps), in blocks of one size so that it compiles once per shape.
-    Measured on the embedded model (N = 256, V = 4096, 1 thread): 98 → 28 ms per step in
-    isolation, 79 → 32 ms inside the probed loop (compiling ``_block`` itself took 40 and
-    46 ms). Its sums differ from the eager ones by float32 rounding and agree with the
-    float64 reference within the same 1e-6 (tested).
     """
     if not supported(alpha, eps_g):
         raise ValueError(f"the fast kernels need 0 <= alpha < 1 and eps_g > 0, got {alpha}, {eps_g}")
@@ -123,25 +107,20 @@ def step_sums(
     still = 0  # leading upstream rows that did not change
     while skip_unchanged and before is not None and still < rows - 1 and torch.equal(before[still], after[still]):
         still += 1
-    fused = compiled and before is not None and minimizers
-    same = not fused and keep is not None and before is not None and keep.get("of") is before and keep.get("consts") == c
+    same = keep is not None and before is not None and keep.get("of") is before and keep.get("consts") == c
     reuse = keep["features"] if same else None  # type: ignore[index]
     kept: list[tuple[dict, dict]] = []
     size = after.numel() * 4  # p and U (all rows), L_{k-1} − L_k, and o − g when it fits
     kept_up = (*_KEPT_UP, *_KEPT_EXTRA) if 4 * size <= KEEP_BYTES else _KEPT_UP if 3 * size <= KEEP_BYTES else None
-    keep_now = not fused and keep is not None and kept_up is not None
-    for i, sl in enumerate(_blocks(n, vocab, rows, block_elems, equal=fused)):
-        idx = labels[sl].unsqueeze(-1)
-        out = None
-        if fused:
-            out = _run_compiled(before[:, sl].float(), after[:, sl].float(), idx, c, still)  # type: ignore[index]
-        if out is None:
-            full, upper = reuse[i] if reuse is not None else ({}, {})
-            out, new, new_up = _block(
-                None if before is None else before[:, sl], after[:, sl], idx, c, still, minimizers, full, upper
-            )
-            if keep_now:
-                kept.append((new._cache, {k: v for k, v in new_up._cache.items() if k in (kept_up or ())}))
+    keep_now = keep is not None and kept_up is not None
+    for i, sl in enumerate(_blocks(n, vocab, rows, block_elems)):
+        full, upper = reuse[i] if reuse is not None else ({}, {})
+        out, new, new_up = _block(
+            None if before is None else before[:, sl], after[:, sl], labels[sl].unsqueeze(-1), c, still, minimizers,
+            full, upper,
+        )
+        if keep_now:
+            kept.append((new._cache, {k: v for k, v in new_up._cache.items() if k in (kept_up or ())}))
         for name, value in out.items():
             acc[name] = acc.get(name, 0.0) + value.sum(-1)
     if keep is not None:
@@ -160,8 +139,6 @@ def cached_sums(
     alpha: float,
     eps_g: float,
     eps_m: float,
-    *,
-    compiled: bool = False,
 ) -> KernelSums:
     """``step_sums`` computed once per step and settings, shared by the probes through ``cache``.
 
@@ -177,7 +154,7 @@ def cached_sums(
     if need_stability or need_minimizers:
         fresh = step_sums(
             before if need_stability else None, after, labels, alpha, eps_g, eps_m,
-            minimizers=need_minimizers, keep=cache.kernel_features, compiled=compiled,
+            minimizers=need_minimizers, keep=cache.kernel_features,
         )
         have = KernelSums({**have.values, **fresh.values})
         cache.kernel_sums = (key, have)

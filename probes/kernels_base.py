@@ -1,6 +1,6 @@
 """Shared parts of the stability and minimizer kernels (``probes.kernels``): block and keep sizes,
-the key names of the sums, float64-accumulating sums over V, expm1 that stays exact inside
-``torch.compile``, the constants of p_y^ε and α, and ``KernelSums``.
+the key names of the sums, float64-accumulating sums over V, the expm1 pair of a step, the
+constants of p_y^ε and α, and ``KernelSums``.
 """
 
 from __future__ import annotations
@@ -22,29 +22,13 @@ STABILITY = ("paper_r", "paper_phi", "paper_actual", "impl_r", "impl_phi", "impl
 MINIMIZER = ("kl_p_g", "kl_m_p", "tv_g", "tv_m", "ce")
 
 
-def _expm1(x: torch.Tensor) -> torch.Tensor:
-    """expm1(x), also inside ``torch.compile``.
-
-    Inductor's CPU code computes expm1 as exp(x) − 1, which loses every digit as x → 0 (a
-    relative error of 1 at |x| = 1e-8, measured with torch 2.13). Compiled, small |x| take
-    Kahan's form (u − 1)·x / log u with u = exp(x), accurate to a few ulps because the
-    rounding of u cancels between numerator and denominator; |x| ≥ ½ take u − 1 (no
-    cancellation there). Eager calls ``torch.expm1``.
-    """
-    if not torch.compiler.is_compiling():
-        return torch.expm1(x)
-    u = torch.exp(x)
-    small = torch.where(u == 1.0, x, (u - 1.0) * x / torch.log(u))
-    return torch.where(x.abs() < 0.5, small, u - 1.0)
-
-
 def _expm1_pair(delta: torch.Tensor, a: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(e^{a·δ} − 1, e^{δ} − 1); for a = ½ from one expm1, as h·(h + 2) with h = e^{δ/2} − 1
     (no cancellation)."""
     if a == 0.5:
-        half = _expm1(delta * 0.5)
+        half = torch.expm1(delta * 0.5)
         return half, half * (half + 2.0)
-    return _expm1(delta * a), _expm1(delta)
+    return torch.expm1(delta * a), torch.expm1(delta)
 
 
 def supported(alpha: float, eps_g: float) -> bool:
@@ -117,9 +101,3 @@ class _Consts:
     @property
     def a(self) -> float:
         return 1.0 - self.alpha
-
-    @property
-    def label_weight(self) -> float:
-        """c_g = α·log(p_y^{ε_g}(y) / p_y^{ε_g}(v≠y)): log of g's extra weight on the label."""
-        return self.alpha * (self.lon_g - self.lo_g)
-

@@ -1,5 +1,6 @@
-"""The eager kernels (``probes.kernels``): readout rows with lazily built features, kept from one
-step for the next; ``_block`` computes the sums of one block of positions.
+"""The kernels' blocks (``probes.kernels``): readout rows with lazily built features, kept from one
+step for the next; ``_block`` computes the sums of one block of positions. Plain torch
+operations, the same on every device (no ``torch.compile``: ``benchmarks/kernel_choice.py``).
 """
 
 from __future__ import annotations
@@ -188,12 +189,9 @@ def _minimizers(p: _Rows, o: _Rows, out: dict[str, torch.Tensor]) -> None:
     out["ce"] = -_at(o.L, o.idx)
 
 
-def _blocks(n: int, vocab: int, rows: int, block_elems: int, equal: bool = False) -> list[slice]:
-    """Slices of positions of about ``block_elems`` coordinates; ``equal``: one size throughout when
-    a divisor of ``n`` at least half the size exists (a compiled block then compiles once)."""
+def _blocks(n: int, vocab: int, rows: int, block_elems: int) -> list[slice]:
+    """Slices of positions of about ``block_elems`` coordinates (the last one shorter)."""
     size = max(1, block_elems // max(1, vocab * rows))
-    if equal and n % size:
-        size = next((d for d in range(size, size // 2, -1) if n % d == 0), size)
     return [slice(i, min(n, i + size)) for i in range(0, n, size)]
 
 
@@ -209,7 +207,7 @@ def _block(
 ) -> tuple[dict[str, torch.Tensor], _Rows, _Rows]:
     """The sums of one block of positions ([R, b] each), and the ``after`` rows with their features.
 
-    ``full``/``upper``: features of ``before`` kept from the previous step (eager path only).
+    ``full``/``upper``: features of ``before`` kept from the previous step.
     """
     up, down = slice(0, after.shape[0] - 1), slice(1, after.shape[0])
     out: dict[str, torch.Tensor] = {}

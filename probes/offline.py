@@ -5,8 +5,10 @@ every pair of consecutive stored steps (t, t+1), evaluates the same functions th
 probes ran (``probes.kernels.cached_sums`` → ``probes.stability.kernel_metrics``):
 the minimizer keys at ω^{t+1} and the stability keys of the step t → t+1, as the record of
 step t. With a full float32 store (``[probes.readouts] mode = "full", dtype = "float32"``)
-the inputs are the online log-readouts exactly, so the numbers equal the online ones; a
-top-k store spreads each tail evenly, an approximation (the comparison shows by how much).
+the inputs are the online log-readouts exactly, so the numbers equal the online ones (for a
+run probed by an older version with compiled kernels, ``probes.compile`` in its config, they
+differ by float32 rounding, about 1e-7 relative); a top-k store spreads each tail evenly, an
+approximation (the comparison shows by how much).
 
 ``compare(recomputed, online)`` gives, per key, the largest relative difference.
 """
@@ -20,13 +22,12 @@ from typing import Any
 
 import torch
 
-from probes.kernels import cached_sums, supported, use_compiled
+from probes.kernels import cached_sums, supported
 from probes.readout_pass import BATCH_FILE, smoothing_for_g
 from probes.readout_probe import STORE_DIR
 from probes.stability import kernel_metrics
 from probes.store import ReadoutStore
 from zerolock_theory.config import TrainConfig
-from zerolock_theory.models.loading import resolve_device
 from zerolock_theory.training.hooks import ProbeCache
 
 __all__ = ["compare", "recompute"]
@@ -36,11 +37,6 @@ def _labels(run_dir: Path) -> torch.Tensor:
     batch = json.loads((run_dir / BATCH_FILE).read_text(encoding="utf-8"))
     labels = torch.tensor(batch["labels"]).reshape(-1)
     return labels[labels != -100]
-
-
-def _device_type(device: str) -> str:
-    """The device type a run with ``model.device = device`` ran on ("auto": cuda when present)."""
-    return resolve_device(device).type if device == "auto" else torch.device(device).type
 
 
 def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -57,8 +53,6 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
     store = ReadoutStore(run_dir / STORE_DIR)
     labels = _labels(run_dir)
     cache = ProbeCache()
-    # the online run's kernels (their float32 rounding differs): same mode, device type and length
-    compiled = use_compiled(config.probe_settings.compile, _device_type(config.model.device), config.run.steps)
     out = []
     steps = set(store.steps)
     for t in store.steps:
@@ -66,7 +60,7 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
             continue
         before = torch.from_numpy(store.log_dense(t).copy())
         after = torch.from_numpy(store.log_dense(t + 1).copy())
-        sums = cached_sums(cache, t, before, after, labels, method.alpha, eps_g, method.epsilon, compiled=compiled)
+        sums = cached_sums(cache, t, before, after, labels, method.alpha, eps_g, method.epsilon)
         out.append({"step": t, **kernel_metrics(sums, method.alpha, stability=True, direction=method.direction)})
     return out
 

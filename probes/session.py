@@ -30,11 +30,9 @@ turns Hugging Face style labels into these). The computation is the one the pack
 probes run (``probes.readout_pass.log_readouts``, ``probes.kernels``,
 ``probes.stability.kernel_metrics``). ``store`` appends p̃ to a new readout store
 (``probes.store``; a path that exists and is not an empty directory is refused).
-``compile`` runs the kernels through ``torch.compile`` (``probes.kernels.use_compiled``):
-"auto" compiles on a CPU when ``steps``, the number of ``step`` calls planned, is at least
-``AUTO_MIN_STEPS`` (200), where compiling (~30 s once) pays; without ``steps`` it stays eager; ``autocast`` ("bfloat16" or "float16") runs the probe
-forward under autocast on the model's device, as ``model.autocast`` does in the trainer (the
-kernels always work on float32 log-probabilities).
+``autocast`` ("bfloat16" or "float16") runs the probe forward under autocast on the model's
+device, as ``model.autocast`` does in the trainer (the kernels always work on float32
+log-probabilities).
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ from typing import Any
 
 import torch
 
-from probes.kernels import cached_sums, supported, use_compiled
+from probes.kernels import cached_sums, supported
 from probes.readout_pass import log_readouts
 from probes.stability import kernel_metrics
 from zerolock_theory.models.chunking import ChunkedLM
@@ -95,9 +93,7 @@ class ProbeSession:
         probe_epsilon: float = 0.1,
         uniform_p0: bool = False,
         store: str | Path | None = None,
-        compile: str = "auto",  # noqa: A002 (the [probes] setting's name)
         autocast: str | None = None,
-        steps: int | None = None,
     ) -> None:
         if not 0.0 <= alpha < 1.0:
             raise ValueError(f"alpha must lie in [0, 1) for the probes, got {alpha}")
@@ -112,9 +108,6 @@ class ProbeSession:
         self.chunked = ChunkedLM(model, chunks, boundaries)
         self.autocast = Readout(self.chunked, getattr(torch, autocast) if autocast else None).autocast
         device = next(model.parameters()).device
-        # "auto" compiles only where it pays: on a CPU, for at least AUTO_MIN_STEPS probed steps; a session
-        # that does not say how many (steps None) stays eager (compiling costs ~30 s before the first step)
-        self.compiled = use_compiled(compile, device, 0 if steps is None else steps)
         _check_batch(batch, model.get_input_embeddings().num_embeddings, self.chunked.head.out_features)
         self.input_ids = batch["input_ids"].to(device)
         mask = batch.get("attention_mask")
@@ -167,9 +160,7 @@ class ProbeSession:
         """Metrics at the current parameters (ω^{step}) and of the change since the last call."""
         current = self.readouts()
         before = self.previous[1] if self.previous is not None else None
-        sums = cached_sums(
-            self.cache, step, before, current, self.labels, self.alpha, self.eps_g, self.eps_m, compiled=self.compiled
-        )
+        sums = cached_sums(self.cache, step, before, current, self.labels, self.alpha, self.eps_g, self.eps_m)
         out: dict[str, Any] = {"step": step}
         out.update(kernel_metrics(sums, self.alpha, stability=before is not None, direction=self.direction))
         self._store(step, current)

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import torch
 
 from probes.base import Probe
-from probes.kernels import KernelSums, cached_sums, supported, use_compiled
+from probes.kernels import KernelSums, cached_sums, supported
 from probes.minimizers import kernel_minimizer_metrics
 from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
@@ -149,10 +149,7 @@ class StabilityProbe(Probe):
                 out.update(stability_metrics(terms, objective))
             return out
         labels = probe_batch(ctx, self.n_positions, self.seed).targets
-        compiled = use_compiled(ctx.config.probe_settings.compile, ctx.device, ctx.config.run.steps)
-        sums = cached_sums(
-            ctx.cache, step, before, after, labels, method.alpha, eps["paper"], eps["implemented"], compiled=compiled
-        )
+        sums = cached_sums(ctx.cache, step, before, after, labels, method.alpha, eps["paper"], eps["implemented"])
         return kernel_metrics(sums, method.alpha, stability=True, direction=None)
 
 

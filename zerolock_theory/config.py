@@ -18,7 +18,12 @@ from typing import Any
 from zerolock_theory.config_overrides import apply_overrides
 from zerolock_theory.config_types import check_section, show_value
 from zerolock_theory.data_config import DataConfig
-from zerolock_theory.probe_config import SHARED_PROBE_KEYS, ProbeSettings, split_probes
+from zerolock_theory.probe_config import (
+    SHARED_PROBE_KEYS,
+    ProbeSettings,
+    drop_retired,
+    split_probes,
+)
 from zerolock_theory.vocab import (
     DTYPES,
     METHODS,
@@ -279,6 +284,7 @@ class TrainConfig:
                 raise ValueError(f"[{name}]: {exc}") from exc
         probes = raw.get("probes") or {}
         _require(isinstance(probes, dict), f"probes={show_value(probes)}: expected a table of probe name -> options")
+        probes = drop_retired(probes)  # e.g. probes.compile in an older run's config.json
         for key, options in probes.items():
             _require(options is None or isinstance(options, dict) or key in SHARED_PROBE_KEYS,
                      f"probes.{key}={show_value(options)}: expected a table of options for probe {key!r} "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from zerolock_theory.probe_config import RETIRED_PROBE_KEYS
+
 __all__ = ["apply_overrides", "apply_values", "merge_tables", "parse_value"]
 
 
@@ -52,6 +54,9 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     for item in overrides:
         key, sep, value = item.partition("=")
         _require(bool(sep), f"override {item!r} must look like section.key=value")
+        retired = key.split(".")[-1] if key.startswith("probes.") else None
+        _require(retired not in RETIRED_PROBE_KEYS,
+                 f"override {item!r}: {key} was removed: {RETIRED_PROBE_KEYS.get(retired or '')}; drop it")
         _set_dotted(out, key, parse_value(value), f"override {item!r}")
     return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SHARED_PROBE_KEYS", "ProbeSettings", "split_probes"]
+__all__ = ["RETIRED_PROBE_KEYS", "SHARED_PROBE_KEYS", "ProbeSettings", "drop_retired", "split_probes"]
 
 
 def _require(condition: bool, message: str) -> None:
@@ -17,8 +17,14 @@ def _require(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
-SHARED_PROBE_KEYS = ("n_positions", "seed", "epsilon", "compile")
-COMPILE_MODES = ("auto", "on", "off")
+SHARED_PROBE_KEYS = ("n_positions", "seed", "epsilon")
+RETIRED_PROBE_KEYS = {
+    "compile": "the stability and minimizer kernels are no longer compiled (one float32 kernel runs on every "
+               "device, docs/PROBES.md)",
+}
+"""Removed ``[probes]`` settings → why. Configs written by older versions (a run's ``config.json``,
+an old recipe) still load: ``drop_retired`` drops these keys, which no longer change anything.
+``--set`` refuses them with that line (``config_overrides.apply_overrides``)."""
 
 
 @dataclass
@@ -26,8 +32,7 @@ class ProbeSettings:
     """The scalars of ``[probes]``, shared by every probe: the probe batch B and ε of g_k.
 
     ``n_positions`` labelled positions chosen by ``seed`` (None: the run seed); ``epsilon``
-    smooths p_y in g_k and the paper's R when ``method.epsilon`` = 0; ``compile`` chooses the
-    stability and minimizer kernels (``probes.kernels.use_compiled``). Each probe's own table
+    smooths p_y in g_k and the paper's R when ``method.epsilon`` = 0. Each probe's own table
     (``[probes.NAME]``) holds ``every`` and its other options.
     """
 
@@ -37,8 +42,6 @@ class ProbeSettings:
     """Seed that chooses B; null = the run seed."""
     epsilon: float = 0.1
     """ε of p_y in g_k and the paper's R when method.epsilon = 0, in [0, 1)."""
-    compile: str = "auto"
-    """Stability/minimizer kernels through torch.compile: auto (CPU runs of >= 200 steps), on, off."""
 
     def __post_init__(self) -> None:
         n, seed, eps = self.n_positions, self.seed, self.epsilon
@@ -49,10 +52,12 @@ class ProbeSettings:
         _require(isinstance(eps, (int, float)) and not isinstance(eps, bool) and 0.0 <= eps < 1.0,
                  f"probes.epsilon must lie in [0, 1), got {eps!r}")
         self.epsilon = float(eps)
-        if isinstance(self.compile, bool):
-            self.compile = "on" if self.compile else "off"
-        _require(self.compile in COMPILE_MODES,
-                 f"probes.compile must be one of {list(COMPILE_MODES)}, got {self.compile!r}")
+
+
+def drop_retired(raw: dict[str, Any]) -> dict[str, Any]:
+    """``[probes]`` without the ``RETIRED_PROBE_KEYS``, shared or in a probe's table (a new dict)."""
+    return {k: {o: v for o, v in value.items() if o not in RETIRED_PROBE_KEYS} if isinstance(value, dict) else value
+            for k, value in raw.items() if k not in RETIRED_PROBE_KEYS}
 
 
 def split_probes(raw: Any) -> tuple[ProbeSettings, dict[str, dict[str, Any]]]:
