@@ -9,8 +9,12 @@ model and batch shape [B, T] (N = B·T tokens):
 * one readout forward R (final norm and head, [N, d] → [N, V]); its backward to h_k costs R
   again (the head is frozen);
 * the loss over V (log-softmax, CE, consistency and their backward): elementwise, no matmul;
-  timed per call on [B, T, V] logits, beside its floor (one pass over the fp32 logits each
-  way at the measured copy bandwidth).
+  timed per call on [B, T, V] fp32 logits as training runs it (``fused_loss.loss_and_grad``:
+  terms and dℓ/dz in one pass, the target given as logits and log-sum-exp, the gradient
+  written over a kept buffer), beside the reference it replaced (``local_loss_from_logits``
+  and autograd, the loss trained on until then), timed interleaved, and beside its floor: one
+  pass over the fp32 logits each way, ``clone`` (a new [B, T, V] tensor: on a CPU this
+  includes the pages' first touch) and ``copy_`` into a kept one (the bandwidth alone).
 
 Per step::
 
@@ -39,6 +43,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from zerolock_theory.theory.losses import local_loss_from_logits
+from zerolock_theory.training.fused_loss import Prev, loss_and_grad
 
 __all__ = ["StepModel", "flop_table", "step_model"]
 
@@ -57,8 +62,10 @@ class StepModel:
     readout: float
     readouts: dict[str, int]  # readout-forward equivalents per step
     loss_calls: dict[str, int]
-    loss_s: dict[str, float]  # seconds per call
-    loss_floor_s: float
+    loss_s: dict[str, float]  # seconds per call (the fused loss, as trained)
+    loss_floor_s: float  # clone of [B, T, V] fp32
+    loss_ref_s: dict[str, float]  # the reference (local_loss_from_logits and autograd), seconds per call
+    copy_floor_s: float  # copy_ of [B, T, V] fp32 into a kept tensor
     layer_rate: float  # FLOP/s
     head_rate: float
     gemms: tuple[str, str]
@@ -88,16 +95,22 @@ def _count(fn: Callable[[], object]) -> float:
 
 
 def _timed(fn: Callable[[], object], device: torch.device, repeats: int = 5) -> float:
+    return _interleaved([fn], device, repeats)[0]
+
+
+def _interleaved(fns: list[Callable[[], object]], device: torch.device, repeats: int = 5) -> list[float]:
+    """Median seconds of each of ``fns``, called in turn ``repeats`` times after one warm-up call each."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    fn()
-    times = []
-    for _ in range(repeats):
-        sync()
-        tic = CLOCK[0]()
-        fn()
-        sync()
-        times.append(CLOCK[0]() - tic)
-    return statistics.median(times)
+    times: list[list[float]] = [[] for _ in fns]
+    for r in range(repeats + 1):
+        for fn, kept in zip(fns, times, strict=True):
+            sync()
+            tic = CLOCK[0]()
+            fn()
+            sync()
+            if r:
+                kept.append(CLOCK[0]() - tic)
+    return [statistics.median(t) for t in times]
 
 
 def _layer_flops(run, batch) -> tuple[float, dict[str, float], dict[str, float]]:
@@ -134,17 +147,29 @@ def _readout_seconds(run, hidden: torch.Tensor) -> float:
     return _timed(call, run.device)
 
 
-def _loss_seconds(run, shape: tuple[int, int, int], spec: tuple[float, str, float], device: torch.device) -> float:
+def _loss_seconds(shape: tuple[int, int, int], spec: tuple[float, str, float],
+                  device: torch.device) -> tuple[float, float]:
+    """Seconds per call of the fused loss (as trained) and of the reference, interleaved."""
     alpha, direction, epsilon = spec
     g = torch.Generator().manual_seed(0)
-    logits = torch.randn(shape, generator=g).to(device).requires_grad_(True)
+    logits = torch.randn(shape, generator=g).to(device)
     labels = torch.randint(0, shape[-1], shape[:2], generator=g).to(device)
-    log_prev = torch.log_softmax(torch.randn(shape, generator=g), -1).to(device) if alpha < 1 else None
+    prev_logits = torch.randn(shape, generator=g).to(device) if alpha < 1 else None
+    prev = None  # chunk k−1's logits with the norm its own loss left (as for k ≥ 2 in a step)
+    if prev_logits is not None:
+        prev = Prev(prev_logits, loss_and_grad(prev_logits, labels, None, 1.0, "forward", 0.0, grad=False)[2])
+    log_prev = torch.log_softmax(prev_logits, -1) if prev_logits is not None else None
+    leaf, kept = logits.clone().requires_grad_(True), torch.empty_like(logits)
+    n = shape[0] * shape[1]
 
-    def call() -> None:
-        local_loss_from_logits(logits, labels, log_prev, alpha, direction, epsilon).loss.sum().backward()
-        logits.grad = None
-    return _timed(call, device)
+    def fused() -> None:  # dℓ/dz over a kept buffer, as training writes it over the target's logits
+        loss_and_grad(logits, labels, prev, alpha, direction, epsilon, 1.0 / n, out=kept)
+
+    def reference() -> None:
+        (local_loss_from_logits(leaf, labels, log_prev, alpha, direction, epsilon).loss.sum() / n).backward()
+        leaf.grad = None
+    fused_s, reference_s = _interleaved([fused, reference], device)
+    return fused_s, reference_s
 
 
 def _gemm_rate(m: int, k: int, n: int, run, device: torch.device) -> float:
@@ -171,16 +196,19 @@ def step_model(zl_run, bp_run, batch_size: int, seq_len: int) -> StepModel:
     r0 = int(method.alpha < 1 and method.p0 == "embedding")
     rs = K - 1 if zl_run.config.model.readout_chunk_size and method.alpha < 1 else 0
     shape = (batch_size, seq_len, V)
-    loss_s = {"zerolock": _loss_seconds(zl_run, shape, (method.alpha, method.direction, method.epsilon), device),
-              "backprop": _loss_seconds(bp_run, shape, (1.0, "forward", method.epsilon), device)}
-    x = torch.randn(N, V, device=device)
-    floor = _timed(lambda: x.clone(), device)  # one read and one write of N·V fp32: a pass each way
+    loss = {"zerolock": _loss_seconds(shape, (method.alpha, method.direction, method.epsilon), device),
+            "backprop": _loss_seconds(shape, (1.0, "forward", method.epsilon), device)}
+    loss_s, loss_ref_s = ({m: t[i] for m, t in loss.items()} for i in (0, 1))
+    x, kept = torch.randn(N, V, device=device), torch.empty(N, V, device=device)
+    # one read and one write of N·V fp32: a pass each way, into a new tensor and into a kept one
+    floor, copy_floor = _interleaved([lambda: x.clone(), lambda: kept.copy_(x)], device)
     counted = {}
     for name, run in (("zerolock", zl_run), ("backprop", bp_run)):
         step_batch = {k: v.to(device) for k, v in run.stream.next_batch().items()}
         counted[name] = _count(lambda run=run, b=step_batch: run.step_fn.train_step(b, 10_000 - 1))
     return StepModel(N, fwd, bwd, readout, {"zerolock": 2 * K + r0 + rs, "backprop": 2},
-                     {"zerolock": K, "backprop": 1}, loss_s, floor, _gemm_rate(N, d, ffn, zl_run, device),
+                     {"zerolock": K, "backprop": 1}, loss_s, floor, loss_ref_s, copy_floor,
+                     _gemm_rate(N, d, ffn, zl_run, device),
                      _gemm_rate(N, d, V, zl_run, device), (f"[{N}x{d}]·[{d}x{ffn}]", f"[{N}x{d}]·[{d}x{V}]"), counted,
                      layers_s, readout_s)
 
@@ -203,7 +231,14 @@ def flop_table(model: StepModel, measured: dict[str, float], chunks: int) -> str
     modelled = model.seconds("zerolock") / model.seconds("backprop")
     parts = model.parts_s("zerolock") / model.parts_s("backprop")
     lines.append(f"ZeroLock / backprop step time: measured {ratio:.3f}, modelled {modelled:.3f} "
-                 f"(measured / modelled {ratio / modelled:.3f}), of the timed parts {parts:.3f}; FLOP ratio {model.flops('zerolock') / model.flops('backprop'):.3f}; "
-                 f"loss over V per call: zerolock {model.loss_s['zerolock'] * 1e3:.2f} ms = "
-                 f"{model.loss_s['zerolock'] / model.loss_floor_s:.1f} x its floor ({model.loss_floor_s * 1e3:.2f} ms)")
+                 f"(measured / modelled {ratio / modelled:.3f}), of the timed parts {parts:.3f}; FLOP ratio {model.flops('zerolock') / model.flops('backprop'):.3f}")
+    lines.append(f"loss over V per call, floor {model.loss_floor_s * 1e3:.2f} ms (clone; copy_ into a kept "
+                 f"tensor {model.copy_floor_s * 1e3:.2f} ms):")
+    lines.append(f"  {'method':<9} {'fused ms':>9} {'x floor':>8} {'x copy':>7} {'reference ms':>13} {'x floor':>8} "
+                 f"{'reference / fused':>18}")
+    for m in METHODS:
+        fused, ref = model.loss_s[m], model.loss_ref_s[m]
+        lines.append(f"  {m:<9} {fused * 1e3:>9.2f} {fused / model.loss_floor_s:>8.2f} "
+                     f"{fused / model.copy_floor_s:>7.2f} {ref * 1e3:>13.2f} {ref / model.loss_floor_s:>8.2f} "
+                     f"{ref / fused:>18.2f}")
     return "\n".join(lines)

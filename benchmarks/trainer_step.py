@@ -14,18 +14,31 @@ each K in ``--chunks``:
 * the same ratio with readout slicing (``model.readout_chunk_size = --slice``, default 8
   positions): the readout logits are then computed slice by slice into a leaf copy of h_k,
   so ZeroLock keeps at most one slice of logits; "sliced / plain bp" divides by the
-  backprop run without slicing, "sliced / sliced bp" by backprop with the same slicing.
+  backprop run without slicing, "sliced / sliced bp" by backprop with the same slicing;
+* the loss over V per call (the fused loss as trained and the reference it replaced, each
+  against its floor: ``step_flops.py``);
+* with ``--before REV``: the ZeroLock step with ``zerolock_theory/training/losses.py`` as it was
+  at git revision REV (loaded beside the current one, its ``sliced_backward_totals`` in place of
+  today's; every other module is today's), timed in the same loop, interleaved, so before and
+  after share the machine's load.
 
     python3 benchmarks/trainer_step.py --chunks 2 4 --repeats 20
     python3 benchmarks/trainer_step.py --model smollm2-135m --chunks 2 5 --seq-len 32 --batch-size 8
+    python3 benchmarks/trainer_step.py --model smollm2-135m --chunks 5 --seq-len 32 --batch-size 8 \
+        --repeats 5 --before 0f07284
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+import types
+from pathlib import Path
 
 import step_flops
 import torch
@@ -33,6 +46,7 @@ from step_flops import flop_table, step_model
 
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.pipeline.memory import SavedTensorMeter
+from zerolock_theory.training import steps
 from zerolock_theory.training.loop import setup
 
 CLOCK = [time.perf_counter]  # --clock cpu: time.process_time (robust to other load on a shared CPU)
@@ -50,6 +64,29 @@ def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str, slice_
         runs[method] = setup(cfg, tempfile.mkdtemp(prefix=f"bench-{method}-"))
     runs["backprop"].step_fn.readout_every = 0  # plain backprop: its own loss only
     return runs
+
+
+def _losses_at(rev: str) -> types.ModuleType:
+    """``zerolock_theory/training/losses.py`` at git revision ``rev``, as a module of its own."""
+    path = "zerolock_theory/training/losses.py"
+    source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=Path(__file__).resolve().parents[1],
+                            capture_output=True, text=True, check=True).stdout
+    module = types.ModuleType(f"losses_at_{rev}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return module
+
+
+@contextlib.contextmanager
+def _losses(module: types.ModuleType | None):
+    """ZeroLock's step with ``module``'s ``sliced_backward_totals`` (None: today's)."""
+    kept = steps.sliced_backward_totals
+    if module is not None:
+        steps.sliced_backward_totals = module.sliced_backward_totals
+    try:
+        yield
+    finally:
+        steps.sliced_backward_totals = kept
 
 
 def _one_step(run, step: int) -> tuple[float, int]:
@@ -78,7 +115,9 @@ def main() -> None:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: this process's CPU time (CPU runs on a loaded machine)")
     parser.add_argument("--slice", type=int, default=8, help="readout_chunk_size of the sliced runs (positions)")
+    parser.add_argument("--before", metavar="REV", help="also time ZeroLock's step with the losses at git REV")
     args = parser.parse_args()
+    before = _losses_at(args.before) if args.before else None
     torch.set_num_threads(args.threads)
     if args.clock == "cpu":
         CLOCK[0] = step_flops.CLOCK[0] = time.process_time
@@ -89,24 +128,36 @@ def main() -> None:
     print(f"{'K':>3} {'zl step s':>10} {'bp step s':>10} {'time ratio':>10} "
           f"{'zl peak MiB':>12} {'bp peak MiB':>12} {'mem ratio':>10} {'zl sliced MiB':>14} "
           f"{'sliced/plain bp':>16} {'sliced/sliced bp':>17}")
+    compared = {}
     for chunks in args.chunks:
         runs = _runs(args.model, chunks, args.seq_len, args.batch_size, args.device)
-        times = {m: [] for m in runs}
-        peaks = {m: 0 for m in runs}
+        names = [*runs, *(["before"] if before else [])]  # before: the zerolock run with the old losses
+        times = {m: [] for m in names}
+        peaks = {m: 0 for m in names}
         for i in range(args.warmup + args.repeats):
-            order = list(runs) if i % 2 == 0 else list(reversed(list(runs)))
+            order = names if i % 2 == 0 else list(reversed(names))
             for method in order:
-                elapsed, peak = _one_step(runs[method], i)
+                with _losses(before if method == "before" else None):
+                    elapsed, peak = _one_step(runs["zerolock" if method == "before" else method], i)
                 if i >= args.warmup:
                     times[method].append(elapsed)
                     peaks[method] = max(peaks[method], peak)
         zl, bp = statistics.median(times["zerolock"]), statistics.median(times["backprop"])
         measured[chunks] = (runs, zl, bp)
+        if before:
+            compared[chunks] = (statistics.median(times["before"]), zl, peaks["before"], peaks["zerolock"])
         print(f"{chunks:>3} {zl:>10.4f} {bp:>10.4f} {zl / bp:>10.3f} "
               f"{peaks['zerolock'] / 2**20:>12.2f} {peaks['backprop'] / 2**20:>12.2f} "
               f"{peaks['zerolock'] / peaks['backprop']:>10.3f} {sliced[chunks]['zerolock'] / 2**20:>14.2f} "
               f"{sliced[chunks]['zerolock'] / peaks['backprop']:>16.3f} "
               f"{sliced[chunks]['zerolock'] / sliced[chunks]['backprop']:>17.3f}")
+    if compared:
+        print(f"\nZeroLock step, losses at {args.before} (before) and today's (after), interleaved, median of "
+              f"{args.repeats}:")
+        print(f"{'K':>3} {'before s':>9} {'after s':>9} {'before / after':>15} {'before MiB':>11} {'after MiB':>10}")
+        for chunks, (old, new, old_peak, new_peak) in compared.items():
+            print(f"{chunks:>3} {old:>9.4f} {new:>9.4f} {old / new:>15.3f} {old_peak / 2**20:>11.2f} "
+                  f"{new_peak / 2**20:>10.2f}")
     for chunks, (runs, zl, bp) in measured.items():
         model = step_model(runs["zerolock"], runs["backprop"], args.batch_size, args.seq_len)
         print("\n" + flop_table(model, {"zerolock": zl, "backprop": bp}, chunks))

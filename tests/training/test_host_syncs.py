@@ -102,7 +102,9 @@ def test_device_sums_equal_the_host_sums(tiny_lm):
     part = chunk_loss(Readout(chunked), spec, h1, hidden, batch["labels"], 1, 29)
     log_prev = torch.log_softmax(chunked.readout(hidden).float(), dim=-1)
     terms = local_loss_from_logits(chunked.readout(h1), batch["labels"], log_prev, 0.5)
-    assert part.sums == {key: float(getattr(terms, key).detach().sum()) / 29 for key in SUM_KEYS}
+    # the fused loss equals the reference to float rounding (its terms are summed in another order)
+    want = {key: float(getattr(terms, key).detach().sum()) / 29 for key in SUM_KEYS}
+    assert part.sums == pytest.approx(want, rel=1e-5, abs=1e-7)
     part.loss.backward()
     firsts = {}
     for limit in (gradients.GROUP_ELEMENTS, 100):  # one group per chunk; many, and tensors above the limit

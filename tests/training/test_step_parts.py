@@ -48,13 +48,14 @@ def test_sliced_backward_equals_autograd_of_chunk_loss(tiny_lm, slice_size):
     h_in = hidden.detach()
     whole = chunk_loss(readout, spec, chunked.forward_chunk(1, h_in, ctx), h_in, labels, 1, 14)
     want = torch.autograd.grad(whole.loss, params[0])
-    sums, log_p = sliced_backward(readout, spec, chunked.forward_chunk(1, h_in, ctx), h_in, labels, 1, 14)
+    sums, prev = sliced_backward(readout, spec, chunked.forward_chunk(1, h_in, ctx), h_in, labels, 1, 14)
     for p, w in zip(params[0], want, strict=True):
         torch.testing.assert_close(p.grad, w, atol=1e-6, rtol=1e-5)
     assert sums == pytest.approx(whole.sums, rel=1e-5, abs=1e-7)  # float32 sums over slices
-    assert (log_p is None) == (slice_size is not None)
-    if log_p is not None:
-        torch.testing.assert_close(log_p, whole.log_p)
+    assert (prev is None) == (slice_size is not None)
+    if prev is not None:  # the next chunk's target: this readout's logits and their norm
+        torch.testing.assert_close(prev.logits, whole.prev.logits)
+        torch.testing.assert_close(prev.norm, whole.prev.norm)
 
 
 def test_chunk_optimizers_refuse_a_non_finite_gradient_before_any_update(tiny_lm):

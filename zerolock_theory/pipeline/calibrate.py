@@ -10,8 +10,9 @@ the stages run one intra-op thread, so a cost is the CPU time of the calling thr
 * readout: ``chunked.readout(h)`` with autograd (ZeroLock runs it twice per micro-batch: on h_k
   and, without gradient, on h_{k−1});
 * readout_backward: the gradient through the head back to h;
-* loss: ``local_loss_from_logits`` forward and backward plus the log-softmax of p_{k−1}
-  (ZeroLock's local loss), or the cross-entropy alone (the baselines' global loss);
+* loss: ``fused_loss.loss_and_grad``, the terms and dℓ/dz in one pass as ``sliced_backward``
+  runs it, with the log-sum-exp of the re-read p_{k−1} (ZeroLock's local loss), or the
+  cross-entropy alone (the baselines' global loss);
 * update: chunk k's optimizer step;
 * send / receive: posting one h_k message on a two-rank gloo group, and the delay until a
   peer process holds it.
@@ -32,13 +33,12 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.pipeline.schedule_costs import ModelShape, layer_flops, readout_flops
 from zerolock_theory.pipeline.schedule_model import StageCosts
 from zerolock_theory.pipeline.stage import split_batch
-from zerolock_theory.theory.losses import local_loss_from_logits
+from zerolock_theory.training.fused_loss import Prev, loss_and_grad
 
 __all__ = ["Calibration", "measure_costs", "measure_link"]
 
@@ -163,22 +163,17 @@ def _loss_costs(chunked: Any, config: TrainConfig, h: torch.Tensor, h_prev: torc
     """(local, global) seconds of the loss over the vocabulary, forward and backward."""
     method = config.method
     with torch.no_grad():
-        logits, prev = chunked.readout(h).float(), chunked.readout(h_prev).float()
+        logits, prev = chunked.readout(h), chunked.readout(h_prev)
     n = max(int((labels != -100).sum()), 1)
+    kept = torch.empty_like(logits)  # dℓ/dz goes over the re-read target's logits in the stage
 
-    def local(z: torch.Tensor) -> None:
-        log_prev = F.log_softmax(prev, dim=-1)
-        terms = local_loss_from_logits(z, labels, log_prev, method.alpha, method.direction, method.epsilon)
-        (terms.loss.sum() / n).backward()
+    def local() -> None:
+        loss_and_grad(logits, labels, Prev(prev), method.alpha, method.direction, method.epsilon, 1.0 / n, out=kept)
 
-    def global_(z: torch.Tensor) -> None:
-        terms = local_loss_from_logits(z, labels, None, 1.0, "forward", method.epsilon)
-        (terms.loss.sum() / n).backward()
+    def global_() -> None:
+        loss_and_grad(logits, labels, None, 1.0, "forward", method.epsilon, 1.0 / n, out=kept)
 
-    def leaf() -> torch.Tensor:
-        return logits.detach().requires_grad_(True)
-
-    return _timed(local, repeats, leaf), _timed(global_, repeats, leaf)
+    return _timed(local, repeats), _timed(global_, repeats)
 
 
 def _update_cost(optimizer: torch.optim.Optimizer, repeats: int) -> float:

@@ -161,18 +161,18 @@ def global_and_local_gradients(
     """``global_gradient`` and ``local_gradients`` from one forward pass: the same values.
 
     ℓ_k reads h_k of the connected forward with the detached h_{k-1} as its target; ω_k
-    enters h_k only through chunk k, so ∇_{ω_k} ℓ_k is the detached chain's. log p_{k-1} of
-    the target is chunk k−1's own log p_k (without autocast, where both are the same
-    computation; with it, the target is read out again as ``local_gradients`` does).
+    enters h_k only through chunk k, so ∇_{ω_k} ℓ_k is the detached chain's. The target p_{k-1}
+    is chunk k−1's own readout (``ChunkLoss.prev``: the same computation as reading h_{k-1}
+    out again, as ``local_gradients`` does, autocast or not).
     """
     chunked, spec, n = readout.chunked, LossSpec.local(method), labelled_tokens(batch)
     hiddens = chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
     glob = _global_from(readout, method, params, batch, hiddens, retain_graph=True)
-    local, log_prev = [], None
+    local, prev = [], None
     for k in range(1, chunked.num_chunks + 1):
-        part = chunk_loss(readout, spec, hiddens[k], hiddens[k - 1].detach(), batch["labels"], k, n, log_prev)
+        part = chunk_loss(readout, spec, hiddens[k], hiddens[k - 1].detach(), batch["labels"], k, n, prev)
         local.append(list(torch.autograd.grad(part.loss, params[k - 1], retain_graph=k < chunked.num_chunks)))
-        log_prev = part.log_p if readout.autocast_dtype is None else None
+        prev = part.prev
     return glob, local
 
 

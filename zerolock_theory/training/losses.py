@@ -1,15 +1,22 @@
 """The loss of one chunk's readout: a pure ``chunk_loss`` and its sliced backward.
 
-Every loss the package trains on or measures is a readout loss (docs/MATH.md, "Local
-losses"): chunk k's output h_k is read out to p_k and compared with the label distribution
-p_y^ε and, for ZeroLock, the detached upstream readout p_{k-1}. ``LossSpec.local`` is ZeroLock's
-ℓ_k (the method's α and direction); ``LossSpec.global_`` is the global loss L = CE(p_y^ε, p_K)
-(α = 1, forward). Losses are summed over labelled positions and divided by n, the labelled
-tokens of the whole minibatch.
+Every loss the package trains on or measures is a readout loss (docs/MATH.md, "Local losses"):
+chunk k's output h_k is read out to p_k and compared with the label distribution p_y^ε and, for
+ZeroLock, the detached upstream readout p_{k-1}. ``LossSpec.local`` is ZeroLock's ℓ_k (the
+method's α and direction); ``LossSpec.global_`` is the global loss L = CE(p_y^ε, p_K) (α = 1,
+forward). Losses are summed over labelled positions and divided by n, the labelled tokens of
+the whole minibatch.
 
-``sliced_backward`` computes the loss slice by slice of the sequence (``readout_chunk_size``)
-into a leaf copy of h_k and then pushes the leaf's gradient through the chunk, so at most one
-slice of fp32 logits exists at a time.
+The loss over the vocabulary and its gradient with respect to the logits come from
+``fused_loss.loss_and_grad`` in one pass (closed-form gradient, block by block of positions;
+``theory.losses.local_loss_from_logits`` is the reference it equals to float rounding). The
+target p_{k-1} travels as ``Prev`` (chunk k−1's logits, in the readout's dtype, and their
+log-sum-exp as max and log max p), never as fp32 log-probabilities. ``sliced_backward`` computes the loss slice by
+slice of the sequence (``readout_chunk_size``) into a leaf copy of h_k and then pushes the
+leaf's gradient through the chunk, so at most one slice of logits exists at a time; unsliced,
+the gradient dℓ/dz is written over the previous readout's logits (or over z itself when no
+later chunk reads it), so a ZeroLock step allocates no [N, V] tensor for its losses beyond
+the readouts.
 """
 
 from __future__ import annotations
@@ -24,11 +31,11 @@ import torch.nn.functional as F
 
 from zerolock_theory.config import MethodConfig
 from zerolock_theory.models.chunking import ChunkedLM
-from zerolock_theory.theory.losses import local_loss_from_logits
+from zerolock_theory.training.fused_loss import Prev, loss_and_grad
 
 __all__ = [
-    "SUM_KEYS", "ChunkLoss", "LossSpec", "NonFiniteLossError", "Readout", "check_finite", "chunk_loss",
-    "prev_log_probs", "sliced_backward", "sliced_backward_totals",
+    "SUM_KEYS", "ChunkLoss", "LossSpec", "NonFiniteLossError", "Prev", "Readout", "check_finite", "chunk_loss",
+    "prev_log_probs", "prev_readout", "sliced_backward", "sliced_backward_totals",
 ]
 
 SUM_KEYS = ("loss", "task", "consistency", "ce")
@@ -87,7 +94,8 @@ class Readout:
 
 
 def prev_log_probs(chunked: ChunkedLM, h_prev: torch.Tensor | None, k: int, p0: str) -> torch.Tensor | None:
-    """log p_{k-1} (detached) from h_{k-1}; p_0 is the embedding readout or uniform."""
+    """log p_{k-1} (detached, fp32) from h_{k-1}; p_0 is the embedding readout or uniform (the
+    evaluation's form, for ``local_loss_from_logits``)."""
     if h_prev is None:
         return None
     with torch.no_grad():
@@ -97,9 +105,21 @@ def prev_log_probs(chunked: ChunkedLM, h_prev: torch.Tensor | None, k: int, p0: 
         return F.log_softmax(logits, dim=-1)
 
 
+def prev_readout(readout: Readout, spec: LossSpec, h_prev: torch.Tensor | None, k: int) -> Prev | None:
+    """The target p_{k-1} read out from h_{k-1} (detached, in the readout's dtype): None when α = 1
+    or without h_{k-1}; the uniform p_0 for chunk 1 when ``spec.p0`` is uniform."""
+    if spec.alpha >= 1.0 or h_prev is None:
+        return None
+    if k == 1 and spec.p0 == "uniform":
+        return Prev(None)
+    with torch.no_grad(), readout.autocast():
+        return Prev(readout.chunked.readout(h_prev), owned=True)
+
+
 @dataclass(frozen=True)
 class ChunkLoss:
-    """A readout loss with its graph, its terms' sums on the device, and log p_k (detached).
+    """A readout loss with its graph, its terms' sums on the device, and the readout as the next
+    chunk's target (``Prev``, detached).
 
     ``totals`` holds Σ term / n of each ``SUM_KEYS`` term, float64 on the loss's device (the
     float32 sum widened, so the values equal ``float(sum) / n``); reading ``sums`` copies them
@@ -108,7 +128,7 @@ class ChunkLoss:
 
     loss: torch.Tensor
     totals: torch.Tensor
-    log_p: torch.Tensor
+    prev: Prev
 
     @property
     def sums(self) -> dict[str, float]:
@@ -116,44 +136,79 @@ class ChunkLoss:
         return dict(zip(SUM_KEYS, self.totals.tolist(), strict=True))
 
 
+class _WithGradient(torch.autograd.Function):
+    """``value`` as a function of ``logits`` whose gradient is the given ``grad`` (computed in the
+    forward pass: the loss is the graph's last operation)."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, value: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(grad)
+        return value.clone()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (grad,) = ctx.saved_tensors
+        return grad * g.to(grad.dtype), None, None
+
+
+def _terms(spec: LossSpec, logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None, n: float, grad: bool,
+           out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """(Σ term / n of each ``SUM_KEYS`` term, float64; d(Σ loss / n)/dz; the norm) of ``logits``."""
+    terms, dz, norm = loss_and_grad(logits.detach(), labels, prev, spec.alpha, spec.direction, spec.epsilon,
+                                   1.0 / n, grad=grad, out=out)
+    return terms.reshape(len(SUM_KEYS), -1).sum(-1).double() / n, dz, norm
+
+
 def chunk_loss(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
-               labels: torch.Tensor, k: int, n: float, log_prev: torch.Tensor | None = None) -> ChunkLoss:
+               labels: torch.Tensor, k: int, n: float, prev: Prev | None = None) -> ChunkLoss:
     """Chunk k's readout loss on ``hidden``, summed over labelled positions / n (no backward).
 
-    ``log_prev`` is log p_{k-1} when already at hand; otherwise it is read out from ``h_prev``.
+    ``prev`` is the target p_{k-1} when already at hand (``ChunkLoss.prev`` of chunk k−1);
+    otherwise it is read out from ``h_prev``.
     """
-    if log_prev is None:
-        log_prev = prev_log_probs(readout.chunked, h_prev, k, spec.p0)
+    if prev is None:
+        prev = prev_readout(readout, spec, h_prev, k)
     with readout.autocast():
         logits = readout.chunked.readout(hidden)
-    terms = local_loss_from_logits(logits, labels, log_prev, spec.alpha, spec.direction, spec.epsilon)
-    totals = torch.stack([getattr(terms, key).detach().sum() for key in SUM_KEYS]).double() / n
-    return ChunkLoss(terms.loss.sum() / n, totals, terms.log_p.detach())
+    grad = torch.is_grad_enabled() and logits.requires_grad
+    totals, dz, norm = _terms(spec, logits, labels, prev, n, grad)
+    loss = totals[0].float()
+    if dz is not None:
+        loss = _WithGradient.apply(logits, loss, dz)
+    return ChunkLoss(loss, totals, Prev(logits.detach(), norm))
 
 
 def sliced_backward(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
                     labels: torch.Tensor, k: int, n: float,
-                    log_prev: torch.Tensor | None = None) -> tuple[dict[str, float], torch.Tensor | None]:
+                    prev: Prev | None = None) -> tuple[dict[str, float], Prev | None]:
     """Backpropagate ``chunk_loss`` into ``hidden``'s graph slice by slice; return the sums and,
-    when the loss ran as one slice, log p_k for the next chunk (else None)."""
-    totals, log_p = sliced_backward_totals(readout, spec, hidden, h_prev, labels, k, n, log_prev)
-    return dict(zip(SUM_KEYS, totals.tolist(), strict=True)), log_p
+    when the loss ran as one slice and α < 1, the readout as the next chunk's target (else None)."""
+    totals, prev = sliced_backward_totals(readout, spec, hidden, h_prev, labels, k, n, prev)
+    return dict(zip(SUM_KEYS, totals.tolist(), strict=True)), prev
 
 
 def sliced_backward_totals(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
                            labels: torch.Tensor, k: int, n: float,
-                           log_prev: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                           prev: Prev | None = None) -> tuple[torch.Tensor, Prev | None]:
     """``sliced_backward`` with the sums left on the device (``ChunkLoss.totals``, added slice by
-    slice in float64): no host synchronisation."""
+    slice in float64): no host synchronisation.
+
+    ``prev`` (used only unsliced) may be overwritten when ``owned``: the returned target is, and
+    is meant for the next chunk's call alone."""
     leaf = hidden.detach().requires_grad_(True)
     slices = readout.slices(hidden.shape[1])
+    whole, keep = len(slices) == 1, spec.alpha < 1.0  # keep: z is the next chunk's target
     totals: torch.Tensor | None = None
-    part = None
     for s in slices:
-        part = chunk_loss(readout, spec, leaf[:, s], None if h_prev is None else h_prev[:, s], labels[:, s], k, n,
-                          log_prev if len(slices) == 1 else None)
-        part.loss.backward()
-        totals = part.totals if totals is None else totals + part.totals
+        with readout.autocast():
+            logits = readout.chunked.readout(leaf[:, s])
+        target = prev if whole and prev is not None else prev_readout(
+            readout, spec, None if h_prev is None else h_prev[:, s], k)
+        out = target.logits if target is not None and target.owned else None if whole and keep else logits.detach()
+        part, dz, norm = _terms(spec, logits, labels[:, s], target, n, True, out)
+        logits.backward(dz)
+        totals = part if totals is None else totals + part
     hidden.backward(leaf.grad)
-    assert totals is not None and part is not None  # a sequence has at least one position
-    return totals, part.log_p if len(slices) == 1 else None
+    assert totals is not None  # a sequence has at least one position
+    return totals, Prev(logits.detach(), norm, owned=True) if whole and keep else None
