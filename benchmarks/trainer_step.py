@@ -52,6 +52,10 @@ from zerolock_theory.training.loop import setup
 CLOCK = [time.perf_counter]  # --clock cpu: time.process_time (robust to other load on a shared CPU)
 
 
+SCRATCH = tempfile.TemporaryDirectory(prefix="trainer-step-")
+"""The runs' directories; removed when the benchmark exits."""
+
+
 def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str, slice_size: int | None = None) -> dict:
     runs = {}
     for method in ("zerolock", "backprop"):
@@ -61,7 +65,7 @@ def _runs(model: str, chunks: int, seq_len: int, batch: int, device: str, slice_
             "method": {"name": method},
             "run": {"steps": 10_000, "progress": False},
         })
-        runs[method] = setup(cfg, tempfile.mkdtemp(prefix=f"bench-{method}-"))
+        runs[method] = setup(cfg, tempfile.mkdtemp(prefix=f"{method}-", dir=SCRATCH.name))
     runs["backprop"].step_fn.readout_every = 0  # plain backprop: its own loss only
     return runs
 

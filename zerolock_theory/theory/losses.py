@@ -29,6 +29,7 @@ __all__ = [
     "DIRECTIONS",
     "DegenerateObjectiveError",
     "LossTerms",
+    "check_local_loss",
     "local_loss",
     "local_loss_from_logits",
 ]
@@ -45,6 +46,19 @@ def check_direction(direction: str) -> None:
     """Raise ``ValueError`` unless ``direction`` is "forward" or "reverse"."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+
+
+def check_local_loss(direction: str, alpha: float, epsilon: float, *, has_prev: bool) -> None:
+    """Refuse what no local loss can compute: an unknown direction, the reverse task term with
+    ε = 0 (+inf for every non-one-hot readout) and a missing p_{k-1} when α < 1."""
+    check_direction(direction)
+    if direction == "reverse" and epsilon <= 0.0 and alpha > 0.0:
+        raise DegenerateObjectiveError(
+            "reverse direction with epsilon = 0 is +inf for every non-one-hot readout; "
+            "set label smoothing epsilon > 0"
+        )
+    if not has_prev and alpha < 1.0:
+        raise ValueError("the previous readout p_(k-1) is required when alpha < 1")
 
 
 def _weighted(weight: float, value: torch.Tensor) -> torch.Tensor:
@@ -105,14 +119,7 @@ def local_loss_from_logits(
     no label, ``log_p_prev`` [..., V] detached log p_{k-1} (``None`` only when α = 1).
     Label smoothing: p_y^ε = (1-ε)·e_y + ε/V. The reverse direction needs ε > 0.
     """
-    check_direction(direction)
-    if direction == "reverse" and epsilon <= 0.0 and alpha > 0.0:
-        raise DegenerateObjectiveError(
-            "reverse direction with epsilon = 0 is +inf for every non-one-hot readout; "
-            "set label smoothing epsilon > 0"
-        )
-    if log_p_prev is None and alpha < 1.0:
-        raise ValueError("log_p_prev is required when alpha < 1")
+    check_local_loss(direction, alpha, epsilon, has_prev=log_p_prev is not None)
     log_p = F.log_softmax(logits.float(), dim=-1)
     vocab = log_p.shape[-1]
     mask = labels != IGNORE_INDEX

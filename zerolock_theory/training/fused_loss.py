@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from zerolock_theory.theory.losses import IGNORE_INDEX, DegenerateObjectiveError, check_direction
+from zerolock_theory.theory.losses import IGNORE_INDEX, check_local_loss
 
 __all__ = ["BLOCK_ELEMENTS", "EXP_FLOOR", "Prev", "block_rows", "log_sum_exp", "loss_and_grad"]
 
@@ -191,14 +191,7 @@ def loss_and_grad(logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None,
     new tensor. ``prev`` is needed only when α < 1. No host synchronisation: the blocks depend on
     shapes only.
     """
-    check_direction(direction)
-    if direction == "reverse" and epsilon <= 0.0 and alpha > 0.0:
-        raise DegenerateObjectiveError(
-            "reverse direction with epsilon = 0 is +inf for every non-one-hot readout; "
-            "set label smoothing epsilon > 0"
-        )
-    if prev is None and alpha < 1.0:
-        raise ValueError("the previous readout is required when alpha < 1")
+    check_local_loss(direction, alpha, epsilon, has_prev=prev is not None)
     shape, vocab = labels.shape, logits.shape[-1]
     z, y = logits.reshape(-1, vocab), labels.reshape(-1)
     mask = y != IGNORE_INDEX
