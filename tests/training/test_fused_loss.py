@@ -190,3 +190,32 @@ def test_autocast_keeps_the_logits_and_their_gradient_in_its_dtype(tiny_lm):
         grads[dtype] = [p.grad.clone() for k in (1, 2) for p in chunked.chunk_parameters(k)]
     for a, b in zip(grads[None], grads[torch.bfloat16], strict=True):
         torch.testing.assert_close(b, a, atol=2e-3, rtol=5e-2)
+
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0])
+def test_the_memory_meter_sees_the_loss_working_set_only_while_it_lives(tiny_lm, alpha):
+    """The fused loss saves nothing logits-sized, yet its logits z, the target's logits and its
+    fp32 work blocks are alive at once: a saved-tensor meter (what the memory verdict reads)
+    counts exactly their bytes above the activations saved at that moment, nothing after backward."""
+    from zerolock_theory.pipeline.memory import SavedTensorMeter
+    from zerolock_theory.training.losses import LossSpec, Readout, sliced_backward_totals
+
+    chunked = ChunkedLM(tiny_lm("llama", vocab=64), 2)
+    attach_adapters(chunked, LoraSettings(rank=4))
+    ids = torch.randint(3, 64, (2, 16), generator=torch.Generator().manual_seed(0))
+    labels = torch.cat([ids[:, 1:], torch.full((2, 1), -100)], 1)
+    spec = LossSpec.local(MethodConfig(alpha=alpha))
+    logits_bytes = 2 * 16 * 64 * 4  # [B, T, V] float32
+    with SavedTensorMeter.for_module(chunked) as meter:
+        h_in, ctx = chunked.embed(ids)
+        h_in = h_in.detach()
+        hidden = chunked.forward_chunk(2, h_in, ctx)
+        own = meter.current  # chunk 2's saved activations
+        sliced_backward_totals(Readout(chunked), spec, hidden, h_in, labels, 2, float((labels >= 0).sum()))
+    # the final norm's saved input and 1/rms ([B, T, d + 1] float32); then the five fp32 work blocks
+    # (here one block of all 32 rows, 5 x [B, T, V]) beside z and the target's logits at α < 1
+    # (dℓ/dz written over the target's), beside z alone at α = 1 (dℓ/dz written over z)
+    norm_bytes = 2 * 16 * (chunked.model.config.hidden_size + 1) * 4
+    assert meter.peak == own + norm_bytes + (5 + (2 if alpha < 1 else 1)) * logits_bytes
+    assert meter.current == 0

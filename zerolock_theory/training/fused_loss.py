@@ -27,12 +27,13 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from zerolock_theory.theory.losses import IGNORE_INDEX, check_local_loss
 
-__all__ = ["BLOCK_ELEMENTS", "EXP_FLOOR", "Prev", "block_rows", "log_sum_exp", "loss_and_grad"]
+__all__ = ["BLOCK_ELEMENTS", "EXP_FLOOR", "Prev", "block_rows", "log_sum_exp", "loss_and_grad", "working_set"]
 
 EXP_FLOOR = -87.0
 """The smallest argument given to exp on a CPU. There exp(x) for x < −87.3 (a subnormal or zero
@@ -82,6 +83,31 @@ class _Temps:
 
     def __call__(self, rows: int) -> list[torch.Tensor]:
         return [b[:rows] for b in self.bufs]
+
+
+class _Held(torch.autograd.Function):
+    """Saves ``tensors`` for a backward that never runs: while the returned handle lives, a
+    saved-tensor meter (``pipeline.memory.SavedTensorMeter``) counts them. The fused loss saves
+    nothing logits-sized for backward, yet its logits, its target's, its gradient and its fp32 work
+    blocks are alive at once; without this the meter, which the memory verdict reads, would not
+    see them. The loss holds them only when it computes a gradient (a training step)."""
+
+    @staticmethod
+    def forward(ctx: Any, anchor: torch.Tensor, *tensors: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(*tensors)
+        return anchor.detach()
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[None, ...]:  # pragma: no cover (never called)
+        return (None,) * (1 + len(ctx.saved_tensors))
+
+
+def working_set(*tensors: torch.Tensor | None) -> torch.Tensor:
+    """A handle that keeps ``tensors`` counted by an active saved-tensor meter until it is dropped
+    (with grad mode on or off)."""
+    with torch.enable_grad():  # also from inside loss_and_grad, which runs under no_grad
+        anchor = torch.zeros((), requires_grad=True)
+        return _Held.apply(anchor, *(t.detach() for t in tensors if t is not None))
 
 
 def _exp(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -203,6 +229,7 @@ def loss_and_grad(logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None,
     dz = None if not grad else torch.empty_like(z) if out is None else out.view(z.shape)
     step = min(z.shape[0], block_rows(vocab, z.device))
     temps = _Temps(step, vocab, z.device)
+    held = working_set(z, dz, *temps.bufs, None if prev is None else prev.logits) if grad else None  # for a meter
     plain = z.device.type in ("cpu", "cuda")  # fp32 work buffers whatever the caller's autocast
     with torch.autocast(z.device.type, enabled=False) if plain else contextlib.nullcontext():
         for start in range(0, z.shape[0], step):
@@ -216,5 +243,6 @@ def loss_and_grad(logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None,
             terms[:, rows], norm[:, rows] = _block(zb, y[rows], block_prev, alpha, direction == "forward", epsilon,
                                                None if dz is None else weight[rows],
                                                None if dz is None else dz[rows], temps(zb.shape[0]))
+    del held
     terms = torch.where(mask, terms, torch.zeros((), device=z.device))
     return terms.reshape(4, *shape), None if dz is None else dz.view(logits.shape), norm.reshape(2, *shape)

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from zerolock_theory.config import MethodConfig
 from zerolock_theory.models.chunking import ChunkedLM
-from zerolock_theory.training.fused_loss import Prev, loss_and_grad
+from zerolock_theory.training.fused_loss import Prev, loss_and_grad, working_set
 
 __all__ = [
     "SUM_KEYS", "ChunkLoss", "LossSpec", "NonFiniteLossError", "Prev", "Readout", "check_finite", "chunk_loss",
@@ -175,7 +175,9 @@ def chunk_loss(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: t
     totals, dz, norm = _terms(spec, logits, labels, prev, n, grad)
     loss = totals[0].float()
     if dz is not None:
+        held = working_set(logits, None if prev is None else prev.logits, dz)  # the peak; dz alone stays saved
         loss = _WithGradient.apply(logits, loss, dz)
+        del held
     return ChunkLoss(loss, totals, Prev(logits.detach(), norm))
 
 
@@ -207,7 +209,9 @@ def sliced_backward_totals(readout: Readout, spec: LossSpec, hidden: torch.Tenso
             readout, spec, None if h_prev is None else h_prev[:, s], k)
         out = target.logits if target is not None and target.owned else None if whole and keep else logits.detach()
         part, dz, norm = _terms(spec, logits, labels[:, s], target, n, True, out)
+        held = working_set(logits, None if target is None else target.logits, dz)  # the loss's peak
         logits.backward(dz)
+        del held
         totals = part if totals is None else totals + part
     hidden.backward(leaf.grad)
     assert totals is not None  # a sequence has at least one position
