@@ -52,8 +52,8 @@ def build_probes(table: dict[str, dict[str, Any]], shared: Any = None) -> list[H
 def run_layout(config: Any) -> Layout:
     """The sizes of a run's recorded axes from its typed ``TrainConfig``: K (``model.chunks``) and
     the step-scaling factors and directions as the scaling probe it builds has them (none when off)."""
-    hooks = build_probes(config.probes, config.probe_settings)
-    scaling = next((h for h in hooks if getattr(h, "name", None) == "scaling"), None)
+    only = {name: options for name, options in config.probes.items() if name == "scaling"}  # other probes add no axis
+    scaling = next(iter(build_probes(only, config.probe_settings)), None)
     if scaling is None:
         return Layout(config.model.chunks)
     return Layout(config.model.chunks, factors=scaling.factors, directions=scaling.directions)

@@ -117,6 +117,8 @@ def test_the_layout_follows_the_typed_config(tmp_path):
                                     "probes": {"scaling": {"factors": [0.25, 1.0], "antithetic": False}}})
     assert run_layout(config) == Layout(5, factors=(1.0, 0.25), directions=("actual", "random"))
     assert run_layout(TrainConfig.from_dict({"model": {"path": "embedded", "chunks": 2}})) == Layout(2)
+    retired = {"model": {"path": "embedded", "chunks": 2}, "probes": {"retired_probe": {}, "scaling": {"enabled": False}}}
+    assert run_layout(TrainConfig.from_dict(retired)) == Layout(2)  # a probe this version lacks adds no axis
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text('{"model": {"path": "embedded", "chunks": 3}}')
