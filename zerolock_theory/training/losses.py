@@ -202,6 +202,7 @@ def sliced_backward_totals(readout: Readout, spec: LossSpec, hidden: torch.Tenso
     slices = readout.slices(hidden.shape[1])
     whole, keep = len(slices) == 1, spec.alpha < 1.0  # keep: z is the next chunk's target
     totals: torch.Tensor | None = None
+    kept: Prev | None = None
     for s in slices:
         with readout.autocast():
             logits = readout.chunked.readout(leaf[:, s])
@@ -211,8 +212,11 @@ def sliced_backward_totals(readout: Readout, spec: LossSpec, hidden: torch.Tenso
         part, dz, norm = _terms(spec, logits, labels[:, s], target, n, True, out)
         held = working_set(logits, None if target is None else target.logits, dz)  # the loss's peak
         logits.backward(dz)
-        del held
         totals = part if totals is None else totals + part
+        kept = Prev(logits.detach(), norm, owned=True) if whole and keep else None
+        del held, logits, target, dz, out  # this slice's working set is spent before the next one (or the backward)
+    held = working_set(None if kept is None else kept.logits)  # the next chunk's target lives through this backward
     hidden.backward(leaf.grad)
+    del held
     assert totals is not None  # a sequence has at least one position
-    return totals, Prev(logits.detach(), norm, owned=True) if whole and keep else None
+    return totals, kept
