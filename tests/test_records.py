@@ -86,6 +86,15 @@ def test_the_keys_on_disk_are_unchanged():
     assert records.initial(records.EVAL_CHUNK.key(1, "ce")) == "eval/chunk/1/ce_initial"
 
 
+def test_a_defaulted_axis_is_free_until_fixed():
+    """``part`` runs over chunks 1..K unless fixed (None: the total); ``direction`` over the run's directions."""
+    assert GRADIENT.columns(Layout(2), "cos").tolist() == ["probe/gradient/1/cos", "probe/gradient/2/cos"]
+    assert GRADIENT.columns(Layout(2), "global_sq", part=None).tolist() == "probe/gradient/global_sq"
+    layout = Layout(1, objectives=("paper",), factors=(0.5, 1.0), directions=("actual", "random"))
+    assert SCALING.columns(layout, "q").tolist() == [[["probe/scaling/paper/c=1.0/q", "probe/scaling/paper/random/c=1.0/q"],
+                                                      ["probe/scaling/paper/c=0.5/q", "probe/scaling/paper/random/c=0.5/q"]]]
+
+
 @pytest.mark.parametrize(("args", "error"), [
     (("paper", 1, "nope"), ValueError), (("other", 1, "phi"), ValueError), (("paper", -1, "phi"), ValueError),
     (("paper", True, "phi"), ValueError), (("paper", 1), TypeError), (("paper", 1, "phi", "x"), TypeError),

@@ -132,15 +132,16 @@ class Quantity:
                                       for name, value in given.items()})
 
     def _grid(self, layout: Layout, fixed: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
-        free = [a for a in self.axes if a not in fixed and a not in self.defaults]
+        free = [a for a in self.axes if a not in fixed]
         extra = set(fixed) - set(self.order)
         if extra:
             raise TypeError(f"{self.pattern}: no axis {sorted(extra)}")
         return free, [layout.coordinates(a) for a in free]
 
     def columns(self, layout: Layout, field: str, **fixed: Any) -> np.ndarray:
-        """The keys of ``field`` over the free axes (those not in ``fixed`` or ``defaults``), as an
-        object array shaped like ``read``'s value at one step."""
+        """The keys of ``field`` over the free axes (those not in ``fixed``; a defaulted axis too:
+        ``part`` then runs over chunks 1…K, the total needs ``part=None``), as an object array
+        shaped like ``read``'s value at one step."""
         free, coords = self._grid(layout, fixed)
         out = np.empty([len(c) for c in coords], dtype=object)
         for index in np.ndindex(out.shape):
