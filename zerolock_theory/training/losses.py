@@ -174,10 +174,8 @@ def chunk_loss(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: t
     grad = torch.is_grad_enabled() and logits.requires_grad
     totals, dz, norm = _terms(spec, logits, labels, prev, n, grad)
     loss = totals[0].float()
-    if dz is not None:
-        held = working_set(logits, None if prev is None else prev.logits, dz)  # the peak; dz alone stays saved
+    if dz is not None:  # loss_and_grad held its working set for a meter; dz stays saved from here
         loss = _WithGradient.apply(logits, loss, dz)
-        del held
     return ChunkLoss(loss, totals, Prev(logits.detach(), norm))
 
 
