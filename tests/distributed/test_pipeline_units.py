@@ -90,6 +90,30 @@ def test_saved_tensor_meter_counts_activations_not_weights() -> None:
     assert meter.current == 0 and meter.peak == 2 * 8 * 16 * 4
 
 
+def test_saved_tensor_meter_frees_a_graph_dropped_without_backward() -> None:
+    """exp saves its own output: kept with its grad_fn it made an uncollectable cycle (graph ->
+    saved tensor -> graph), so the count and the memory outlived the graph, also after gc."""
+    x = torch.randn(1000, requires_grad=True)
+    meter = SavedTensorMeter()
+
+    def forward_that_raises() -> None:
+        with meter:
+            y = (x.exp() * 2).sum()
+            assert meter.current == 1000 * 4 and y.requires_grad  # exp's output (a scalar factor saves nothing)
+            raise RuntimeError("a failing step")
+
+    with pytest.raises(RuntimeError, match="a failing step"):
+        forward_that_raises()
+    assert meter.current == 0
+    with meter:
+        y = x.exp().sum()
+    del y
+    assert meter.current == 0
+    with meter:
+        (x.exp() * x).sum().backward()
+    assert torch.allclose(x.grad, x.exp() * (1 + x)) and meter.current == 0
+    assert meter.peak == 2 * 1000 * 4  # exp's output (saved twice, counted once) and x
+
 def test_split_batch_cuts_rows() -> None:
     batch = {"input_ids": torch.arange(12).view(4, 3), "labels": torch.arange(12).view(4, 3)}
     parts = split_batch(batch, 2)

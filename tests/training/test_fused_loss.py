@@ -219,3 +219,25 @@ def test_the_memory_meter_sees_the_loss_working_set_only_while_it_lives(tiny_lm,
     norm_bytes = 2 * 16 * (chunked.model.config.hidden_size + 1) * 4
     assert meter.peak == own + norm_bytes + (5 + (2 if alpha < 1 else 1)) * logits_bytes
     assert meter.current == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("alpha", [0.5, 1.0])
+def test_the_working_set_counts_the_fp32_copies_of_low_precision_logits(monkeypatch, dtype, alpha):
+    """Under autocast the logits are bf16 and each block is copied to fp32 before the arithmetic:
+    the copies (one for z, one for the target's logits at α < 1) are work buffers the meter
+    counts, beside z, the target, dℓ/dz and the five fp32 blocks; fp32 logits need no copy."""
+    from zerolock_theory.pipeline.memory import SavedTensorMeter
+
+    monkeypatch.setitem(fused_loss.BLOCK_ELEMENTS, "cpu", 4 * 50)  # blocks of 4 of the 21 rows
+    z, zp, labels = _logits(0)
+    z, zp = z.to(dtype), zp.to(dtype)
+    logits_bytes, block_bytes = z.numel() * z.element_size(), 4 * 50 * 4
+    with SavedTensorMeter() as meter:
+        terms, dz, _ = loss_and_grad(z, labels, Prev(zp), alpha, "forward", 0.1)
+    inputs = 3 if alpha < 1 else 2  # z, dℓ/dz (a new tensor), and the target's logits when read
+    casts = 0 if dtype == torch.float32 else (2 if alpha < 1 else 1)
+    assert meter.peak == inputs * logits_bytes + (5 + casts) * block_bytes and meter.current == 0
+    reference, _, _ = loss_and_grad(z.float(), labels, Prev(zp.float()), alpha, "forward", 0.1)
+    torch.testing.assert_close(terms, reference)
+    assert dz.dtype == dtype

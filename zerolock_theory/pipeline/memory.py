@@ -33,7 +33,13 @@ MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "communicati
 
 
 class _Held:
-    """A saved tensor plus the meter that counts it; uncounted when garbage collected."""
+    """A saved tensor plus the meter that counts it; uncounted when garbage collected.
+
+    It keeps a detached alias of the tensor (same storage): an op's own output, saved with its
+    ``grad_fn``, would otherwise make a cycle (graph node -> this -> tensor -> graph node) that
+    neither reference counting nor the garbage collector frees, so the graph's memory and the
+    meter's count would outlive the step (after an exception or a forward without backward).
+    """
 
     __slots__ = ("key", "meter", "tensor")
 
@@ -72,7 +78,7 @@ class SavedTensorMeter:
             self.peak = max(self.peak, self.current)
         else:
             entry[0] += 1
-        return _Held(tensor, key, self)
+        return _Held(tensor.detach(), key, self)
 
     @staticmethod
     def _unpack(packed: Any) -> torch.Tensor:
