@@ -114,6 +114,33 @@ def test_saved_tensor_meter_frees_a_graph_dropped_without_backward() -> None:
     assert torch.allclose(x.grad, x.exp() * (1 + x)) and meter.current == 0
     assert meter.peak == 2 * 1000 * 4  # exp's output (saved twice, counted once) and x
 
+@pytest.mark.parametrize("exclude", [False, True])
+def test_saved_tensor_meter_keeps_autograds_inplace_check(exclude) -> None:
+    """Autograd skips its version check for tensors saved through hooks: without the meter's own
+    check, a saved output (or an excluded parameter) changed in place gave a wrong gradient silently."""
+    lin = torch.nn.Linear(3, 2, bias=False)
+    x = torch.tensor([[0.3, -1.2, 0.5]], requires_grad=True)
+    with SavedTensorMeter.for_module(lin) if exclude else SavedTensorMeter() as meter:
+        if exclude:  # the weight, saved for x's gradient, is updated before the backward
+            y = lin(x).sum()
+            with torch.no_grad():
+                lin.weight.mul_(2)
+        else:  # sigmoid saves its output, then the output is scaled in place
+            y = x.sigmoid()
+            y.mul_(2)
+            y = y.sum()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    del y
+    assert meter.current == 0
+    with SavedTensorMeter() as meter:  # in-place ops autograd allows stay allowed
+        x.grad = None
+        h = x * 3
+        h.relu_()
+        h.sum().backward()
+    torch.testing.assert_close(x.grad, torch.tensor([[3.0, 0.0, 3.0]]))
+
+
 def test_split_batch_cuts_rows() -> None:
     batch = {"input_ids": torch.arange(12).view(4, 3), "labels": torch.arange(12).view(4, 3)}
     parts = split_batch(batch, 2)

@@ -33,21 +33,34 @@ MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "communicati
 
 
 class _Held:
-    """A saved tensor plus the meter that counts it; uncounted when garbage collected.
+    """A saved tensor plus the meter that counts it (``key`` None: not counted, e.g. a parameter);
+    uncounted when garbage collected.
 
-    It keeps a detached alias of the tensor (same storage): an op's own output, saved with its
-    ``grad_fn``, would otherwise make a cycle (graph node -> this -> tensor -> graph node) that
-    neither reference counting nor the garbage collector frees, so the graph's memory and the
-    meter's count would outlive the step (after an exception or a forward without backward).
+    It keeps a detached alias of the tensor (same storage and version counter): an op's own output,
+    saved with its ``grad_fn``, would otherwise make a cycle (graph node -> this -> tensor -> graph
+    node) that neither reference counting nor the garbage collector frees, so the graph's memory
+    and the meter's count would outlive the step (after an exception or a forward without
+    backward). Autograd skips its in-place check for tensors saved through hooks, so unpacking
+    does it: a saved tensor modified in place since it was saved is an error, as without a meter.
     """
 
-    __slots__ = ("key", "meter", "tensor")
+    __slots__ = ("key", "meter", "tensor", "version")
 
-    def __init__(self, tensor: torch.Tensor, key: int, meter: SavedTensorMeter) -> None:
-        self.tensor, self.key, self.meter = tensor, key, meter
+    def __init__(self, tensor: torch.Tensor, key: int | None, meter: SavedTensorMeter) -> None:
+        self.tensor, self.version, self.key, self.meter = tensor.detach(), tensor._version, key, meter
+
+    def unpack(self) -> torch.Tensor:
+        if self.tensor._version != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: a saved {self.tensor.dtype} tensor of shape {list(self.tensor.shape)} is at version "
+                f"{self.tensor._version}; expected version {self.version} instead (checked by SavedTensorMeter: "
+                "autograd does not check tensors saved through hooks)")
+        return self.tensor
 
     def __del__(self) -> None:
-        self.meter._release(self.key)
+        if self.key is not None:
+            self.meter._release(self.key)
 
 
 class SavedTensorMeter:
@@ -69,7 +82,7 @@ class SavedTensorMeter:
             return tensor
         key = self._key(tensor)
         if key == 0 or key in self._exclude:
-            return tensor
+            return _Held(tensor, None, self)
         entry = self._live.get(key)
         if entry is None:
             nbytes = tensor.untyped_storage().nbytes()
@@ -78,11 +91,11 @@ class SavedTensorMeter:
             self.peak = max(self.peak, self.current)
         else:
             entry[0] += 1
-        return _Held(tensor.detach(), key, self)
+        return _Held(tensor, key, self)
 
     @staticmethod
     def _unpack(packed: Any) -> torch.Tensor:
-        return packed.tensor if isinstance(packed, _Held) else packed
+        return packed.unpack() if isinstance(packed, _Held) else packed
 
     def _release(self, key: int) -> None:
         entry = self._live.get(key)

@@ -153,6 +153,16 @@ def _dot(a: torch.Tensor, b: torch.Tensor, tmp: torch.Tensor) -> torch.Tensor:
     return torch.mul(a, b, out=tmp).sum(-1)
 
 
+def _product_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """a·b into ``out``; ``a`` is an fp32 work buffer free to overwrite. For a low-precision ``out``
+    the product is formed in ``a`` and cast by the copy: ``torch.mul(..., out=bf16)`` on a CPU
+    computes into a hidden fp32 temporary of the block's size, which no meter would count."""
+    if out.dtype == a.dtype:
+        torch.mul(a, b, out=out)
+    else:
+        out.copy_(a.mul_(b))
+
+
 def _weighted(weight: float, value: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(value) if weight == 0.0 else weight * value
 
@@ -191,7 +201,7 @@ def _block(z: torch.Tensor, y: torch.Tensor, prev: tuple[torch.Tensor, torch.Ten
                 P.sub_(alpha * eps / vocab)
             if alpha > 0.0:
                 P.scatter_add_(-1, y1, torch.full_like(ce, -alpha * (1.0 - eps)).unsqueeze(-1))
-            torch.mul(P, w.unsqueeze(-1), out=out)
+            _product_into(out, P, w.unsqueeze(-1))
         return torch.stack([loss, task, cons, ce]), norm
     log_p = _log_probs(z, norm, T)
     neg_entropy = _dot(P, log_p, D)
@@ -216,7 +226,7 @@ def _block(z: torch.Tensor, y: torch.Tensor, prev: tuple[torch.Tensor, torch.Ten
         log_p.sub_((loss + alpha * log_off + shift).unsqueeze(-1))
         if alpha > 0.0:
             log_p.scatter_add_(-1, y1, torch.full_like(ce, -alpha * (log_on - log_off)).unsqueeze(-1))
-        torch.mul(P.mul_(w.unsqueeze(-1)), log_p, out=out)
+        _product_into(out, P.mul_(w.unsqueeze(-1)), log_p)
     return torch.stack([loss, task, cons, ce]), norm
 
 
