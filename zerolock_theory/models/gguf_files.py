@@ -156,7 +156,7 @@ def convert_gguf(file: Path, out: Path) -> None:
 
     try:
         loaded = AutoModelForCausalLM.from_pretrained(file.parent, gguf_file=file.name, dtype=torch.float32,
-                                                      local_files_only=True)
+                                                      local_files_only=True, use_kernels=False)  # no hub kernels
         tokenizer = AutoTokenizer.from_pretrained(file.parent, gguf_file=file.name, local_files_only=True)
     except (ValueError, KeyError, TypeError, RuntimeError, ImportError) as exc:
         first = " ".join(str(exc).split())[:200] or type(exc).__name__
