@@ -71,7 +71,7 @@ def _tree(rev: str, into: Path) -> Path:
     subprocess.run(["git", "archive", "--format=tar", "-o", str(archive), rev], cwd=ROOT, check=True)
     tree = into / "tree"
     with tarfile.open(archive) as tar:
-        tar.extractall(tree, filter="data")
+        tar.extractall(tree, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # Python < 3.10.12
     return tree
 
 
