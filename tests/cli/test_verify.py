@@ -164,7 +164,9 @@ def test_verify_quick_end_to_end(tmp_path, capsys):
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 2000 for p in pngs)
     # --reanalyze trains nothing and gives the same verdicts from the same runs
     trained = sorted((p.name, p.stat().st_mtime_ns) for p in (out / "runs").rglob("metrics.jsonl"))
+    report = (out / "report" / "report.md").read_text()
     assert main(["verify", "--reanalyze", "--out", str(out)]) == 0
+    assert (out / "report" / "report.md").read_text() == report  # the whole page, runs in the same order
     again = capsys.readouterr().out
     assert printed.split("claim", 1)[1].split("report:")[0] == again.split("claim", 1)[1].split("report:")[0]
     assert _rows(out) == rows

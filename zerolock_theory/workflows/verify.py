@@ -312,7 +312,7 @@ def verify(
         reached("pilot")  # a test's kill point (workflows.kill_point)
         progress.plan(_plan(spec, base, out, lrs, jobs))
         progress.announce("runs", say)
-        run_dirs = run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say)
+        run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say))  # as --reanalyze reads them
     finally:
         progress.close()
     log(progress.summary())  # the bar plans the training runs; the side runs follow, each one line
