@@ -174,8 +174,6 @@ def load_model(path: str, dtype: str = "float32", device: str = "cpu") -> tuple[
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model.config.use_cache = False
-    if getattr(model, "use_kernels", False):  # a transformers that ignored use_kernels=False
-        model.use_kernels = False
     return model.to(resolve_device(device)).eval(), tokenizer
 
 

@@ -76,28 +76,19 @@ def block_rows(vocab: int, device: torch.device) -> int:
 
 
 class _Temps:
-    """One block's fp32 work buffers [rows, V], allocated once per call and reused by every block:
-    five for the arithmetic, then one per input that is not fp32 (the logits, the target's logits
-    under autocast) to hold its block's fp32 copy, so a meter counts the copies too."""
+    """One block's fp32 work buffers [rows, V], allocated once per call and reused by every block."""
 
-    WORK = 5
-
-    def __init__(self, rows: int, vocab: int, device: torch.device, casts: int = 0) -> None:
-        self.bufs = [torch.empty(rows, vocab, device=device) for _ in range(self.WORK + casts)]
-        self._casts, self._next = self.bufs[self.WORK:], 0
+    def __init__(self, rows: int, vocab: int, device: torch.device) -> None:
+        self.bufs = [torch.empty(rows, vocab, device=device) for _ in range(5)]
 
     def __call__(self, rows: int) -> list[torch.Tensor]:
-        return [b[:rows] for b in self.bufs[:self.WORK]]
+        return [b[:rows] for b in self.bufs]
 
-    def fp32(self, block: torch.Tensor) -> torch.Tensor:
-        """``block`` itself when it is fp32, else its copy in the next cast buffer (``reset`` per block)."""
-        if block.dtype == torch.float32:
-            return block
-        buf, self._next = self._casts[self._next], self._next + 1
-        return buf[:block.shape[0]].copy_(block)
 
-    def reset(self) -> None:
-        self._next = 0
+def _fp32(block: torch.Tensor, buf: torch.Tensor | None) -> torch.Tensor:
+    """``block`` in fp32: itself, or (low precision) its copy in ``buf``, an fp32 buffer of the
+    block's size kept for the whole call so that a meter counts it with the work buffers."""
+    return block if buf is None else buf[:block.shape[0]].copy_(block)
 
 
 class _Held(torch.autograd.Function):
@@ -254,18 +245,18 @@ def loss_and_grad(logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None,
     dz = None if not grad else torch.empty_like(z) if out is None else out.view(z.shape)
     step = min(z.shape[0], block_rows(vocab, z.device))
     prev_logits = None if prev is None else prev.logits
-    casts = sum(t is not None and t.dtype != torch.float32 for t in (z, prev_logits))
-    temps = _Temps(step, vocab, z.device, casts)
-    held = working_set(z, dz, *temps.bufs, prev_logits) if grad else None  # for a meter
+    temps = _Temps(step, vocab, z.device)
+    cast_z, cast_prev = (torch.empty(step, vocab, device=z.device) if t is not None and t.dtype != torch.float32
+                         else None for t in (z, prev_logits))
+    held = working_set(z, dz, *temps.bufs, cast_z, cast_prev, prev_logits) if grad else None  # for a meter
     plain = z.device.type in ("cpu", "cuda")  # fp32 work buffers whatever the caller's autocast
     with torch.autocast(z.device.type, enabled=False) if plain else contextlib.nullcontext():
         for start in range(0, z.shape[0], step):
             rows = slice(start, start + step)
-            temps.reset()
-            zb = temps.fp32(z[rows])
+            zb = _fp32(z[rows], cast_z)
             block_prev = None
             if prev_logits is not None:
-                zp = temps.fp32(prev_logits[rows])
+                zp = _fp32(prev_logits[rows], cast_prev)
                 block_prev = (zp, _softmax_norm(zp, *temps(zp.shape[0])[:2]) if prev.norm is None
                               else prev.norm[:, rows])
             terms[:, rows], norm[:, rows] = _block(zb, y[rows], block_prev, alpha, direction == "forward", epsilon,
