@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 VERDICTS: tuple[str, ...] = ("supported", "refuted", "inconclusive", "not testable", "not measured")
-# Theorem 1's bound test and its controls (analyses.convergence, analyses.claims):
+# Theorem 1's bound test and its controls (analyses.theorem1.convergence, analyses.registry):
 VERDICTS += ("consistent", "not consistent", "not testable at this horizon", "test not calibrated")
 # (a row of the verdict table, ``Verdict``, is in analyses.verdict)
 

@@ -1,10 +1,10 @@
 """The sensitivity map: how each claim's outcome moves when one setting changes at a time.
 
-The sensitivity suite (``zerolock_theory.workflows.sensitivity``) runs the same groups under a
+The sensitivity suite (``zerolock_theory.app.workflows.sensitivity``) runs the same groups under a
 default setting and under variants that each change one setting (α, ε of the reverse runs, K,
 p_0). Each setting is analysed on its own (``analyses.suite.analyze_runs``); this module turns
 the verdict tables into one map: for every registered claim and every setting, the outcome word,
-its tone (``analyses.claims.registry.TONES``) and the claim's headline figure.
+its tone (``analyses.registry.TONES``) and the claim's headline figure.
 
 A claim is **sensitive** when its outcome word is not the same in every setting; the map's
 ``outcome`` is "sensitive" when any claim is, else "stable". The map only describes: it runs no
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from analyses.claims import claim as claim_of
-from analyses.claims import claims as all_claims
+from analyses.registry import claim as claim_of
+from analyses.registry import claims as all_claims
 from analyses.results import Result, register
 from analyses.verdict import Verdict
 

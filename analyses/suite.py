@@ -3,7 +3,7 @@
 ``analyze_runs(run_dirs)`` loads each run, groups runs by their config (method, direction,
 optimizer, lr, schedule, K, α, ε, model; seeds pooled within a group) and calls each
 analysis. An analysis without the data it needs is skipped and the reason recorded in
-``SuiteAnalysis.skipped``. Each registered claim (``analyses.claims``) may add analyses of its
+``SuiteAnalysis.skipped``. Each registered claim (``analyses.registry``) may add analyses of its
 own; ``SuiteAnalysis.claims`` then holds one ``Verdict`` per claim, in table order.
 """
 
@@ -16,25 +16,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyses.claims import ClaimInputs, SuiteInputs, claims, decide
-from analyses.depth import depth_set
-from analyses.drift import drift_check
-from analyses.fixed_point import FixedPointResult
-from analyses.fixed_point_controls import FixedPointControls
+from analyses.assumption5.scaling import StepScaling, group_scaling
+from analyses.assumption5.step_limits import scaling_factors
+from analyses.descriptive.depth import depth_set
+from analyses.descriptive.drift import drift_check
+from analyses.descriptive.movement import minimizer_table, toy_check
+from analyses.descriptive.outcome import compare_outcomes
+from analyses.descriptive.proposition_pairs import PropositionSet, proposition_group
+from analyses.descriptive.stability import OBJECTIVES, stability_chunks, stability_summary
+from analyses.descriptive.tracking import TrackingSet, direction_tracking, run_tracking
 from analyses.io import Run, RunDataError, load_run
-from analyses.movement import minimizer_table, toy_check
-from analyses.outcome import compare_outcomes
-from analyses.proposition import PropositionSet, proposition_group
+from analyses.lemma2.fixed_point import FixedPointResult
+from analyses.lemma2.fixed_point_controls import FixedPointControls
+from analyses.registry import ClaimInputs, SuiteInputs, claims, decide
 from analyses.results import NotMeasured, Result, load_result
 from analyses.runinfo import SHARED_SETTINGS, IncomparableRuns, RunInfo, check_comparable, run_info
-from analyses.scaling import StepScaling, group_scaling
-from analyses.seeds import diverged
-from analyses.stability import OBJECTIVES, stability_chunks, stability_summary
-from analyses.step_limits import scaling_factors
+from analyses.stats.seeds import diverged
 from analyses.suite_result import INDEX, SuiteAnalysis, load_suite
-from analyses.systems import systems_comparison
-from analyses.theorem1 import theorem1_results
-from analyses.tracking import TrackingSet, direction_tracking, run_tracking
+from analyses.systems.memory import systems_comparison
+from analyses.theorem1.bound_set import theorem1_results
 from zerolock_theory.vocab import direction_of
 
 __all__ = [
@@ -115,12 +115,12 @@ TUNE_FILE = "tune.json"  # a ``zerolock tune`` directory: each method at its own
 
 
 def _tuned(path: Path, level: float) -> Result:
-    """ZeroLock against backprop over a tune directory (``analyses.versus_tuned``)."""
+    """ZeroLock against backprop over a tune directory (``analyses.versus.tuned_versus``)."""
     import dataclasses
 
-    from analyses.tuned import curves_table
-    from analyses.tuning import load_tuned
-    from analyses.versus_tuned import tuned_versus
+    from analyses.versus.tuned import curves_table
+    from analyses.versus.tuned_versus import tuned_versus
+    from analyses.versus.tuning import load_tuned
 
     runs = load_tuned(path)
     try:
@@ -128,7 +128,7 @@ def _tuned(path: Path, level: float) -> Result:
     except ValueError as exc:
         raise RunDataError(f"{path}: {exc}") from exc
     return dataclasses.replace(result, curves=tuple(curves_table(runs).to_dict("records")))
-CONTROLS_FILE = "controls.json"  # the experiment with its label-part null and controls (``analyses.fixed_point_controls``)
+CONTROLS_FILE = "controls.json"  # the experiment with its label-part null and controls (``analyses.lemma2.fixed_point_controls``)
 
 
 def _fixed_point(path: Path, kind: type = FixedPointResult):
@@ -214,7 +214,7 @@ def analyze_loaded(
 
 
 def _without_diverged(runs: list[tuple[RunInfo, pd.DataFrame]]):
-    """(kept runs, ``"name: reason"`` of each diverged run); ``analyses.seeds.diverged`` decides."""
+    """(kept runs, ``"name: reason"`` of each diverged run); ``analyses.stats.seeds.diverged`` decides."""
     kept, excluded = [], []
     for info, frame in runs:
         why = diverged(frame)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from analyses.claims import ClaimInputs, claims, decide
 from analyses.io import RunDataError
+from analyses.registry import ClaimInputs, claims, decide
 from analyses.results import Result, load_result, register
 from analyses.runinfo import RunInfo
 from analyses.verdict import BOUND_REASONS, Verdict

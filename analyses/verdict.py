@@ -1,15 +1,15 @@
 """A row of the verdict table and the evidence behind it, as data (docs/ANALYSES.md).
 
-Each claim's rule (``analyses.claims``) decides a ``Verdict`` and records what it read in its
+Each claim's rule (``analyses.registry``) decides a ``Verdict`` and records what it read in its
 ``Evidence``: a reason code of that rule, the suite's skip reason, the runs excluded as
 diverged, and the typed figures of the analysis behind the row (the exact two-token toy,
 groups of seeds with their headline interval, a Theorem 1 bound test, the drift growth, the
 stability ratio ρ_t along training). The claim's ``measured`` and ``reason`` functions state
-the evidence; ``analyses.claims.text`` states each group (``GroupFigures``) and bound test
+the evidence; ``analyses.text`` states each group (``GroupFigures``) and bound test
 (``BoundFigures``, its reason a code of ``BOUND_REASONS``). Undefined numbers are NaN
 (``null`` in JSON); a missing interval is ``None``. A row decided by a seed-level test carries
 its two-sided p (``Evidence.p_value``) and, once the table is decided, its place in the table's
-Holm correction (``Verdict.correction``, ``analyses.multiplicity``).
+Holm correction (``Verdict.correction``, ``analyses.stats.multiplicity``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyses.multiplicity import Multiplicity
 from analyses.results import Interval, Result, decode
+from analyses.stats.multiplicity import Multiplicity
 
-__all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "BoundFigures", "Evidence", "GroupFigures",
+__all__ = ["BOUND_REASONS", "GROUP_ANALYSES", "MOVE_FLOOR", "BoundFigures", "Evidence", "GroupFigures",
            "Verdict"]
 
 GROUP_ANALYSES: tuple[str, ...] = ("tracking",)
@@ -41,11 +41,14 @@ def _check_member(value: str, allowed: tuple[str, ...], name: str) -> None:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
 
+MOVE_FLOOR = 0.01
+"""Tracking: the least TV a run's readouts must move to be measurable (``analyses.descriptive.tracking``)."""
+
 @dataclass(frozen=True)
 class GroupFigures:
     """One group of seeds behind a row, as its analysis (``analysis``, one of ``GROUP_ANALYSES``)
     left it: its own outcome, the headline interval over seeds, and the other figures that
-    ``analyses.claims.text.group_statement`` states; a figure the analysis lacks keeps its default."""
+    ``analyses.text.group_statement`` states; a figure the analysis lacks keeps its default."""
 
     group: str
     trained: str
@@ -54,7 +57,7 @@ class GroupFigures:
     seeds: int
     headline: str  # the name of the headline figure, e.g. "r(m) - r(g)"
     interval: Interval | None  # the headline figure over seeds; None below 3 seeds
-    measurable: int = 0  # tracking: seeds whose readouts moved at least analyses.tracking.MOVE_FLOOR
+    measurable: int = 0  # tracking: seeds whose readouts moved at least MOVE_FLOOR
     exact: bool = True  # tracking: False when a measurable seed has top-k readouts (TV approximate)
 
     def __post_init__(self) -> None:
@@ -63,7 +66,7 @@ class GroupFigures:
 
 @dataclass(frozen=True)
 class BoundFigures:
-    """The bound test of one group (``analyses.convergence.BoundTest``)."""
+    """The bound test of one group (``analyses.theorem1.convergence.BoundTest``)."""
 
     label: str
     verdict: str
@@ -100,13 +103,13 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One row of the verdict table: the claim's key (``analyses.claims``), the outcome its rule
+    """One row of the verdict table: the claim's key (``analyses.registry``), the outcome its rule
     gave (one of the claim's closed set) and the evidence behind it."""
 
     claim: str
     outcome: str
     evidence: Evidence
-    correction: Multiplicity | None = None  # Holm over the table's rows with a p (``analyses.multiplicity``)
+    correction: Multiplicity | None = None  # Holm over the table's rows with a p (``analyses.stats.multiplicity``)
 
     @property
     def counted(self) -> bool:

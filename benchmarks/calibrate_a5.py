@@ -1,11 +1,11 @@
 """Calibration (not a test): Assumption 5's three statements and the drift's order, through the rows' code.
 
-1. **Families with known answers** (``analyses.a5_families``): every family read by
-   ``analyses.scaling.group_scaling`` (the rows' own analysis, the drift's order included) at
+1. **Families with known answers** (``analyses.assumption5.families``): every family read by
+   ``analyses.assumption5.scaling.group_scaling`` (the rows' own analysis, the drift's order included) at
    ``--seeds`` seeds × ``--steps`` scaled steps, ``--reps`` groups each. Prints, per family, the
    rates of each word of the row (ρ_t along the run), of the chance statement, of the uniform
    statement and of Theorem 1 (b)'s order, with the known answer beside.
-2. **Coverage** of the pooled-share interval (``analyses.shares.cluster_share_interval``) of
+2. **Coverage** of the pooled-share interval (``analyses.stats.shares.cluster_share_interval``) of
    p, with heterogeneous and autocorrelated seeds: φ′ > 0 with probability p_i in seed i (Beta
    around p, standard deviation ``het``), signs within a seed a Markov chain with lag-1
    correlation ``ac``.
@@ -22,9 +22,9 @@ from collections import Counter
 
 import numpy as np
 
-from analyses.a5_families import FAMILIES, frame
-from analyses.scaling import group_scaling
-from analyses.shares import cluster_share_interval, paired_difference_interval
+from analyses.assumption5.families import FAMILIES, frame
+from analyses.assumption5.scaling import group_scaling
+from analyses.stats.shares import cluster_share_interval, paired_difference_interval
 
 
 def _seed_shares(rng: np.random.Generator, p: float, het: float, seeds: int) -> np.ndarray:

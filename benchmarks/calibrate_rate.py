@@ -1,14 +1,14 @@
 """Benchmark (not a test): the confusion tables of Theorem 1's rules (docs/THEOREM1.md).
 
-For each synthetic family of ``analyses.rate_families`` with a known answer, the share of
+For each synthetic family of ``analyses.theorem1.families`` with a known answer, the share of
 repetitions that each outcome gets, at the suite's seeds and horizon:
 
-* (a) the rate description (``analyses.rate.describe_rate``, the rule of the rate rows), families
+* (a) the rate description (``analyses.theorem1.rate.describe_rate``, the rule of the rate rows), families
   ``RATE_FAMILIES``, at each noise level in ``--noise`` (the standard deviation of Ĝ_t's additive
-  noise as a multiple of the family's mean level over the run; ``analyses.rate.noise_ratio`` measures
+  noise as a multiple of the family's mean level over the run; ``analyses.theorem1.rate.noise_ratio`` measures
   it on a run), then a summary: the largest share of wrong decay words over the plateau families
   and the share of 1/√T and of the bound decided correctly, per noise level and seed count;
-* (b) the drift budget (``analyses.drift_budget.drift_budget``), families ``DRIFT_FAMILIES``.
+* (b) the drift budget (``analyses.theorem1.drift_budget.drift_budget``), families ``DRIFT_FAMILIES``.
 
 Deterministic (``--seed``). About 2 minutes for (a) on one idle core with the defaults.
 
@@ -23,9 +23,8 @@ from collections import Counter
 
 import numpy as np
 
-from analyses.drift_budget import DRIFT_OUTCOMES, drift_from_table
-from analyses.rate import DECAYS, RATE_OUTCOMES, describe_rate
-from analyses.rate_families import (
+from analyses.theorem1.drift_budget import DRIFT_OUTCOMES, drift_from_table
+from analyses.theorem1.families import (
     DRIFT_EXPECTED,
     DRIFT_FAMILIES,
     PLATEAU_FAMILIES,
@@ -35,6 +34,7 @@ from analyses.rate_families import (
     drift_table,
     rate_series,
 )
+from analyses.theorem1.rate import DECAYS, RATE_OUTCOMES, describe_rate
 
 CORRECT = ("1/sqrt(T)", "log(T+1)/sqrt(T) (the bound)")
 

@@ -41,10 +41,10 @@ from pathlib import Path
 import torch
 
 from probes.readout_pass import readouts
+from zerolock_theory.app.workflows.runs import probed_setup, probed_train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.loop import quiet_mode, setup
-from zerolock_theory.workflows.runs import probed_setup, probed_train
 
 QWEN = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
             num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096)

@@ -74,8 +74,8 @@ def suite_overrides(model: str, device: str, tiny: bool, full: bool) -> list[str
 
 def suite(model: str, device: str, tiny: bool, out: Path, full: bool = False):
     """``SUITE`` on ``device`` at the check's horizon (``suite_overrides``); its result."""
-    from zerolock_theory.workflows.verify import verify
-    from zerolock_theory.workflows.verify_config import load_suite
+    from zerolock_theory.app.workflows.verify import verify
+    from zerolock_theory.app.workflows.verify_config import load_suite
 
     spec, tables = load_suite(SUITE, suite_overrides(model, device, tiny, full))
     started = time.perf_counter()

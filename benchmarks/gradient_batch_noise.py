@@ -7,7 +7,7 @@ One run of the recipe ``theorem_sgd`` (embedded model, K = 4, ZeroLock forward �
 seed draws an independent batch at the same ω^t. Prints
 
 * per series (the step's ``train/grad_sq_unbiased`` and the probe's value, both at ω^t, T = t + 1):
-  its points, ``analyses.rate.noise_ratio`` and the same with the degrees of freedom of its
+  its points, ``analyses.theorem1.rate.noise_ratio`` and the same with the degrees of freedom of its
   sub-block means counted (× √((N − 1)/(N − J)), N points in J non-empty sub-blocks: a series
   sampled every k steps has sub-blocks of one or two points, which the plain ratio counts as
   noise-free), and the *per-step noise*: that of an every-step series whose block means have
@@ -17,7 +17,7 @@ seed draws an independent batch at the same ω^t. Prints
   batch size removes (and the step's noise split with that same level part);
 * the probe's cost: (step + probe) / step in process CPU time (the first probe's hooks with their
   eval-mode switch, beside the training steps of the same run);
-* the rule's power (``analyses.rate_power.rate_power``, 5 seeds, T = 1000) at these noises, and at
+* the rule's power (``analyses.theorem1.rate_power.rate_power``, 5 seeds, T = 1000) at these noises, and at
   the suite's measured noise (``--suite-noise``) as it is and scaled by the probe's reduction
   (probe per-step noise / step noise).
 
@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analyses.rate import BLOCKS, WINDOW, block_edges, noise_ratio
-from analyses.rate_power import POWER_FAMILIES, rate_power
+from analyses.theorem1.rate import BLOCKS, WINDOW, block_edges, noise_ratio
+from analyses.theorem1.rate_power import POWER_FAMILIES, rate_power
 from probes.gradient_batch import GradientBatchProbe
 from zerolock_theory.config import TrainConfig, read_recipe
 from zerolock_theory.config_overrides import apply_overrides

@@ -18,7 +18,7 @@ Prints a table and ZeroLock's ratios next to the paper's claims (26.5% lower pea
                   "4": ...},
      "gpipe": {...}, "1f1b": {...}, "setup": {...}}
 
-which ``analyses/systems.py`` reads. Usage::
+which ``analyses/systems/memory.py`` reads. Usage::
 
     python3 benchmarks/pipeline_memory.py --out runs/systems
     python3 benchmarks/pipeline_memory.py --out runs/systems --model /models/qwen --device cuda
@@ -38,7 +38,7 @@ except ModuleNotFoundError:  # run from a checkout without ``pip install -e .``
 
 CLAIMED_MEMORY_REDUCTION = 0.265
 CLAIMED_THROUGHPUT_GAIN = 0.049
-from zerolock_theory.workflows.systems import METHODS  # noqa: E402
+from zerolock_theory.app.workflows.systems import METHODS  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -95,7 +95,7 @@ def print_split(systems: dict, stages: list[int]) -> None:
 
 
 def main() -> None:
-    from zerolock_theory.workflows.systems import MemorySettings, measure_memory
+    from zerolock_theory.app.workflows.systems import MemorySettings, measure_memory
 
     args = parse_args()
     try:

@@ -47,11 +47,11 @@ import torch
 import probes.readout_pass
 from probes.kernels import cached_sums
 from probes.readout_pass import DEFAULT_N_POSITIONS, log_readouts
+from zerolock_theory.app.workflows.runs import probed_setup
 from zerolock_theory.config import TrainConfig, read_recipe
 from zerolock_theory.config_overrides import apply_overrides
 from zerolock_theory.training.hooks import ProbeCache
 from zerolock_theory.training.loop import Run, quiet_mode, setup
-from zerolock_theory.workflows.runs import probed_setup
 
 CLOCK = [time.perf_counter]  # --clock cpu: time.process_time (this process's CPU time)
 RECIPE = Path(__file__).resolve().parents[1] / "zerolock_theory" / "recipes" / "probes.toml"

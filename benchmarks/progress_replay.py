@@ -19,10 +19,10 @@ import json
 import os
 from pathlib import Path
 
-from zerolock_theory.workflows import progress
-from zerolock_theory.workflows.suite_spec import suite_base
-from zerolock_theory.workflows.verify import _plan
-from zerolock_theory.workflows.verify_config import load_suite
+from zerolock_theory.app.workflows import progress
+from zerolock_theory.app.workflows.suite_spec import suite_base
+from zerolock_theory.app.workflows.verify import _plan
+from zerolock_theory.app.workflows.verify_config import load_suite
 
 
 def _times(out: Path, plan: list[progress.PlannedRun], t0: float) -> dict[Path, tuple[float, float]]:

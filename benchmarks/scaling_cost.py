@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
+from zerolock_theory.app.workflows.runs import probed_setup
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.models import resolve_device
 from zerolock_theory.training.loop import quiet_mode
-from zerolock_theory.workflows.runs import probed_setup
 
 
 def _config(args: argparse.Namespace, baseline: bool) -> TrainConfig:

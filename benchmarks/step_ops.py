@@ -92,9 +92,9 @@ PROBES = {"n_positions": 64, "readouts": {"mode": "topk"}, "stability": {}, "min
 def probe_rows(model: str, chunks: int, seq_len: int, batch: int) -> list[tuple[str, int, int]]:
     """(name, launches, host reads) of the training step and of each probe, at the third step of
     a run with every probe due (the first two build state)."""
+    from zerolock_theory.app.workflows.runs import probed_setup
     from zerolock_theory.models import resolve_model_path
     from zerolock_theory.training.loop import quiet_mode
-    from zerolock_theory.workflows.runs import probed_setup
 
     cfg = TrainConfig.from_dict({
         "model": {"path": str(resolve_model_path(model)), "chunks": chunks, "device": "cpu"},

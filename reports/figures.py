@@ -17,11 +17,11 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analyses.depth import DepthSet
-from analyses.drift import DriftCheck
-from analyses.movement import MinimizerTable
-from analyses.outcome import OutcomeComparison
-from analyses.scaling import StepScaling
+from analyses.assumption5.scaling import StepScaling
+from analyses.descriptive.depth import DepthSet
+from analyses.descriptive.drift import DriftCheck
+from analyses.descriptive.movement import MinimizerTable
+from analyses.descriptive.outcome import OutcomeComparison
 from analyses.suite import SuiteAnalysis
 from reports.style import COLORS, METADATA, RC
 from reports.systems_figures import memory_split_figure, throughput_ratio_figure
@@ -234,7 +234,7 @@ def _tuned_curves(suite: SuiteAnalysis):
     """The tuned comparison's curves as a frame, or None without a tuned comparison."""
     import pandas as pd
 
-    from analyses.versus_tuned import TunedVersus
+    from analyses.versus.tuned_versus import TunedVersus
 
     tuned = suite.get("versus_tuned")
     return pd.DataFrame(list(tuned.curves)) if isinstance(tuned, TunedVersus) and tuned.curves else None

@@ -1,6 +1,6 @@
 """The key to the report's colours: what each outcome tone means, and its one colour.
 
-A tone (``analyses.claims.Tone``) says where an outcome stands against the paper, never whether
+A tone (``analyses.registry.Tone``) says where an outcome stands against the paper, never whether
 something went wrong: a row "against the paper" is a finding of the run, so its colour is not an
 error red. The page's cards and verdict table, and the sensitivity map, take their colours here.
 """

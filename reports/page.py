@@ -5,7 +5,7 @@ linked as files), ``report.html`` (figures embedded as base64 PNG) and ``verdict
 scope line and the verdict table as README shows it). Both render the same
 list of blocks (``report_blocks``). The first screen answers the question: the scope line, the
 key to the outcome colours (``reports.legend``) and one card per registered claim
-(``analyses.claims``: the question, the outcome word, the headline figure or, without an
+(``analyses.registry``: the question, the outcome word, the headline figure or, without an
 answer, the reason, a small figure). Everything else is collapsible and keyed to the cards: the
 whole verdict table with reasons, each claim's evidence (the paper's statement, the primary
 group, what the outcome means, why the rule gave it), then the systems claims, one section per
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyses.claims import claim as claim_of
-from analyses.outcome import OutcomeComparison
+from analyses.descriptive.outcome import OutcomeComparison
+from analyses.registry import claim as claim_of
 from analyses.suite import SuiteAnalysis
-from analyses.systems import SystemsComparison
+from analyses.systems.memory import SystemsComparison
 from analyses.verdict import Verdict
 from reports import render
 from reports.blocks import Block, Card, pct, table
@@ -183,10 +183,10 @@ def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 
 def _tuned_blocks(suite: SuiteAnalysis) -> list[Block]:
-    """The tuned comparison (``analyses.versus_tuned``): each method at its own best η_0, in words and
+    """The tuned comparison (``analyses.versus.tuned_versus``): each method at its own best η_0, in words and
     figures; nothing without a tune directory among the inputs."""
-    from analyses.tuned import describe
-    from analyses.versus_tuned import TunedVersus
+    from analyses.versus.tuned import describe
+    from analyses.versus.tuned_versus import TunedVersus
 
     tuned = suite.get("versus_tuned")
     if not isinstance(tuned, TunedVersus):

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from analyses.depth import DepthSet
-from analyses.drift import DriftCheck
-from analyses.fixed_point import FixedPointResult
-from analyses.lemma2 import Lemma2Mismatch, Lemma2Tracking
-from analyses.movement import MinimizerTable, ToyCheck
-from analyses.proposition import PropositionSet
-from analyses.proposition_identity import Proposition1Identity
-from analyses.scaling import StepScaling
-from analyses.stability import StabilitySummary
+from analyses.assumption5.scaling import StepScaling
+from analyses.descriptive.depth import DepthSet
+from analyses.descriptive.drift import DriftCheck
+from analyses.descriptive.movement import MinimizerTable, ToyCheck
+from analyses.descriptive.proposition_pairs import PropositionSet
+from analyses.descriptive.stability import StabilitySummary
+from analyses.lemma2.fixed_point import FixedPointResult
+from analyses.lemma2.targets import Lemma2Mismatch, Lemma2Tracking
+from analyses.proposition1.identity import Proposition1Identity
 from analyses.suite import SuiteAnalysis
 from reports.blocks import Block, pct, vec
 from reports.blocks import table as grid

@@ -16,8 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from analyses.systems import SPLIT_PARTS, MemoryClaim
-from analyses.systems_throughput import CLAIMED_THROUGHPUT_RATIO, ThroughputPrediction
+from analyses.systems.memory import SPLIT_PARTS, MemoryClaim
+from analyses.systems.throughput import CLAIMED_THROUGHPUT_RATIO, ThroughputPrediction
 from reports.style import COLORS, RC
 
 __all__ = ["SYSTEMS_FIGURES", "memory_split_figure", "render", "throughput_ratio_figure"]

@@ -16,11 +16,11 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analyses.claims.theorem1_proof import GroupDrift
-from analyses.claims.theorem1_rate import GroupRate
-from analyses.controls import RateControls
-from analyses.convergence import BoundTest
-from analyses.theorem1 import BoundSet, DivergedRuns
+from analyses.theorem1.bound_set import BoundSet, DivergedRuns
+from analyses.theorem1.claim_proof import GroupDrift
+from analyses.theorem1.claim_rate import GroupRate
+from analyses.theorem1.controls import RateControls
+from analyses.theorem1.convergence import BoundTest
 from reports.blocks import Block
 
 __all__ = ["CAPTION", "QUANTITIES", "convergence_blocks", "convergence_figure"]
@@ -85,7 +85,7 @@ def _drift_rows(suite) -> list[list[str]]:
 def _not_passed(check: Any, description: Any) -> str:
     """A control that read "not testable" because the run is shorter than the rate rule's minimum is
     limited by the horizon, not failed: say so; any other miss is a plain NO."""
-    from analyses.rate import MIN_HORIZON
+    from analyses.theorem1.rate import MIN_HORIZON
 
     if check.outcome == "not testable" and description.horizon < MIN_HORIZON:
         return f"not at this horizon (T = {description.horizon} < {MIN_HORIZON})"

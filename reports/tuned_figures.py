@@ -7,7 +7,7 @@
   frozen final norm and head), one panel per method at its chosen η_0, mean over seeds: does
   ZeroLock improve the intermediate readouts while the final one gets worse?
 
-``write_tuned_figures(out)`` reads the directory through ``analyses.tuned.curves_table`` and
+``write_tuned_figures(out)`` reads the directory through ``analyses.versus.tuned.curves_table`` and
 writes both PNGs into ``out/figures`` (created; the two files are replaced, nothing else).
 """
 
@@ -19,8 +19,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analyses.tuned import curves_table
-from analyses.tuning import load_tuned
+from analyses.versus.tuned import curves_table
+from analyses.versus.tuning import load_tuned
 
 __all__ = ["chunk_figure", "curves_figure", "write_tuned_figures"]
 

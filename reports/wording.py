@@ -1,10 +1,10 @@
-"""The verdict table's cells, written from each row's evidence by its claim (``analyses.claims``).
+"""The verdict table's cells, written from each row's evidence by its claim (``analyses.registry``).
 
 ``figure(verdict)`` is the "measured" cell (the headline figure with its interval, seeds and
 horizon) and ``reason(verdict)`` the "reason" cell (why the rule gave that outcome, then the runs
 excluded as diverged). ``fmt`` is the number format of every report section.
 ``correction(verdict)`` is the "Holm" cell (whether an interval-decided row's decision survives
-the table's correction, ``analyses.multiplicity``) and ``bottom_line(verdicts)`` the sentence
+the table's correction, ``analyses.stats.multiplicity``) and ``bottom_line(verdicts)`` the sentence
 that counts the outcomes, survivors only.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from analyses.claims import claim, measured_text, reason_text
-from analyses.claims.text import drift_line, fmt
+from analyses.registry import claim, measured_text, reason_text
+from analyses.text import drift_line, fmt
 from analyses.verdict import Verdict
 
 __all__ = ["CORRECTION", "bottom_line", "correction", "drift_line", "figure", "fmt", "reason", "verdict_lines",

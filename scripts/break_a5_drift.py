@@ -4,14 +4,14 @@
     OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/break_a5_drift.py --reps 300 --only "autocorrelated"
 
 Every construction (the catalogue: ``a5_drift_constructions.py``) builds synthetic ``scaling`` probe
-frames (the keys of ``analyses.a5_families.frame``) with, at each scaled step t of a seed
+frames (the keys of ``analyses.assumption5.families.frame``) with, at each scaled step t of a seed
 (η_t = η_0/(t+1)^κ),
 
     φ(c) = c·a_t + c²·b_t + c³·d_t,   drift(c) = c·a^drift_t + c²·b^drift_t,   q(c) = c²·η_t²·m_t,
 
 plus float noise of ``rel``·|x(c=1)| and ``abs`` (absolute) per value, a random direction
 φ(u, c) = c·a_u + c²·b_u and its antithetic mirror −c·a_u + c²·b_u. Each group (``--seeds``
-seeds) goes through ``analyses.scaling.group_scaling(runs, "implemented")``, the rows' own
+seeds) goes through ``analyses.assumption5.scaling.group_scaling(runs, "implemented")``, the rows' own
 code: ``group.outcome`` (ρ_t along the run, rule 1), ``group.uniform`` and ``group.chance``
 (rule 2, with the antithetic check), ``group.order.outcome`` (rule 3).
 
@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 from a5_drift_constructions import Construction, constructions
 
-from analyses.a5_families import FACTORS
-from analyses.scaling import group_scaling
-from analyses.step_limits import step_signs
+from analyses.assumption5.families import FACTORS
+from analyses.assumption5.scaling import group_scaling
+from analyses.assumption5.step_limits import step_signs
 from zerolock_theory.records import SCALING, SCALING_STEP
 
 OBJ = "implemented"

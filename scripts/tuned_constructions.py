@@ -2,14 +2,14 @@
 
     python scripts/tuned_constructions.py
 
-Every construction of ``analyses.tuned_controls`` runs through ``analyses.versus_tuned``, the
+Every construction of ``analyses.versus.families`` runs through ``analyses.versus.tuned_versus``, the
 code of the row.
 """
 
 from __future__ import annotations
 
-from analyses.tuned_controls import CONSTRUCTIONS
-from analyses.versus_tuned import tuned_versus
+from analyses.versus.families import CONSTRUCTIONS
+from analyses.versus.tuned_versus import tuned_versus
 
 
 def main() -> None:

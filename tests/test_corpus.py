@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 from zerolock_theory.corpus import load_texts
 from zerolock_theory.jsonio import read_records
 

@@ -17,8 +17,8 @@ from analyses import (
     systems,
     systems_throughput,
 )
-from analyses.fixed_point_controls import LABEL_FREE_STEP
-from zerolock_theory.workflows import fixed_point_controls, memory_map
+from analyses.lemma2.fixed_point_controls import LABEL_FREE_STEP
+from zerolock_theory.app.workflows import fixed_point_controls, memory_map
 
 MATH = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "docs" / "MATH.md").read_text(encoding="utf-8"))
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 
 if __name__ == "__main__":  # not when a spawned worker process re-imports the main module
     sys.exit(main())

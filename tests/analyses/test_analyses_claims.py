@@ -14,9 +14,17 @@ from typing import ClassVar
 import pytest
 from synthetic_runs import write_run
 
-import zerolock_theory.cli as cli
-from analyses.claims import Claim, ClaimInputs, Outcome, SuiteInputs, claims, register, unregister
-from analyses.claims.registry import TONES
+import zerolock_theory.app.cli as cli
+from analyses.registry import (
+    TONES,
+    Claim,
+    ClaimInputs,
+    Outcome,
+    SuiteInputs,
+    claims,
+    register,
+    unregister,
+)
 from analyses.results import Result
 from analyses.results import register as register_result
 from analyses.suite import analyze_runs, load_suite

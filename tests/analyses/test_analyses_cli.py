@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from synthetic_runs import power_law_series, write_run
 
-import zerolock_theory.cli as cli
-from analyses.rate import RATE_OUTCOMES
-from analyses.rate_families import drift_table, rate_series
+import zerolock_theory.app.cli as cli
+from analyses.theorem1.families import drift_table, rate_series
+from analyses.theorem1.rate import RATE_OUTCOMES
 
 REGISTERED = cli.COMMANDS  # read before the fixture narrows it
 
@@ -68,7 +68,7 @@ def _rate_json(capsys, path, column) -> dict:
 
 def test_rate_form_json_verdicts_on_generated_tables(tmp_path, capsys):
     """The three tables of issue 9: logistic control, Ā_T ~ T^-0.2, and 60 steps."""
-    from analyses.controls import LogisticToy, logistic_table
+    from analyses.theorem1.controls import LogisticToy, logistic_table
 
     control = tmp_path / "control.csv"
     logistic_table(2000, [0, 1, 2], LogisticToy(batch=256)).to_csv(control, index=False)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from analyses.convergence import BoundTest, SeedFit
 from analyses.results import Interval, Result, load_result, register, registered_kinds
+from analyses.theorem1.convergence import BoundTest, SeedFit
 from analyses.verdict import Evidence, Verdict
 
 
@@ -72,7 +72,7 @@ def test_register_requires_a_kind():
 
 
 def test_verdict_outcomes_are_checked_against_their_claim():
-    from analyses.claims import ClaimInputs, claim
+    from analyses.registry import ClaimInputs, claim
 
     toy = claim("lemma2_stated")
     assert toy.decide(ClaimInputs({}, {})).outcome == "not measured"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyses.claims import claim, claims
+from analyses.registry import claim, claims
 from analyses.results import load_result
 from analyses.sensitivity import OUTCOMES, SensitivityMap, SettingVerdicts, sensitivity_map
 from analyses.verdict import Evidence, Verdict

@@ -7,8 +7,8 @@ import json
 import pytest
 from synthetic_runs import write_run, write_suite
 
-from analyses.claims import claim, claims
 from analyses.io import RunDataError
+from analyses.registry import claim, claims
 from analyses.results import load_result
 from analyses.suite import analyze_runs, load_suite
 from reports.wording import figure, reason
@@ -117,8 +117,8 @@ def test_rate_rows_need_the_schedule_and_a_failed_control_makes_them_not_calibra
     assert {c.name: c.passed for c in controls.checks}["negative: the forward runs' G-hat_t shuffled inside the window"]
     # a control registered to read a decay on backprop's G-hat_t stuck on a plateau fails: the rows that
     # decide read "not calibrated" (backprop's series is descriptive in the package; patched here)
-    import analyses.claims.theorem1_rate as rate_claim
-    from analyses.controls import POSITIVE
+    import analyses.theorem1.claim_rate as rate_claim
+    from analyses.theorem1.controls import POSITIVE
     monkeypatch.setattr(rate_claim, "MODEL_CONTROLS", (("must decay: backprop", "backprop", "", "train/grad_sq_unbiased",
                                                        POSITIVE),))
     bp = [write_run(tmp_path, f"bp{s}", method="backprop", direction="", beta=0.0, steps=600, seed=s,

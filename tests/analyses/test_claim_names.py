@@ -10,8 +10,11 @@ from typing import ClassVar
 import pytest
 from synthetic_runs import write_run
 
-import analyses.claims.registry as registry
-from analyses.claims import (
+import analyses.registry as registry
+from analyses.assumption5.scaling import StepScaling
+from analyses.registry import (
+    BUILTIN_PREFIXES,
+    BUILTIN_RESULTS,
     Claim,
     ClaimInputs,
     Outcome,
@@ -21,10 +24,8 @@ from analyses.claims import (
     register,
     unregister,
 )
-from analyses.claims.registry import BUILTIN_PREFIXES, BUILTIN_RESULTS
 from analyses.results import Result
 from analyses.results import register as register_result
-from analyses.scaling import StepScaling
 from analyses.suite import analyze_runs
 from analyses.verdict import Evidence, Verdict
 

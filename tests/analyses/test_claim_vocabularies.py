@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from analyses.along_run import ALONG_OUTCOMES
-from analyses.claims import claims
-from analyses.scaling import OUTCOMES
+from analyses.assumption5.along_run import ALONG_OUTCOMES
+from analyses.assumption5.scaling import OUTCOMES
+from analyses.registry import claims
 
 SKIPPED = {"not measured"}
 """The analysis behind the row did not run (``registry.skipped``, ``result_rule``); every row has it."""
@@ -22,7 +22,7 @@ ROW_WORDS: dict[str, set[str]] = {
     # "not testable" also stands for a missing pre-registered group, but it is the analysis's word too:
     "assumption5_paper": SKIPPED,
     "assumption5_implemented": SKIPPED,
-    # a control of the rate rule failed (analyses.controls):
+    # a control of the rate rule failed (analyses.theorem1.controls):
     "theorem1_rate_reverse": SKIPPED | {"not calibrated"},
     "theorem1_rate_forward": SKIPPED | {"not calibrated"},
     "theorem1_proof_reverse": SKIPPED,

@@ -1,8 +1,10 @@
 """The layer order, enforced by walking every module's imports with ``ast``.
 
-theory, vocab ← models, data, config ← training ← probes, pipeline ← analyses ← reports ← cli,
-workflows. A module may import its own layer or any lower one, never a higher one, and the
-imports between the package's modules form no cycle (lazy imports inside functions count).
+theory, vocab ← models, data, config ← training ← probes, pipeline ← analyses ← reports ← app
+(the command line and the workflows). A module may import its own layer or any lower one, never a
+higher one, and the imports between the package's modules form no cycle (lazy imports inside
+functions count). Inside ``analyses``, a claim family imports no other family: only the shared
+modules (``SHARED``) and the edges named in ``FAMILY_EDGES``.
 """
 
 from __future__ import annotations
@@ -25,8 +27,19 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("probes", "zerolock_theory.pipeline"),
     ("analyses",),
     ("reports",),
-    ("zerolock_theory.cli", "zerolock_theory.workflows", "zerolock_theory.__main__"),
+    ("zerolock_theory.app", "zerolock_theory.__main__"),
 )
+
+FAMILIES = ("lemma2", "assumption5", "theorem1", "proposition1", "versus", "systems", "descriptive")
+"""The packages of ``analyses`` that hold one claim family each (``descriptive``: no row)."""
+SHARED = ("analyses.stats", "analyses.io", "analyses.results", "analyses.registry", "analyses.runinfo",
+          "analyses.verdict", "analyses.groups", "analyses.text")
+"""What every family may import: statistics, reading runs, result objects and the row registry."""
+FAMILY_EDGES = {
+    ("theorem1", "assumption5"),  # Theorem 1 (b) reads the drift's order from the step-scaling analysis
+    ("versus", "theorem1"),  # the pilot comparison describes the global Ĝ_t's rate as in Theorem 1 (a)
+}
+"""The named edges between families: (importer, imported)."""
 
 
 def _module_name(path: Path) -> str:
@@ -128,3 +141,45 @@ def test_theory_imports_nothing_else_of_the_package():
         if module.startswith("zerolock_theory.theory"):
             assert all(t.startswith("zerolock_theory.theory") or t == "zerolock_theory.vocab" for t in targets), (
                 module, targets)
+
+
+def family_of(module: str) -> str | None:
+    """The claim family of an ``analyses`` module, or None for the shared modules and the roof."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "analyses" and parts[1] in FAMILIES else None
+
+
+def family_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from one family into another (or into a non-shared module) outside ``FAMILY_EDGES``."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        family = family_of(module)
+        if family is None:
+            continue
+        for target in sorted(targets):
+            if not target.startswith("analyses.") or family_of(target) == family:
+                continue
+            other = family_of(target)
+            if other is None and any(target == s or target.startswith(s + ".") for s in SHARED):
+                continue
+            if (family, other) not in FAMILY_EDGES:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_families_import_no_other_family():
+    assert family_violations(GRAPH) == []
+
+
+def test_a_planted_import_between_families_is_caught():
+    planted = {**GRAPH, "analyses.lemma2.claim": GRAPH["analyses.lemma2.claim"] | {"analyses.systems.memory"}}
+    assert family_violations(planted) == ["analyses.lemma2.claim -> analyses.systems.memory"]
+    upward = {**GRAPH, "analyses.stats.seeds": GRAPH["analyses.stats.seeds"] | {"analyses.suite"}}
+    assert family_violations(upward) == []  # the shared modules are held by the layer order instead
+
+
+def test_a_planted_upward_import_is_caught():
+    assert layer_of("zerolock_theory.app.cli.verify") > layer_of("analyses.registry") > layer_of("probes.scaling")
+    planted = GRAPH["analyses.registry"] | {"zerolock_theory.app.workflows.verify"}
+    assert sorted(t for t in planted if layer_of(t) > layer_of("analyses.registry")) == [
+        "zerolock_theory.app.workflows.verify"]

@@ -15,7 +15,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import gpu_check_smollm2  # noqa: E402
 
-from zerolock_theory.workflows.verify_config import load_suite  # noqa: E402
+from zerolock_theory.app.workflows.verify_config import load_suite  # noqa: E402
 
 
 def test_the_smollm2_check_runs_the_gpu_suite_at_its_k_on_the_device():

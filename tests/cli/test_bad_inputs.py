@@ -1,7 +1,7 @@
 """Bad inputs across every command: exit status, one stderr line, no traceback, nothing changed.
 
 Each case prepares files in a scratch directory (the working directory of the call), runs
-``zerolock_theory.cli.main(argv)`` in-process, and asserts
+``zerolock_theory.app.cli.main(argv)`` in-process, and asserts
 
 * the exit status (2 for usage and input errors);
 * exactly one line on stderr, containing the expected phrase, and no traceback;
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 
 TINY = ["--chunks", "2", "--seq-len", "32", "--batch-size", "2", "--set", "data.eval_batches=1", "--no-progress"]
 

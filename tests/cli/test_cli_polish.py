@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zerolock_theory.cli import build_parser, main, plain
-from zerolock_theory.cli.train import FLAGS
+from zerolock_theory.app.cli import build_parser, main, plain
+from zerolock_theory.app.cli.train import FLAGS
 
 
 def _help(argv: list[str], capsys) -> str:

@@ -1,7 +1,7 @@
 """A new user's first hour: each bad input of issue 36 exits 2 with one line and changes nothing.
 
 Each case lists every path and the SHA-256 of every file under a scratch directory before and
-after the call (``zerolock_theory.cli.main`` in-process, that directory the working directory):
+after the call (``zerolock_theory.app.cli.main`` in-process, that directory the working directory):
 the listing and the checksums must be equal. None of these calls trains or spawns anything.
 """
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import zerolock_theory.workflows.verify as verify_module
-from zerolock_theory.cli import main
+import zerolock_theory.app.workflows.verify as verify_module
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows.verify_config import load_suite
 from zerolock_theory.training.rundir import write_marker
-from zerolock_theory.workflows.verify_config import load_suite
 
 
 def snapshot(root: Path) -> dict[str, str]:

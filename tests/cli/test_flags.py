@@ -8,10 +8,15 @@ import math
 
 import pytest
 
-from zerolock_theory.cli import build_parser
-from zerolock_theory.cli.flags import PIPELINE_OPTIONS, TRAIN_CONFIG, add_field_flags, flag_values
-from zerolock_theory.cli.pipeline import OPTION_FLAGS
-from zerolock_theory.cli.train import FLAGS, config_from_args
+from zerolock_theory.app.cli import build_parser
+from zerolock_theory.app.cli.flags import (
+    PIPELINE_OPTIONS,
+    TRAIN_CONFIG,
+    add_field_flags,
+    flag_values,
+)
+from zerolock_theory.app.cli.pipeline import OPTION_FLAGS
+from zerolock_theory.app.cli.train import FLAGS, config_from_args
 from zerolock_theory.config import (
     LoraSettings,
     MethodConfig,

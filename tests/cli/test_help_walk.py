@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from zerolock_theory.cli import build_parser
+from zerolock_theory.app.cli import build_parser
 from zerolock_theory.recipes import list_recipes, recipe_description
 
 

@@ -19,7 +19,7 @@ pytest.importorskip("gguf")
 
 from tiny_gguf import refuse_writes, write_tiny_gguf  # noqa: E402
 
-from zerolock_theory.cli import main  # noqa: E402
+from zerolock_theory.app.cli import main  # noqa: E402
 from zerolock_theory.models import loading, model_cache  # noqa: E402
 
 TINY = ["--chunks", "2", "--seq-len", "16", "--batch-size", "2", "--set", "data.eval_batches=1", "--no-progress"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 
 
 def stdlib_corpus(path: Path, field: str = "body", size: int = 100_000) -> Path:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analyses.fixed_point import OUTCOMES, FixedPointResult
+from analyses.lemma2.fixed_point import OUTCOMES, FixedPointResult
 from analyses.results import load_result
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 
 BASE = ["probe", "fixed-point"]
 

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from zerolock_theory.app.workflows.progress import (
+    SETUP_STEPS,
+    PlannedRun,
+    SuiteProgress,
+    steps_done,
+)
 from zerolock_theory.training.state import MARKER
-from zerolock_theory.workflows.progress import SETUP_STEPS, PlannedRun, SuiteProgress, steps_done
 
 
 class Clock:
@@ -104,9 +109,9 @@ def test_replanning_keeps_the_base_and_pilots_are_announced_apart(tmp_path: Path
 def test_verify_plan_orders_each_phase_as_it_starts(tmp_path: Path) -> None:
     """The pilot chains start side by side from the largest eta_0, the suite's runs longest first; with 2 jobs
     the first 2 runs of each phase wait for a new process."""
-    from zerolock_theory.workflows.progress import START_STEPS, UNPROBED
-    from zerolock_theory.workflows.suite_spec import QUICK, base_config
-    from zerolock_theory.workflows.verify import _plan
+    from zerolock_theory.app.workflows.progress import START_STEPS, UNPROBED
+    from zerolock_theory.app.workflows.suite_spec import QUICK, base_config
+    from zerolock_theory.app.workflows.verify import _plan
 
     base = base_config(QUICK, "embedded", "embedded", "cpu", "float32", None)
     plan = _plan(QUICK, base, tmp_path, jobs=2)

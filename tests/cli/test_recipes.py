@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 from zerolock_theory.config import load_config
 from zerolock_theory.recipes import RECIPE_DIR, list_recipes
 

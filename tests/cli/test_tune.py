@@ -8,15 +8,15 @@ import pandas as pd
 import pytest
 
 from reports.tuned_figures import write_tuned_figures
-from zerolock_theory.config import TrainConfig, read_recipe
-from zerolock_theory.config_overrides import apply_values
-from zerolock_theory.workflows.tune import (
+from zerolock_theory.app.workflows.tune import (
     confirm_points,
     grid_points,
     parse_shard,
     run_tune,
     split_recipe,
 )
+from zerolock_theory.config import TrainConfig, read_recipe
+from zerolock_theory.config_overrides import apply_values
 
 
 def test_tune_recipe_loads_and_every_grid_config_validates() -> None:

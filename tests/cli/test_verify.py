@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from zerolock_theory.cli import main
-from zerolock_theory.workflows import verify as verify_module
-from zerolock_theory.workflows.suite_spec import FULL, QUICK, base_config, suite_points
-from zerolock_theory.workflows.verify import choose_lr
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows import verify as verify_module
+from zerolock_theory.app.workflows.suite_spec import FULL, QUICK, base_config, suite_points
+from zerolock_theory.app.workflows.verify import choose_lr
 
 
 def test_suite_has_every_required_run():
@@ -145,7 +145,7 @@ def _rows(out) -> dict[str, tuple[str, str]]:
 
 @pytest.mark.slow
 def test_verify_quick_end_to_end(tmp_path, capsys):
-    from analyses.claims import claims
+    from analyses.registry import claims
 
     out = tmp_path / "verify"
     assert main(["verify", "--quick", *TINY, "--out", str(out)]) == 0

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows import verify as verify_module
+from zerolock_theory.app.workflows.suite_spec import FULL, QUICK, suite_base, suite_points
+from zerolock_theory.app.workflows.verify_config import load_suite
 from zerolock_theory.config import TrainConfig
-from zerolock_theory.workflows import verify as verify_module
-from zerolock_theory.workflows.suite_spec import FULL, QUICK, suite_base, suite_points
-from zerolock_theory.workflows.verify_config import load_suite
 
 
 def test_packaged_suites_equal_the_presets():

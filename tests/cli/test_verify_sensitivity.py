@@ -11,21 +11,21 @@ import pytest
 
 import analyses.suite as suite_module
 import reports.page as page_module
-from analyses.claims import claims
+from analyses.registry import claims
 from analyses.results import load_result
 from analyses.sensitivity import SHORT_HORIZON_ROWS, SensitivityMap
 from analyses.suite_result import SuiteAnalysis
 from analyses.verdict import Evidence, Verdict
-from zerolock_theory.cli import main
-from zerolock_theory.workflows import sensitivity as sensitivity_module
-from zerolock_theory.workflows.sensitivity import (
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows import sensitivity as sensitivity_module
+from zerolock_theory.app.workflows.sensitivity import (
     SENSITIVITY,
     SENSITIVITY_TABLES,
     plan_settings,
     settings_of,
     verify_sensitivity,
 )
-from zerolock_theory.workflows.verify_config import load_suite
+from zerolock_theory.app.workflows.verify_config import load_suite
 
 TINY = dict(steps=6, scaled_steps=6, eval_every=6, probe_positions=16, readout_records=3)
 
@@ -151,7 +151,7 @@ def test_tiny_suite_end_to_end_then_resume_skips_every_finished_run(tmp_path: Pa
 
 
 def test_plain_verify_refuses_variants_in_one_line(tmp_path: Path):
-    from zerolock_theory.workflows.verify import verify
+    from zerolock_theory.app.workflows.verify import verify
 
     with pytest.raises(ValueError, match="verify_sensitivity"):
         verify(SENSITIVITY, tmp_path / "v", device="cpu")

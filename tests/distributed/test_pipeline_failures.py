@@ -51,7 +51,7 @@ def _cli(argv: list[str]) -> int:
     """``zerolock pipeline ARGV`` through the command's own parser."""
     import argparse
 
-    from zerolock_theory.cli import pipeline
+    from zerolock_theory.app.cli import pipeline
 
     parser = argparse.ArgumentParser(prog="zerolock")
     pipeline.register(parser.add_subparsers(dest="command"))

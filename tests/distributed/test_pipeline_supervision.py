@@ -20,7 +20,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 from zerolock_theory.jsonio import read_records
 
 pytestmark = [pytest.mark.distributed]

@@ -166,7 +166,7 @@ def test_choose_checkpoint_respects_downstream_position(tmp_path) -> None:
 def test_cli_maps_stages_and_schedule_onto_the_config() -> None:
     import argparse
 
-    from zerolock_theory.cli import CLIError, pipeline
+    from zerolock_theory.app.cli import CLIError, pipeline
 
     parser = argparse.ArgumentParser(prog="zerolock")
     pipeline.register(parser.add_subparsers(dest="command"))

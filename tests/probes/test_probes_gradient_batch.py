@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 from probes.gradient_batch import GradientBatchProbe, batch_inner, draw_halves, own_gradient
 from probes.registry import build_probes
 from tests.training.test_host_syncs import counted_reads
+from zerolock_theory.app.workflows.runs import probed_train
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig, TrainConfig
 from zerolock_theory.data import blocks_to_batch
 from zerolock_theory.jsonio import read_records
@@ -23,7 +24,6 @@ from zerolock_theory.models import ChunkedLM, attach_adapters
 from zerolock_theory.records import CHUNK, GRADIENT_BATCH
 from zerolock_theory.training.loop import TIMING_KEYS
 from zerolock_theory.training.steps import build_step, split_halves
-from zerolock_theory.workflows.runs import probed_train
 
 V = 64
 CPU = torch.device("cpu")

@@ -9,11 +9,11 @@ import torch
 
 from probes.readout_probe import ReadoutStore
 from probes.registry import build_probes
+from zerolock_theory.app.workflows.runs import probed_train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.records import INITIAL, LEMMA2, LEMMA2_FIELDS, LEMMA2_NULL_FIELDS
 from zerolock_theory.theory.lemma2 import readout_distances
-from zerolock_theory.workflows.runs import probed_train
 
 N, K, STEPS, ALPHA = 16, 2, 3, 0.5
 

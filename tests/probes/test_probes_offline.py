@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from probes.offline import compare, recompute
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows.runs import probed_train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
-from zerolock_theory.workflows.runs import probed_train
 
 N, K, STEPS = 32, 2, 4
 

@@ -12,13 +12,13 @@ import torch.nn.functional as F
 
 from probes.proof import ProofProbe, chunk_targets, chunk_terms
 from probes.registry import register
+from zerolock_theory.app.workflows.runs import probed_setup
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.records import PROOF, PROOF_STEP
 from zerolock_theory.theory.surrogate import chunk_surrogate_terms, frozen_targets, surrogate
 from zerolock_theory.theory.targets import label_smooth, one_hot
 from zerolock_theory.training.loop import execute
-from zerolock_theory.workflows.runs import probed_setup
 
 N, K, STEPS, ALPHA, LR = 32, 4, 3, 0.5, 0.02
 

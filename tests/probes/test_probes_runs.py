@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 
 from probes.readout_probe import ReadoutStore
 from probes.registry import register
+from zerolock_theory.app.workflows.runs import probed_train as train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.records import (
@@ -26,7 +27,6 @@ from zerolock_theory.records import (
     STABILITY_FLAG,
 )
 from zerolock_theory.training.loop import TIMING_KEYS
-from zerolock_theory.workflows.runs import probed_train as train
 
 MODEL = "embedded"
 N, K, STEPS, ALPHA = 32, 2, 5, 0.5

@@ -19,12 +19,12 @@ from safetensors.torch import load_file
 import probes.scaling as scaling
 from probes.readout_pass import label_targets, probe_batch, readouts_now, smoothing_for_g
 from probes.registry import build_probes, register
+from zerolock_theory.app.workflows.runs import probed_train as train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.records import SCALING, SCALING_DIRECTIONS, SCALING_STEP
 from zerolock_theory.theory.stability import chunk_divergence
 from zerolock_theory.training.loop import TIMING_KEYS
-from zerolock_theory.workflows.runs import probed_train as train
 
 N, K, STEPS, ALPHA, EVERY = 32, 2, 4, 0.5, 2
 # c_min = 1/16: below about 1/32 the float32 forward's rounding is a visible part of φ(c) of the

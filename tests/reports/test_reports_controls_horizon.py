@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from analyses.controls import rate_controls
-from analyses.rate import MIN_HORIZON
+from analyses.theorem1.controls import rate_controls
+from analyses.theorem1.rate import MIN_HORIZON
 from reports.theorem1 import _not_passed
 
 

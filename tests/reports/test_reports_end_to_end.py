@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-import zerolock_theory.cli as cli
-from analyses.claims import claims
+import zerolock_theory.app.cli as cli
+from analyses.registry import claims
 from analyses.suite import load_suite
 from reports.figures import FIGURES as ALL_FIGURES
 from reports.figures import render_figures

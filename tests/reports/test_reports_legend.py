@@ -8,8 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from analyses.claims import claims
-from analyses.claims.registry import TONES
+from analyses.registry import TONES, claims
 from analyses.suite import analyze_runs
 from reports.legend import TONE_COLORS, TONE_WORDS, legend_text
 from reports.page import report_blocks, write_report
@@ -65,9 +64,9 @@ def test_a_zerolock_page_has_no_nan(tmp_path):
 
 def test_drift_card_without_a_slope_says_what_is_missing():
     """The card that read ``s = nan (no interval) (first order ~ nan)``."""
-    from analyses.claims.theorem1_proof import ProofDrift, measured
-    from analyses.drift_budget import DriftBudget
-    from analyses.drift_order import drift_order
+    from analyses.assumption5.drift_order import drift_order
+    from analyses.theorem1.claim_proof import ProofDrift, measured
+    from analyses.theorem1.drift_budget import DriftBudget
     from analyses.verdict import Evidence
 
     budget = DriftBudget(label="zerolock-forward", outcome="not testable", reason="no_seed", horizon=32, seeds=0,

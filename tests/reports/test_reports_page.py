@@ -6,7 +6,7 @@ import html
 import sys
 from pathlib import Path
 
-from analyses.claims import claims
+from analyses.registry import claims
 from analyses.suite import analyze_runs
 from reports.page import render_html, render_markdown, report_blocks, write_report
 

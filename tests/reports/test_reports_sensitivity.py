@@ -7,7 +7,7 @@ import io
 import numpy as np
 from matplotlib.image import imread
 
-from analyses.claims import claim, claims
+from analyses.registry import claim, claims
 from analyses.sensitivity import SettingVerdicts, sensitivity_map
 from analyses.suite_result import SuiteAnalysis
 from analyses.verdict import Evidence, Verdict

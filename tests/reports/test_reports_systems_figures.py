@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses"))
 
 from test_analyses_systems import _write_memory  # noqa: E402
 
-from analyses.systems import memory_claim  # noqa: E402
-from analyses.systems_throughput import throughput_prediction  # noqa: E402
+from analyses.systems.memory import memory_claim  # noqa: E402
+from analyses.systems.throughput import throughput_prediction  # noqa: E402
 from reports.figures import save_figure  # noqa: E402
 from reports.systems_figures import SYSTEMS_FIGURES, render  # noqa: E402
 

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from analyses.claims import claim, claims
-from analyses.claims.text import (
+from analyses.lemma2.targets import Lemma2Stated
+from analyses.registry import claim, claims
+from analyses.results import Interval
+from analyses.suite import analyze_runs, load_suite
+from analyses.suite_result import SuiteAnalysis
+from analyses.text import (
     BOUND_REASON_TEXT,
     bound_reason,
     bound_summary,
     group_statement,
 )
-from analyses.lemma2 import Lemma2Stated
-from analyses.results import Interval
-from analyses.suite import analyze_runs, load_suite
-from analyses.suite_result import SuiteAnalysis
 from analyses.verdict import (
     BOUND_REASONS,
     BoundFigures,

@@ -1,4 +1,4 @@
-"""``zerolock theory``: toy, minimizers and derive through ``zerolock_theory.cli.main``."""
+"""``zerolock theory``: toy, minimizers and derive through ``zerolock_theory.app.cli.main``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from strategies import loss_case
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 
 
 def _run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 from hypothesis import given
 
-from analyses.proposition_identity import IDENTITY_TOL, implied_slack, transcription_counterexample
+from analyses.proposition1.identity import IDENTITY_TOL, implied_slack, transcription_counterexample
 from tests.strategies import readout_pair_case
 from zerolock_theory.theory.symbolic import proposition1_slack, proposition1_transcription
 

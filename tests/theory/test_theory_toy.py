@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from analyses.movement import toy_check
+from analyses.descriptive.movement import toy_check
 from zerolock_theory.theory.symbolic import two_token_check
 from zerolock_theory.theory.toy import two_token_case
 

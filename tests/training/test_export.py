@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model
@@ -128,8 +128,8 @@ def test_unknown_report_backend_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["train", "--out", str(tmp_path / "r"), "--report-to", "tensorboard,mlflow"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "run.report_to must name tensorboard and/or wandb" in err
-    from zerolock_theory.cli.flags import TRAIN_CONFIG, field_type
-    from zerolock_theory.cli.train import FLAGS
+    from zerolock_theory.app.cli.flags import TRAIN_CONFIG, field_type
+    from zerolock_theory.app.cli.train import FLAGS
 
     assert field_type(TRAIN_CONFIG, FLAGS["report_to"])("tensorboard, wandb") == ["tensorboard", "wandb"]
     assert TrainConfig.from_dict({"run": {"report_to": ["wandb"]}}).run.report_to == ["wandb"]

@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
 from zerolock_theory.config import TrainConfig, load_config, read_recipe
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.loop import setup, train

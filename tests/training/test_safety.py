@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from zerolock_theory.cli import COMMANDS, main
+from zerolock_theory.app.cli import COMMANDS, main
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training import state as state_module
 from zerolock_theory.training.state import complete_checkpoints, latest_checkpoint, load_checkpoint
@@ -83,7 +83,7 @@ HEAVY = ("torch", "pandas", "matplotlib", "transformers", "scipy")
 def test_parser_and_every_help_import_no_heavy_module():
     script = (
         "import sys, contextlib, io\n"
-        "from zerolock_theory.cli import COMMANDS, build_parser, main\n"
+        "from zerolock_theory.app.cli import COMMANDS, build_parser, main\n"
         "build_parser()\n"
         "for cmd in [[], *[[c] for c in COMMANDS]]:\n"
         "    with contextlib.redirect_stdout(io.StringIO()):\n"

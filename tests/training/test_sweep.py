@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows.sweep import expand_grid, is_complete, parse_axis, run_grid
 from zerolock_theory.jsonio import read_records
-from zerolock_theory.workflows.sweep import expand_grid, is_complete, parse_axis, run_grid
 
 
 def test_parse_axis_and_expand_grid():

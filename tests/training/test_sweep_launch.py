@@ -9,11 +9,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows.sweep import expand_grid, is_complete, parse_axis, run_grid
 from zerolock_theory.formatting import human
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.state import latest_checkpoint
-from zerolock_theory.workflows.sweep import expand_grid, is_complete, parse_axis, run_grid
 
 BASE = {
     "model": {"chunks": 2},
@@ -112,7 +112,7 @@ def test_slurm_without_a_cluster_is_one_line(tmp_path: Path, capsys) -> None:
 
 
 def test_worker_slots_pin_one_gpu_each(monkeypatch) -> None:
-    from zerolock_theory.workflows import launch
+    from zerolock_theory.app.workflows import launch
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     assert launch._gpu_slots(3, "auto") == ["0", "1", "0"]

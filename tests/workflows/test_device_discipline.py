@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from zerolock_theory.cli import build_parser
-from zerolock_theory.cli.verify import _suite
+from zerolock_theory.app.cli import build_parser
+from zerolock_theory.app.cli.verify import _suite
+from zerolock_theory.app.workflows.sensitivity import setting_points, settings_of
+from zerolock_theory.app.workflows.side_runs import fixed_point_settings, memory_settings
+from zerolock_theory.app.workflows.suite_spec import PRIMARY, suite_base, suite_points
+from zerolock_theory.app.workflows.systems import METHODS, memory_backend, memory_config
+from zerolock_theory.app.workflows.verify import pilot_points
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.config_overrides import apply_values
 from zerolock_theory.recipes import list_recipes
-from zerolock_theory.workflows.sensitivity import setting_points, settings_of
-from zerolock_theory.workflows.side_runs import fixed_point_settings, memory_settings
-from zerolock_theory.workflows.suite_spec import PRIMARY, suite_base, suite_points
-from zerolock_theory.workflows.systems import METHODS, memory_backend, memory_config
-from zerolock_theory.workflows.verify import pilot_points
 
 SUITES = [name for name in list_recipes() if name.startswith("verify_")]
 

@@ -8,11 +8,11 @@ import signal
 
 import pytest
 
+from zerolock_theory.app.workflows.kill_point import KILL_AT, kill_hooks, reached
+from zerolock_theory.app.workflows.runs import probed_train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
 from zerolock_theory.training.loop import train
-from zerolock_theory.workflows.kill_point import KILL_AT, kill_hooks, reached
-from zerolock_theory.workflows.runs import probed_train
 
 RUN = {"model": {"chunks": 2}, "data": {"seq_len": 32, "batch_size": 2, "eval_batches": 1},
        "run": {"steps": 4, "eval_every": 2, "checkpoint_every": 2, "progress": False, "threads": 1}}

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from zerolock_theory.app.workflows.preflight import (
+    DataNeed,
+    blocks_needed,
+    check_chunks,
+    check_data,
+)
+from zerolock_theory.app.workflows.side_runs import fixed_point_settings, memory_settings
+from zerolock_theory.app.workflows.suite_spec import QUICK, suite_base
+from zerolock_theory.app.workflows.systems import memory_config
 from zerolock_theory.data import LMData
 from zerolock_theory.data_config import DataConfig
-from zerolock_theory.workflows.preflight import DataNeed, blocks_needed, check_chunks, check_data
-from zerolock_theory.workflows.side_runs import fixed_point_settings, memory_settings
-from zerolock_theory.workflows.suite_spec import QUICK, suite_base
-from zerolock_theory.workflows.systems import memory_config
 
 
 class CharTokenizer:
@@ -52,7 +57,7 @@ def test_blocks_needed_is_lmdata_boundary(tmp_path, seq_len, batch, eval_batches
 
 
 def test_check_data_names_the_run_and_the_numbers(tmp_path, monkeypatch):
-    import zerolock_theory.workflows.preflight as preflight
+    import zerolock_theory.app.workflows.preflight as preflight
 
     monkeypatch.setattr(preflight, "_tokenizer", lambda model: CharTokenizer())
     source = corpus(tmp_path, 30, 33)
@@ -83,8 +88,8 @@ def test_side_runs_read_the_runs_data_settings():
 def test_side_runs_split_the_model_as_the_runs_do(tmp_path, capsys):
     """K has one source: a --set model.chunks reaches the fixed point's settings, and a fixed-point
     chunk beyond that K is refused in one line before anything is written."""
-    from zerolock_theory.cli import main
-    from zerolock_theory.workflows.suite_spec import suite_base
+    from zerolock_theory.app.cli import main
+    from zerolock_theory.app.workflows.suite_spec import suite_base
 
     base = suite_base(QUICK, "embedded", "embedded", "cpu", "float32", None, {"model": {"chunks": 2}})
     settings = fixed_point_settings(QUICK, base, 1)

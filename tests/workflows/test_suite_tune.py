@@ -12,13 +12,13 @@ import pytest
 from analyses.results import load_result
 from analyses.suite import analyze_runs
 from reports.page import write_report
-from zerolock_theory.cli import main
+from zerolock_theory.app.cli import main
+from zerolock_theory.app.workflows import verify as verify_module
+from zerolock_theory.app.workflows.side_runs import SUITE_TUNE_KEYS, tune_recipe, tuned_runs
+from zerolock_theory.app.workflows.suite_spec import FULL, QUICK, suite_base
+from zerolock_theory.app.workflows.tune import check_tune
+from zerolock_theory.app.workflows.verify_config import load_suite
 from zerolock_theory.config import read_recipe
-from zerolock_theory.workflows import verify as verify_module
-from zerolock_theory.workflows.side_runs import SUITE_TUNE_KEYS, tune_recipe, tuned_runs
-from zerolock_theory.workflows.suite_spec import FULL, QUICK, suite_base
-from zerolock_theory.workflows.tune import check_tune
-from zerolock_theory.workflows.verify_config import load_suite
 
 
 def test_the_full_suite_tunes_and_its_tune_takes_the_suites_sizes() -> None:

@@ -1,7 +1,7 @@
 """The exact two-token toy (docs/MATH.md, "Local losses" and "Lemma 2 on the implemented loss").
 
 Two tokens, p_y = e_1 = (1, 0) (label-smoothed to p_y^ε), p_{k-1} = p = (½, ½). The one
-definition of the toy, used by ``analyses.movement.toy_check`` (the Lemma 2 row),
+definition of the toy, used by ``analyses.descriptive.movement.toy_check`` (the Lemma 2 row),
 ``zerolock theory toy`` (the CLI) and ``theory.symbolic.two_token_check`` (exact, sympy).
 
 At ε = 0: KL(p ‖ p_y) = +inf while CE(p_y, p) = log 2; g_k = e_y for α > 0 and

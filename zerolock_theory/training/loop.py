@@ -183,7 +183,7 @@ def evaluate(run: Run) -> dict[str, float]:
     ``eval/objective`` is what the method minimises, per labelled token: Σ_k ℓ_k (ZeroLock's
     local losses, with its α, direction, ε and p_0) or CE(p_y^ε, p_K) (backprop). Being taken on
     the same fixed batches at every evaluation, its change is paired: the pilot's and
-    ``diverged``'s regime check (``analyses.seeds``) read it, not the training batches' losses,
+    ``diverged``'s regime check (``analyses.stats.seeds``) read it, not the training batches' losses,
     whose content changes from batch to batch.
     """
     K = run.chunked.num_chunks

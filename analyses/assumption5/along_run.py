@@ -1,0 +1,161 @@
+"""Assumption 5 along the run: the trend of ρ_t at the actual steps (docs/ASSUMPTION5_PROPOSITION1.md).
+
+The paper states Assumption 5 along the iterates it visits: sup_t ρ_t ≤ C_fo(α) < ∞ with
+ρ_t = max(φ_t, 0)/q_t at the actual step Δω_t. With η_t ∝ (t+1)^−κ, φ_t ≈ a_t and
+q_t ≈ η_t²·b_t, so a first-order coefficient a_t of order η_t with a positive part gives
+ρ_t ∝ (t+1)^κ (growth), while a_t of order η_t² (each chunk near its target) keeps ρ_t bounded.
+This is a description of one finite run (an unknown-constant statement cannot fail on it).
+
+Per seed, from the scaled steps' ρ_t = ρ(c = 1) (the ``scaling`` probe at the exact ω^{t+1}),
+η_t and t:
+
+* only the scaled steps whose φ′ is resolved (``analyses.assumption5.step_limits``) carry a ρ_t, and a seed
+  needs ``analyses.assumption5.step_limits.MIN_STEPS`` of them (as the fixed-iterate statements do);
+* the steps are cut into ``BLOCKS`` blocks of equal counts in step order; each block gives the
+  mean of ρ_t (zeros included: φ_t ≤ 0 counts as ρ_t = 0) and the geometric mean of t + 1;
+* γ = least-squares slope of log(block mean ρ) on log(t + 1) over the blocks after the first
+  ``BURN_IN`` whose mean is positive (at least ``MIN_BLOCKS``; else γ is undefined);
+* κ = least-squares slope of −log η_t on log(t + 1) over the same steps (0.5 for
+  η_0/√(t+1), 0 for a constant step).
+
+Over seeds (t-interval of γ, ``analyses.stats.seeds.seed_interval``), the outcome (``ALONG_OUTCOMES``):
+
+* ``not testable`` — κ below ``KAPPA_MIN`` (the step does not shrink, so growth and no growth
+  look alike); fewer than ``MIN_SEEDS`` seeds with a γ (unless ρ_t = 0 at every scaled step of
+  every seed); or the interval of γ holds 0 and reaches κ/2 (``"not distinguished"``);
+* ``grows`` — γ_lo > 0: "ρ_t grows along this run like (t+1)^γ";
+* ``no growth`` — γ_hi < κ/2: no growth faster than (t+1)^{κ/2}, half the growth κ that a
+  positive first-order drift gives (a slower growth is not excluded); or ρ_t = 0 at every
+  scaled step.
+
+``p_value`` is the decisive one-sample t-test over the seeds (``analyses.stats.multiplicity``): of
+γ = κ/2 for ``no growth`` by its interval, else of γ = 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from analyses.assumption5.step_limits import MIN_STEPS, scaled_rows, scaling_table, step_signs
+from analyses.io import numeric_column
+from analyses.results import Interval, NotMeasured
+from analyses.stats.multiplicity import t_test_p
+from analyses.stats.seeds import MIN_SEEDS, seed_interval
+from zerolock_theory.records import SCALING
+
+__all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "AlongRun", "SeedAlong", "along_run", "seed_along",
+           "seed_along_from_frame"]
+
+ALONG_OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
+BLOCKS = 5
+"""Blocks of equal step counts per seed."""
+BURN_IN = 1
+"""Leading blocks left out of γ's fit: an early transient (LoRA's B = 0 start) dominates them."""
+MIN_BLOCKS = 3
+"""Fitted blocks with a positive mean that γ needs."""
+KAPPA_MIN = 0.1
+"""The least decay exponent of η_t for which growth and no growth can be told apart."""
+LR_COLUMN = "train/lr"
+
+
+@dataclass(frozen=True)
+class SeedAlong:
+    """One seed: γ (NaN when undefined), κ, the scaled steps used and whether ρ_t = 0 at all of them."""
+
+    run: str
+    gamma: float
+    kappa: float
+    n_steps: int
+    all_zero: bool
+    blocks: tuple[tuple[float, float], ...] = ()
+    """(geometric-mean t + 1, mean ρ_t) of every block, the burn-in first: the points γ's fit reads."""
+
+
+@dataclass(frozen=True)
+class AlongRun:
+    """The trend of ρ_t along the run over seeds: γ's interval, κ, the outcome and its p."""
+
+    seeds: list[SeedAlong]
+    gamma: Interval | None
+    kappa: float
+    outcome: str
+    reason: str
+    p_value: float | None
+
+    @property
+    def spread(self) -> float:
+        """The standard deviation of γ over the seeds that have one (NaN below 2)."""
+        gammas = [s.gamma for s in self.seeds if math.isfinite(s.gamma)]
+        return float(np.std(gammas, ddof=1)) if len(gammas) >= 2 else math.nan
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.polyfit(x, y, 1)[0]) if x.size >= 2 and np.ptp(x) > 0 else math.nan
+
+
+def seed_along(run: str, steps: Sequence[float], rho: Sequence[float], lr: Sequence[float]) -> SeedAlong:
+    """γ and κ of one seed from its scaled steps (module docstring); undefined ρ_t are dropped."""
+    t = np.asarray(steps, dtype=float)
+    r = np.asarray(rho, dtype=float)
+    eta = np.asarray(lr, dtype=float)
+    keep = np.isfinite(t) & np.isfinite(r) & np.isfinite(eta) & (eta > 0)
+    t, r, eta = t[keep], r[keep], eta[keep]
+    order = np.argsort(t)
+    t, r, eta = t[order] + 1.0, r[order], eta[order]
+    kappa = _slope(np.log(t), -np.log(eta)) if t.size else math.nan
+    if t.size < BLOCKS:
+        return SeedAlong(run, math.nan, kappa, int(t.size), bool(t.size) and not (r > 0).any())
+    every = tuple((float(np.exp(np.log(tb).mean())), float(rb.mean()))
+                  for tb, rb in zip(np.array_split(t, BLOCKS), np.array_split(r, BLOCKS), strict=True))
+    positive = np.array([(bt, br) for bt, br in every[BURN_IN:] if br > 0])
+    gamma = _slope(np.log(positive[:, 0]), np.log(positive[:, 1])) if len(positive) >= MIN_BLOCKS else math.nan
+    return SeedAlong(run, gamma, kappa, int(t.size), not (r > 0).any(), every)
+
+
+def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str, *, min_steps: int = MIN_STEPS) -> SeedAlong:
+    """``seed_along`` from a run's metrics: ρ(c = 1) of the ``scaling`` probe and ``train/lr`` at
+    the scaled steps whose φ′ is resolved (an unresolved step, float noise at an exact optimum
+    for one, carries no ρ_t: noise over q_t ∝ η_t² would grow like a first-order drift); a seed with
+    fewer than ``min_steps`` resolved steps has no γ."""
+    key = SCALING.key(obj, 1.0, "ratio")
+    if key not in frame.columns or LR_COLUMN not in frame.columns:
+        raise NotMeasured(f"{run}: no {key if key not in frame.columns else LR_COLUMN} column")
+    c, phi, _ = scaling_table(frame, obj, "actual", run)
+    rows = scaled_rows(frame, obj, "actual", c)
+    resolved = np.isfinite(step_signs(c, phi))
+    steps = np.asarray(frame["step"], dtype=float)[rows][resolved]
+    rho = numeric_column(frame, key, where=run)[rows][resolved]
+    lr = numeric_column(frame, LR_COLUMN, where=run)[rows][resolved]
+    found = seed_along(run, steps, rho, lr)
+    return found if resolved.sum() >= min_steps else replace(found, gamma=math.nan)
+
+
+def along_run(seeds: Sequence[SeedAlong], level: float = 0.95, *, min_seeds: int = MIN_SEEDS) -> AlongRun:
+    """γ's seed interval and the outcome (module docstring)."""
+    seeds = list(seeds)
+    kappas = [s.kappa for s in seeds if math.isfinite(s.kappa)]
+    kappa = float(np.median(kappas)) if kappas else math.nan
+    gammas = [s.gamma for s in seeds if math.isfinite(s.gamma)]
+    gamma = seed_interval(gammas, level, min_seeds=min_seeds)
+
+    def result(outcome: str, reason: str) -> AlongRun:
+        null = kappa / 2 if reason == "bounded" else 0.0  # the decisive test's null
+        p = t_test_p(gammas, null) if len(gammas) >= min_seeds and math.isfinite(null) else None
+        return AlongRun(seeds, gamma, kappa, outcome, reason, p)
+
+    if not math.isfinite(kappa) or kappa < KAPPA_MIN:
+        return result("not testable", "constant_step")
+    if seeds and all(s.all_zero for s in seeds) and len(seeds) >= min_seeds:
+        return result("no growth", "all_zero")
+    if gamma is None:
+        return result("not testable", "few_seeds")
+    if gamma.low > 0:
+        return result("grows", "grows")
+    if gamma.high < kappa / 2:
+        return result("no growth", "bounded")
+    return result("not testable", "not_distinguished")

@@ -1,0 +1,378 @@
+"""Systems claims: peak activation memory and throughput, next to the paper's numbers.
+
+The paper claims 26.5% lower peak memory and 4.9% higher throughput than 1F1B (PipeDream).
+``systems.json`` (written by the systems benchmark) is read in either layout:
+
+* nested: ``{method: {K: {"peak_saved_activation_bytes": [per stage] | number,
+  "tokens_per_s": number}}}`` with method ∈ {zerolock, gpipe, 1f1b};
+* records: ``[{"method", "chunks" | "K", <peak key>, "tokens_per_s"}, ...]``, optionally under
+  a top-level ``"results"`` key.
+
+The peak key is the first key starting with ``peak`` (e.g. ``peak_saved_activation_bytes``).
+A per-stage list is reduced to its maximum (the stage that bounds device memory).
+
+For each K and baseline b ∈ {1f1b, gpipe}: memory reduction = 1 − peak_zerolock / peak_b,
+throughput gain = tps_zerolock / tps_b − 1.
+
+``memory_claim`` reads the per-stage memory split the benchmark records for every repeat
+(``{method: {K: {"memory": [[{weights, gradients, optimizer, activations, communication,
+total}, ... per stage], ... per repeat]}}}``) and answers: is ZeroLock's per-stage peak memory
+lower than 1F1B's at the same K, micro-batches and batch, and by as much as the paper's
+26.5% (ratio 0.735)? Per repeat r the peak is the largest stage total (the stage that bounds a
+device), ratio_r = peak_ZeroLock,r / peak_1F1B,r; the same for activations alone. The spread
+is [min, max] over repeats, estimate the median. The decision uses the total (what the paper
+states): every repeat ≤ 0.735 → "lower than 1F1B, as the paper claims"; every repeat < 1 →
+"lower than 1F1B, less than the paper claims"; every repeat ≥ 1 → "not lower than 1F1B";
+otherwise "undecided"; no split recorded → "not measured". The activations-only ratio (the
+part the schedule changes; weights are fixed by the model and LoRA) is shown beside it. The
+split is a deterministic accounting: repeats agree, and their spread is no evidence.
+
+The answer depends on the setting: weights and optimizer state are fixed while activations grow
+with the tokens a micro-batch carries, so the total ratio falls with the micro-batch size.
+``memory_map`` reads ``memory_map.json`` (``zerolock_theory.app.workflows.memory_map``: the ratio
+at ≥ 3 measured sizes, the split per component) and ``memory_claim`` decides on it when present:
+"as the paper claims at every measured size" (every ratio ≤ 0.735), "as the paper claims from a
+micro-batch size on" (the ratios cross 0.735 within the measured sizes; the crossing, by linear
+interpolation in log tokens between the two measured points around it, is named),
+"lower than 1F1B, less than the paper claims at every measured size", "not lower than 1F1B at
+some measured size". Without a map the outcome is the one measured setting's, and it says which
+setting (K, micro-batches, tokens per micro-batch).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyses.io import RunDataError
+from analyses.results import Interval, Result, register
+
+__all__ = [
+    "CLAIMED_MEMORY_REDUCTION",
+    "CLAIMED_MEMORY_RATIO",
+    "CLAIMED_THROUGHPUT_GAIN",
+    "MAP_OUTCOMES",
+    "MEMORY_OUTCOMES",
+    "MemoryMap",
+    "MemoryMapPoint",
+    "memory_map",
+    "SPLIT_PARTS",
+    "MemoryClaim",
+    "MemoryRatioRow",
+    "SystemsComparison",
+    "SystemsRatio",
+    "SystemsRow",
+    "read_systems",
+    "memory_claim",
+    "systems_comparison",
+]
+
+CLAIMED_MEMORY_REDUCTION = 0.265
+CLAIMED_THROUGHPUT_GAIN = 0.049
+CLAIMED_MEMORY_RATIO = 1.0 - CLAIMED_MEMORY_REDUCTION  # 0.735
+MAP_OUTCOMES: tuple[str, ...] = ("as the paper claims at every measured size",
+                                 "as the paper claims from a micro-batch size on",
+                                 "lower than 1F1B, less than the paper claims at every measured size",
+                                 "not lower than 1F1B at some measured size")
+MIN_MAP_POINTS = 3
+"""A memory map decides only with at least this many measured micro-batch sizes."""
+MEMORY_OUTCOMES: tuple[str, ...] = ("lower than 1F1B, as the paper claims", "lower than 1F1B, less than the paper claims",
+                                    "not lower than 1F1B", "undecided", "not measured")
+SPLIT_PARTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations", "communication")
+METHODS: tuple[str, ...] = ("zerolock", "gpipe", "1f1b")
+BASELINES: tuple[str, ...] = ("1f1b", "gpipe")
+
+
+@dataclass(frozen=True)
+class SystemsRow:
+    """One (method, K) measurement: the peak over stages and the throughput."""
+
+    method: str
+    chunks: int
+    peak_bytes: float
+    tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class SystemsRatio:
+    """ZeroLock against one baseline at one K."""
+
+    chunks: int
+    baseline: str
+    memory_reduction: float
+    throughput_gain: float
+
+
+@register
+@dataclass(frozen=True)
+class SystemsComparison(Result):
+    """Measured memory and throughput ratios with the paper's claims alongside."""
+
+    kind = "systems"
+    source: str
+    rows: list[SystemsRow]
+    ratios: list[SystemsRatio]
+    claimed_memory_reduction: float = CLAIMED_MEMORY_REDUCTION
+    claimed_throughput_gain: float = CLAIMED_THROUGHPUT_GAIN
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, list):
+        if not value:
+            raise RunDataError(f"{where}: empty per-stage list")
+        return max(_number(v, where) for v in value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RunDataError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _row(method: str, chunks: Any, entry: dict[str, Any], where: str) -> SystemsRow:
+    peak_key = next((k for k in entry if str(k).startswith("peak")), None)
+    if peak_key is None or "tokens_per_s" not in entry:
+        raise RunDataError(f"{where}: needs a 'peak…' key and 'tokens_per_s'")
+    try:
+        k = int(chunks)
+    except (TypeError, ValueError) as exc:
+        raise RunDataError(f"{where}: chunk count {chunks!r} is not an integer") from exc
+    return SystemsRow(
+        method, k, _number(entry[peak_key], where), _number(entry["tokens_per_s"], where)
+    )
+
+
+def read_systems(path: str | Path) -> list[SystemsRow]:
+    """Parse ``systems.json`` (either layout, module docstring) into rows."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "systems.json"
+    if not path.is_file():
+        raise RunDataError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunDataError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    if isinstance(data, dict) and isinstance(data.get("results"), list):
+        data = data["results"]
+    rows = []
+    if isinstance(data, list):
+        for i, rec in enumerate(data):
+            if not isinstance(rec, dict) or "method" not in rec:
+                raise RunDataError(f"{path}: record {i + 1} needs a 'method'")
+            chunks = rec.get("chunks", rec.get("K"))
+            rows.append(_row(str(rec["method"]).lower(), chunks, rec, f"{path}: record {i + 1}"))
+    elif isinstance(data, dict):
+        for method, per_k in data.items():
+            if str(method).lower() not in METHODS or not isinstance(per_k, dict):
+                continue
+            for chunks, entry in per_k.items():
+                if isinstance(entry, dict):
+                    rows.append(
+                        _row(str(method).lower(), chunks, entry, f"{path}: {method}/{chunks}")
+                    )
+    else:
+        raise RunDataError(f"{path}: expected a JSON object or list")
+    if not rows:
+        raise RunDataError(f"{path}: no measurements for {', '.join(METHODS)}")
+    return rows
+
+
+def systems_comparison(path: str | Path) -> SystemsComparison:
+    """Ratios of ZeroLock to each baseline per K (module docstring).
+
+    Guarantees: one ratio per K where both ZeroLock and the baseline were measured;
+    ``memory_reduction = 1 − zl/base`` and ``throughput_gain = zl/base − 1`` exactly.
+    """
+    rows = read_systems(path)
+    by = {(r.method, r.chunks): r for r in rows}
+    ratios = []
+    for k in sorted({r.chunks for r in rows}):
+        zl = by.get(("zerolock", k))
+        for base in BASELINES:
+            b = by.get((base, k))
+            if zl is None or b is None or b.peak_bytes <= 0 or b.tokens_per_s <= 0:
+                continue
+            ratios.append(
+                SystemsRatio(
+                    k,
+                    base,
+                    1.0 - zl.peak_bytes / b.peak_bytes,
+                    zl.tokens_per_s / b.tokens_per_s - 1.0,
+                )
+            )
+    return SystemsComparison(str(path), rows, ratios)
+
+
+@dataclass(frozen=True)
+class MemoryRatioRow:
+    """ZeroLock ÷ 1F1B per-stage peak memory at one K, over the repeats."""
+
+    chunks: int
+    repeats: int
+    total: Interval  # median [min, max] over repeats of max-stage totals' ratio
+    activations: Interval
+    zerolock_split: dict[str, float]  # bytes, the peak stage of the first repeat
+    baseline_split: dict[str, float]
+    outcome: str
+
+
+@dataclass(frozen=True)
+class MemoryMapPoint:
+    """One measured micro-batch size: ZeroLock ÷ 1F1B at the peak stage, total and activations, and
+    each method's split (bytes) at its peak stage."""
+
+    tokens: int
+    sequences: int
+    total: float
+    activations: float
+    zerolock_split: dict[str, float]
+    baseline_split: dict[str, float]
+
+
+@register
+@dataclass(frozen=True)
+class MemoryMap(Result):
+    """The total ratio against tokens per micro-batch at one K (module docstring)."""
+
+    kind = "systems_memory_map"
+    outcome: str  # one of MAP_OUTCOMES, or "not testable" below MIN_MAP_POINTS sizes
+    chunks: int
+    micro_batches: int
+    seq_len: int
+    points: list[MemoryMapPoint]
+    crossing_tokens: float | None  # where the total ratio reaches 0.735 (interpolated), if it crosses
+
+
+def _crossing(points: list[MemoryMapPoint]) -> float | None:
+    """Tokens where the total ratio falls through 0.735, linear in log tokens between measured points."""
+    for a, b in zip(points, points[1:], strict=False):
+        if a.total > CLAIMED_MEMORY_RATIO >= b.total:
+            w = (a.total - CLAIMED_MEMORY_RATIO) / (a.total - b.total)
+            return float(math.exp(math.log(a.tokens) + w * (math.log(b.tokens) - math.log(a.tokens))))
+    return None
+
+
+def map_outcome(totals: list[float]) -> str:
+    """The map's outcome word from its total ratios in order of size (module docstring)."""
+    if len(totals) < MIN_MAP_POINTS:
+        return "not testable"
+    if max(totals) >= 1.0:
+        return MAP_OUTCOMES[3]
+    if max(totals) <= CLAIMED_MEMORY_RATIO:
+        return MAP_OUTCOMES[0]
+    return MAP_OUTCOMES[1] if min(totals) <= CLAIMED_MEMORY_RATIO else MAP_OUTCOMES[2]
+
+
+def memory_map(path: str | Path) -> MemoryMap:
+    """``memory_map.json`` as a ``MemoryMap`` (points sorted by tokens); ``RunDataError`` if malformed."""
+    path = Path(path)
+    path = path / "memory_map.json" if path.is_dir() else path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        points = []
+        for raw in data["points"]:
+            (zt, zs), (bt, bs) = _peak(raw["zerolock"], "total", str(path)), _peak(raw["1f1b"], "total", str(path))
+            za, ba = _peak(raw["zerolock"], "activations", str(path))[0], _peak(raw["1f1b"], "activations", str(path))[0]
+            points.append(MemoryMapPoint(int(raw["tokens"]), int(raw["sequences"]), zt / bt, za / ba, zs, bs))
+    except (OSError, KeyError, TypeError, ZeroDivisionError, json.JSONDecodeError) as exc:
+        raise RunDataError(f"{path}: not a memory map ({exc})") from exc
+    points.sort(key=lambda p: p.tokens)
+    return MemoryMap(map_outcome([p.total for p in points]), int(data["K"]), int(data["micro_batches"]),
+                     int(data["seq_len"]), points, _crossing(points))
+
+
+@register
+@dataclass(frozen=True)
+class MemoryClaim(Result):
+    """Peak memory, ZeroLock against 1F1B, with the paper's 0.735 beside it (module docstring)."""
+
+    kind = "systems_memory"
+    question: str
+    outcome: str  # one of MEMORY_OUTCOMES, at ``primary_chunks``
+    primary_chunks: int
+    rows: list[MemoryRatioRow]
+    claimed_ratio: float = CLAIMED_MEMORY_RATIO
+    decided_on: str = "total"
+    reason: str = ""
+    setting: str = ""  # the measured setting of the rows (K, micro-batches, tokens per micro-batch)
+    map: MemoryMap | None = None  # the ratio against tokens per micro-batch, when measured
+
+
+QUESTION = ("Is ZeroLock's per-stage peak memory lower than 1F1B's at the same K, micro-batches and batch, "
+            "by as much as the paper's 26.5% (ZeroLock/1F1B = 0.735)?")
+
+
+def _peak(stages: list[dict[str, Any]], key: str, where: str) -> tuple[float, dict[str, float]]:
+    """The largest stage value of ``key`` and that stage's split."""
+    if not stages or not all(isinstance(s, dict) for s in stages):
+        raise RunDataError(f"{where}: expected a list of per-stage memory splits")
+    values = [_number(s.get(key), f"{where}: {key}") for s in stages]
+    top = max(range(len(values)), key=values.__getitem__)
+    return values[top], {k: _number(stages[top].get(k), f"{where}: {k}") for k in (*SPLIT_PARTS, "total")}
+
+
+def memory_outcome(ratios: list[float]) -> str:
+    """The outcome word for the total ratios of every repeat (module docstring)."""
+    if not ratios:
+        return "not measured"
+    if max(ratios) <= CLAIMED_MEMORY_RATIO:
+        return MEMORY_OUTCOMES[0]
+    if max(ratios) < 1.0:
+        return MEMORY_OUTCOMES[1]
+    if min(ratios) >= 1.0:
+        return MEMORY_OUTCOMES[2]
+    return "undecided"
+
+
+def _interval(values: list[float]) -> Interval:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+    return Interval(median, ordered[0], ordered[-1], level=1.0)
+
+
+def _memory_row(K: int, zl_runs: list, bp_runs: list, where: str) -> MemoryRatioRow:
+    totals, acts, splits = [], [], []
+    for r, (zl, bp) in enumerate(zip(zl_runs, bp_runs, strict=False)):
+        (zt, zs), (bt, bs) = _peak(zl, "total", f"{where} repeat {r + 1}"), _peak(bp, "total", f"{where} repeat {r + 1}")
+        za, _ = _peak(zl, "activations", where)
+        ba, _ = _peak(bp, "activations", where)
+        if bt <= 0 or ba <= 0:
+            raise RunDataError(f"{where}: 1F1B peak is not positive")
+        totals.append(zt / bt)
+        acts.append(za / ba)
+        splits.append((zs, bs))
+    return MemoryRatioRow(K, len(totals), _interval(totals), _interval(acts), splits[0][0], splits[0][1],
+                          memory_outcome(totals))
+
+
+def memory_claim(path: str | Path) -> MemoryClaim:
+    """ZeroLock ÷ 1F1B peak memory per K from ``systems.json`` (module docstring).
+
+    Guarantees (tests): the ratio of each repeat is max-stage total ZeroLock / max-stage total
+    1F1B exactly; the outcome is one of ``MEMORY_OUTCOMES``, decided at the largest K with both
+    methods measured; a file without memory splits gives "not measured".
+    """
+    path = Path(path)
+    path = path / "systems.json" if path.is_dir() else path
+    read_systems(path)  # the same errors as the throughput rows for a missing or malformed file
+    data = json.loads(path.read_text(encoding="utf-8"))
+    zl, bp = data.get("zerolock", {}), data.get("1f1b", {})
+    rows = []
+    for K in sorted({int(k) for k in zl} & {int(k) for k in bp}):
+        z, b = zl[str(K)].get("memory"), bp[str(K)].get("memory")
+        if isinstance(z, list) and isinstance(b, list) and z and b:
+            rows.append(_memory_row(K, z, b, f"{path}: K={K}"))
+    if not rows:
+        return MemoryClaim(QUESTION, "not measured", 0, [], reason="no_memory_split")
+    primary = rows[-1]
+    setup = data.get("setup", {}) if isinstance(data.get("setup"), dict) else {}
+    m, batch, seq = (setup.get(k) for k in ("micro_batches", "batch_size", "seq_len"))
+    setting = f"K = {primary.chunks}" + (
+        f", {m} micro-batches of {batch // m} x {seq} = {batch // m * seq} tokens" if m and batch and seq else "")
+    found = memory_map(path.parent) if (path.parent / "memory_map.json").is_file() else None
+    if found is not None and found.outcome in MAP_OUTCOMES:
+        return MemoryClaim(QUESTION, found.outcome, primary.chunks, rows, setting=setting, map=found,
+                           reason="memory_map")
+    return MemoryClaim(QUESTION, primary.outcome, primary.chunks, rows, setting=setting, map=found)

@@ -1,0 +1,90 @@
+"""Tables of a tune directory: every run's CE at the budget, the curves, and a text summary.
+
+* ``runs_table``: one row per finished run (method, η_0, seed, validation and test CE at the
+  budget, steps, training seconds): what ``docs/results`` keeps.
+* ``curves_table``: one row per (method at its chosen η_0, seed, eval step): steps done,
+  measured training seconds up to that step (the sum of ``train/step_time_s``; evaluation
+  excluded), test-split CE and each chunk's test-split CE (step 0 = the initial readouts).
+* ``summary_text``: the selection and the comparison (``analyses.versus.tuned_versus``) in words.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from analyses.io import logged_chunks
+from analyses.versus.tuned_versus import TunedVersus, tuned_versus
+from analyses.versus.tuning import TunedRun, load_tuned, select_all
+from zerolock_theory.records import TEST_CE, TEST_CHUNK, initial
+
+__all__ = ["curves_table", "runs_table", "summary_text"]
+
+
+def _seconds(run: TunedRun) -> float:
+    if run.frame is None or "train/step_time_s" not in run.frame:
+        return math.nan
+    return float(pd.to_numeric(run.frame["train/step_time_s"], errors="coerce").sum())
+
+
+def runs_table(runs: list[TunedRun]) -> pd.DataFrame:
+    """One row per run, sorted by method, η_0 and seed."""
+    rows = [{"method": r.method, "lr": r.lr, "seed": r.seed, "validation_ce": r.validation, "test_ce": r.test,
+             "steps": r.steps, "train_seconds": _seconds(r)} for r in runs]
+    return pd.DataFrame(rows).sort_values(["method", "lr", "seed"]).reset_index(drop=True) if rows else pd.DataFrame()
+
+
+def _curve_rows(run: TunedRun) -> list[dict]:
+    frame = run.frame
+    chunks = logged_chunks(frame, TEST_CHUNK, "ce")
+    wall = pd.to_numeric(frame["train/step_time_s"], errors="coerce").cumsum().to_numpy()
+    first = frame.iloc[0]
+    rows = [{"steps": 0, "train_seconds": 0.0, "test_ce": first.get(initial(TEST_CE), math.nan),
+             **{f"chunk_{k}": first.get(initial(TEST_CHUNK.key(k, "ce")), math.nan) for k in chunks}}]
+    for i, rec in frame[pd.to_numeric(frame.get(TEST_CE), errors="coerce").notna()].iterrows():
+        rows.append({"steps": int(rec["step"]) + 1, "train_seconds": float(wall[i]), "test_ce": float(rec[TEST_CE]),
+                     **{f"chunk_{k}": float(rec[TEST_CHUNK.key(k, "ce")]) for k in chunks}})
+    return [{"method": run.method, "lr": run.lr, "seed": run.seed, **row} for row in rows]
+
+
+def curves_table(runs: list[TunedRun], *, chosen_only: bool = True) -> pd.DataFrame:
+    """The test-split curves of every run (of each method's chosen η_0 only, by default)."""
+    chosen = {m: s.lr for m, s in select_all(runs).items()}
+    keep = [r for r in runs if r.frame is not None and (not chosen_only or chosen.get(r.method) == r.lr)]
+    rows = [row for run in keep for row in _curve_rows(run)]
+    return pd.DataFrame(rows)
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else str(x)
+
+
+def describe(result: TunedVersus) -> str:
+    """The comparison in a few lines of plain text."""
+    lines = [f"budget {result.budget} steps; test-split held-out CE at the budget (mean [{result.level:.0%} "
+             "interval over seeds]); eta_0 chosen on the validation split"]
+    for m, r in result.methods.items():
+        scores = ", ".join(f"{lr:g}: {v:.4f}" for lr, v in sorted(r.validation_scores.items()))
+        edge = " (on the grid's edge)" if r.on_boundary else ""
+        lines.append(f"  {m}: eta_0 = {r.lr:g}{edge}; test CE {_fmt(r.test_ce)} from {r.initial_test_ce:.4f} "
+                     f"at step 0, seeds {list(r.seeds)}; validation CE by eta_0 {{{scores}}}")
+    for v, c in result.comparisons.items():
+        reach = "not reached within the budget" if c.steps_to_backprop is None else f"{c.steps_to_backprop} steps"
+        lines.append(f"  {v} - backprop: {c.outcome} (Holm over {len(result.comparisons)}); difference "
+                     f"{_fmt(c.difference)} nats, Bonferroni interval {_fmt(c.difference_bonferroni)}, "
+                     f"p = {c.p_value:.3g}, seeds {list(c.seeds)}; backprop's CE {result.target_ce:.4f}: {reach}")
+    return "\n".join(lines)
+
+
+def summary_text(out: str | Path) -> str:
+    """``runs_table`` and, once backprop and a variant are selectable, the comparison."""
+    runs = load_tuned(out)
+    if not runs:
+        return f"{out}: no finished run yet"
+    text = runs_table(runs).to_string(index=False, float_format=lambda x: f"{x:.4f}")
+    try:
+        return f"{text}\n\n{describe(tuned_versus(runs))}"
+    except ValueError as exc:
+        return f"{text}\n\n(no comparison yet: {exc})"

@@ -1,0 +1,158 @@
+"""The suite's side runs: Lemma 2's fixed-point experiment, the systems row's memory runs and the
+tuned comparison (``zerolock tune`` into ``tuned/``, the "ZeroLock against backprop" row).
+
+Each writes its result files under the verify directory (``fixed_point/chunk-K/controls.json`` and
+``fixed_point.json``,
+``systems/systems.json`` and ``systems/memory_map.json``, ``tuned/tune.json``) and is skipped when that file
+exists, so a resumed verify does not redo it (the tune resumes run by run). ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
+``base`` the runs' base config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_chunks",
+           "run_data", "tune_recipe", "tuned_runs"]
+
+SUITE_TUNE_KEYS = (("model", "path"), ("model", "chunks"), ("model", "device"), ("model", "dtype"),
+                   ("model", "autocast"), ("data", "source"), ("data", "text_field"), ("data", "seq_len"),
+                   ("data", "batch_size"), ("run", "steps"), ("method", "alpha"))
+"""The keys a suite's tune takes from the suite's runs: the same model, corpus, sizes and budget."""
+
+
+def model_placement(base: dict[str, Any]) -> dict[str, Any]:
+    """The runs' device, parameter dtype and autocast (``base["model"]``): every side run uses them,
+    so ``auto`` resolves as it does for the runs (``models.resolve_device``)."""
+    model = base["model"]
+    return {"device": str(model.get("device", "auto")), "dtype": str(model.get("dtype", "float32")),
+            "autocast": model.get("autocast")}
+
+
+def run_data(base: dict[str, Any]) -> dict[str, Any]:
+    """The runs' data settings (``base["data"]`` over ``DataConfig``'s defaults) as side-run fields:
+    the side runs read the same corpus, field, sequence length, batches and split as the runs."""
+    from dataclasses import asdict
+
+    from zerolock_theory.data_config import DataConfig
+
+    data = {**asdict(DataConfig()), **base["data"]}
+    return {"data": str(data["source"]), "text_field": str(data["text_field"]), "seq_len": int(data["seq_len"]),
+            "batch_size": int(data["batch_size"]), "eval_batches": int(data["eval_batches"]),
+            "eval_fraction": float(data["eval_fraction"]), "data_seed": int(data["seed"])}
+
+
+def run_chunks(spec: Any, base: dict[str, Any]) -> int:
+    """K of the suite's runs: the merged base config's ``model.chunks`` (a recipe's [model] table or
+    ``--set model.chunks`` override ``suite.chunks``), so the side runs split the model as the runs do."""
+    return int(base["model"].get("chunks", spec.chunks))
+
+
+def fixed_point_settings(spec: Any, base: dict[str, Any], chunk: int):
+    """The ``FixedPointSettings`` of the experiment on ``chunk``: the suite's sizes, the runs' model,
+    data, device and dtypes."""
+    from zerolock_theory.app.workflows.fixed_point import FixedPointSettings
+
+    return FixedPointSettings(
+        model=str(base["model"]["path"]), chunks=run_chunks(spec, base), chunk=chunk, seeds=len(spec.seeds),
+        first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
+        steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
+        **run_data(base), **model_placement(base))
+
+
+def memory_settings(spec: Any, base: dict[str, Any]):
+    """The ``MemorySettings`` of the memory runs: the suite's sizes, the runs' model, data, device and dtypes."""
+    from zerolock_theory.app.workflows.systems import MemorySettings
+
+    # the runs' corpus, field, seq_len and split; the batch is the suite's (its micro-batches divide
+    # suite.batch_size, checked when the suite loads); one held-out batch: memory runs do not evaluate
+    data = {**run_data(base), "batch_size": spec.batch_size}
+    del data["eval_batches"]
+    return MemorySettings(model=str(base["model"]["path"]), stages=spec.memory_stages,
+                          micro_batches=spec.memory_micro_batches, steps=4, warmup=1,
+                          repeats=spec.memory_repeats, **data, **model_placement(base))
+
+
+def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[Path]:
+    """Lemma 2's fixed-point experiment with its controls (``workflows.fixed_point_controls``) on
+    ``spec.fixed_point_chunks``, one directory per chunk holding ``controls.json`` and
+    ``fixed_point.json`` (the experiment, written from the controls' run when missing); a chunk
+    whose ``controls.json`` exists is skipped (resume), one with only ``fixed_point.json`` (an older
+    suite) gets its controls."""
+    from zerolock_theory.app.workflows.fixed_point_controls import run_fixed_point_controls
+    from zerolock_theory.training.resume import write_text_atomic
+
+    dirs = []
+    for chunk in spec.fixed_point_chunks:
+        where = out / f"chunk-{chunk}"
+        dirs.append(where)
+        if (where / "controls.json").is_file():
+            log(f"fixed point, chunk {chunk}: done, skipped")
+            continue
+        settings = fixed_point_settings(spec, base, chunk)
+        log(f"fixed point, chunk {chunk}: {settings.seeds} seeds, each loss until it stops falling, on the labels "
+            "and on permuted labels, and the label-free move ...")
+        result = run_fixed_point_controls(settings)
+        where.mkdir(parents=True, exist_ok=True)
+        if not (where / "fixed_point.json").is_file():
+            write_text_atomic(where / "fixed_point.json", result.main.to_json() + "\n")
+        write_text_atomic(where / "controls.json", result.to_json() + "\n")
+        verdict = "calibrated" if result.calibrated else "NOT calibrated: " + "; ".join(result.failed_controls)
+        log(f"fixed point, chunk {chunk}: {result.main.outcome} (label part {result.main.label_contrast}); "
+            f"controls {verdict}")
+    return dirs
+
+
+def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path | None:
+    """The systems row's memory runs (``workflows.systems``): ZeroLock, GPipe and 1F1B pipelines at
+    ``spec.memory_stages``; ``out/systems.json``, skipped when already written (resume)."""
+    if not spec.memory_stages:
+        return None
+    from zerolock_theory.app.workflows.memory_map import measure_memory_map
+    from zerolock_theory.app.workflows.systems import measure_memory
+
+    settings = memory_settings(spec, base)
+    if (out / "systems.json").is_file():
+        log("memory runs: done, skipped")
+    else:
+        log(f"memory runs: ZeroLock, GPipe and 1F1B pipelines at K = {list(spec.memory_stages)}, "
+            f"{spec.memory_repeats} repeats ...")
+        measure_memory(settings, out, log=log)
+    if (out / "memory_map.json").is_file():
+        log("memory map: done, skipped")
+    else:  # the ratio against tokens per micro-batch (workflows.memory_map), run on resume when missing
+        log(f"memory map: ZeroLock and 1F1B at K = {max(spec.memory_stages)}, four micro-batch sizes ...")
+        measure_memory_map(settings, out, log=log)
+    return out
+
+
+def tune_recipe(spec: Any, base: dict[str, Any]) -> dict[str, Any]:
+    """The tune recipe ``spec.tune`` (a file or a packaged name) at the suite's model, corpus, K,
+    sizes and steps (``SUITE_TUNE_KEYS`` taken from ``base``), so its comparison answers for the
+    suite's runs. Raises a one-line ``ValueError`` on a bad recipe."""
+    import copy
+
+    from zerolock_theory.config import read_recipe
+
+    raw = copy.deepcopy(read_recipe(spec.tune))
+    if "tune" not in raw:
+        raise ValueError(f"suite.tune={spec.tune!r}: not a tune recipe (it has no [tune] table; try tune_embedded)")
+    for table, key in SUITE_TUNE_KEYS:
+        if key in base.get(table, {}):
+            raw.setdefault(table, {})[key] = base[table][key]
+    return raw
+
+
+def tuned_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path | None:
+    """The tuned comparison (``workflows.tune.run_tune``) of ``spec.tune`` into ``out``; ``None``
+    when the suite has none. Finished runs are skipped, so a resumed verify continues the tune."""
+    if not spec.tune:
+        return None
+    from zerolock_theory.app.workflows.tune import run_tune
+
+    out.mkdir(parents=True, exist_ok=True)
+    log(f"tuned comparison ({spec.tune}): every method over one eta_0 grid, chosen on a validation split ...")
+    summary = run_tune(tune_recipe(spec, base), out, log=log)
+    log("tuned comparison: chosen eta_0 " + ", ".join(f"{m} {lr:g}" for m, lr in summary["chosen"].items()))
+    return out
