@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_chunks",
-           "run_data", "tune_recipe", "tuned_runs"]
+           "run_config", "run_data", "tune_recipe", "tuned_runs"]
 
 SUITE_TUNE_KEYS = (("model", "path"), ("model", "chunks"), ("model", "device"), ("model", "dtype"),
-                   ("model", "autocast"), ("data", "source"), ("data", "text_field"), ("data", "seq_len"),
+                   ("model", "autocast"), ("model", "lora"), ("data", "source"), ("data", "text_field"), ("data", "seq_len"),
                    ("data", "batch_size"), ("run", "steps"), ("method", "alpha"))
 """The keys a suite's tune takes from the suite's runs: the same model, corpus, sizes and budget."""
 
@@ -49,15 +49,27 @@ def run_chunks(spec: Any, base: dict[str, Any]) -> int:
     return int(base["model"].get("chunks", spec.chunks))
 
 
+def run_config(spec: Any, base: dict[str, Any], variant: str = "zerolock-reverse"):
+    """The typed ``TrainConfig`` of the suite's first run of ``variant`` (``suite_spec.VARIANTS``):
+    the one source the side runs read every setting they share with the runs from."""
+    from zerolock_theory.app.workflows.suite_spec import VARIANTS, replicate
+    from zerolock_theory.config import TrainConfig
+    from zerolock_theory.config_overrides import apply_values
+
+    return TrainConfig.from_dict(apply_values(base, dict((*VARIANTS[variant](spec), *replicate(min(spec.seeds))))))
+
+
 def fixed_point_settings(spec: Any, base: dict[str, Any], chunk: int):
-    """The ``FixedPointSettings`` of the experiment on ``chunk``: the suite's sizes, the runs' model,
-    data, device and dtypes."""
+    """The ``FixedPointSettings`` of the experiment on ``chunk``: the suite's sizes (seeds, steps,
+    probe positions) and, from the reverse runs' own config (``run_config``), α, ε, K, the LoRA
+    rank, the model, data, device and dtypes."""
     from zerolock_theory.app.workflows.fixed_point import FixedPointSettings
 
+    runs = run_config(spec, base)
     return FixedPointSettings(
-        model=str(base["model"]["path"]), chunks=run_chunks(spec, base), chunk=chunk, seeds=len(spec.seeds),
-        first_seed=min(spec.seeds), alpha=spec.alpha, epsilon=spec.epsilon_reverse,
-        steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
+        model=str(base["model"]["path"]), chunks=runs.model.chunks, chunk=chunk, seeds=len(spec.seeds),
+        first_seed=min(spec.seeds), alpha=runs.method.alpha, epsilon=runs.method.epsilon,
+        lora_rank=runs.model.lora.rank, steps_max=spec.fixed_point_steps, n_positions=spec.probe_positions,
         **run_data(base), **model_placement(base))
 
 
@@ -71,7 +83,8 @@ def memory_settings(spec: Any, base: dict[str, Any]):
     del data["eval_batches"]
     return MemorySettings(model=str(base["model"]["path"]), stages=spec.memory_stages,
                           micro_batches=spec.memory_micro_batches, steps=4, warmup=1,
-                          repeats=spec.memory_repeats, **data, **model_placement(base))
+                          repeats=spec.memory_repeats, lora_rank=run_config(spec, base).model.lora.rank,
+                          **data, **model_placement(base))
 
 
 def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[Path]:
@@ -129,8 +142,8 @@ def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path |
 
 def tune_recipe(spec: Any, base: dict[str, Any]) -> dict[str, Any]:
     """The tune recipe ``spec.tune`` (a file or a packaged name) at the suite's model, corpus, K,
-    sizes and steps (``SUITE_TUNE_KEYS`` taken from ``base``), so its comparison answers for the
-    suite's runs. Raises a one-line ``ValueError`` on a bad recipe."""
+    sizes and steps (``SUITE_TUNE_KEYS`` taken from ``base``) and the reverse runs' ε, so its
+    comparison answers for the suite's runs. Raises a one-line ``ValueError`` on a bad recipe."""
     import copy
 
     from zerolock_theory.config import read_recipe
@@ -141,6 +154,9 @@ def tune_recipe(spec: Any, base: dict[str, Any]) -> dict[str, Any]:
     for table, key in SUITE_TUNE_KEYS:
         if key in base.get(table, {}):
             raw.setdefault(table, {})[key] = base[table][key]
+    if "zerolock-reverse" in raw["tune"].get("methods", ("zerolock-reverse",)):  # the reverse runs' ε
+        reverse = raw["tune"].setdefault("zerolock-reverse", {})
+        reverse.setdefault("method", {})["epsilon"] = run_config(spec, base).method.epsilon
     return raw
 
 

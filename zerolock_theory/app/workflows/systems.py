@@ -46,6 +46,8 @@ class MemorySettings:
     """Autocast dtype, bfloat16 or float16; None = none (as ``model.autocast``)."""
     optim: str = "adamw"
     repeats: int = 3
+    lora_rank: int = 8
+    """LoRA rank of every stage's adapters (as ``model.lora.rank``; a verify suite passes its runs' value)."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1 or self.steps <= self.warmup or not self.stages or min(self.stages) < 2:
@@ -58,7 +60,7 @@ def memory_config(settings: MemorySettings, method: str, K: int):
 
     return TrainConfig.from_dict({
         "model": {"path": settings.model, "chunks": K, "device": settings.device, "dtype": settings.dtype,
-                  "autocast": settings.autocast},
+                  "autocast": settings.autocast, "lora": {"rank": settings.lora_rank}},
         "data": {"source": settings.data, "text_field": settings.text_field, "seq_len": settings.seq_len,
                  "batch_size": settings.batch_size, "eval_batches": 1, "eval_fraction": settings.eval_fraction,
                  "seed": settings.data_seed},
