@@ -80,6 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with --reanalyze: another input of the analysis, e.g. a zerolock tune directory "
                         "(the tuned ZeroLock-against-backprop row)")
     parser.add_argument("--overwrite", action="store_true", help="replace --out if it holds another of our runs (never a directory of yours)")
+    parser.add_argument("--publish", type=Path, default=None, metavar="PAGE.md",
+                        help="also write the verdict table as a results page (command, commit, date, wall time, "
+                        "scope), e.g. docs/results/embedded-full.md; only a new file or a page --publish wrote")
     parser.set_defaults(func=run)
 
 
@@ -181,7 +184,32 @@ def _reanalyze(args: argparse.Namespace) -> int:
     print("\n" + "\n".join(verdict_lines(result.verdicts)))
     print(f"\nreport: {result.report_html}")
     print(f"markdown: {result.report_markdown}")
+    _publish(args, result)
     return 0
+
+
+def _check_publish(args: argparse.Namespace) -> None:
+    from reports.publish import check_publish_path
+
+    if args.publish is not None:
+        try:
+            check_publish_path(args.publish)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from exc
+
+
+def _publish(args: argparse.Namespace, result) -> None:
+    """The results page of ``--publish`` (``reports.publish``), with the suite's recorded wall time."""
+    if args.publish is None:
+        return
+    from reports.publish import write_results_page
+    from zerolock_theory.app.workflows.verify import recorded_seconds
+
+    command = resume_command(args) + (" --reanalyze" if args.reanalyze else "") + f" --publish {args.publish}"
+    title = f"Verdicts: {args.out.name}" + (" (re-analysed)" if args.reanalyze else "")
+    page = write_results_page(args.publish, result.verdicts, result.scope, title=title, command=command,
+                              seconds=recorded_seconds(args.out), report=str(result.report_html))
+    print(f"results page: {page}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"--jobs must be >= 1, got {args.jobs}")
     if args.extra and not args.reanalyze:
         raise CLIError("--with belongs to --reanalyze")
+    _check_publish(args)
     if args.reanalyze:
         return _reanalyze(args)
     spec, tables = _suite(args)
@@ -222,4 +251,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"markdown: {result.report_markdown}")
     where = result.out / ("settings" if spec.variants else "runs")
     print(f"runs: {len(result.run_dirs)} in {where}; wall time {result.seconds:.0f}s")
+    _publish(args, result)
     return 0

@@ -55,7 +55,7 @@ from zerolock_theory.app.workflows.suite_spec import (
 from zerolock_theory.app.workflows.sweep import GridPoint, run_grid, validate_grid
 from zerolock_theory.app.workflows.worker import die_with_parent
 
-__all__ = ["VerifyResult", "reanalyze", "verify"]
+__all__ = ["VerifyResult", "reanalyze", "record_seconds", "recorded_seconds", "verify"]
 
 MARKER = "verify.json"
 
@@ -321,5 +321,25 @@ def verify(
     tuned = tuned_runs(spec, base, out / "tuned", log=log)
     reached("analysis")
     log("analysing ...")
-    return _analyse_and_report(out, run_dirs, [*run_dirs, *fixed, *([tuned] if tuned else [])], systems,
-                               _scope_settings(spec, lrs, pilot, model), started)
+    result = _analyse_and_report(out, run_dirs, [*run_dirs, *fixed, *([tuned] if tuned else [])], systems,
+                                 _scope_settings(spec, lrs, pilot, model), started)
+    record_seconds(out, result.seconds)
+    return result
+
+
+def record_seconds(out: Path, seconds: float) -> None:
+    """Record in ``verify.json`` the wall time of the invocation that finished the suite (a resumed
+    suite: its last part only; the page that publishes it says so)."""
+    marker = Path(out) / MARKER
+    saved = json.loads(marker.read_text())
+    saved["seconds"] = float(seconds)
+    marker.write_text(json.dumps(saved, indent=2))
+
+
+def recorded_seconds(out: Path) -> float | None:
+    """The wall time ``record_seconds`` left in ``verify.json``, or None (an older suite)."""
+    marker = Path(out) / MARKER
+    if not marker.is_file():
+        return None
+    value = json.loads(marker.read_text()).get("seconds")
+    return None if value is None else float(value)

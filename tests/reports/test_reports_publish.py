@@ -1,0 +1,50 @@
+"""The results page of ``zerolock verify --publish``: provenance, the table, and no overwrite of a user's file."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyses.registry import ClaimInputs, claims, decide
+from reports.publish import MARKER, check_publish_path, results_page, write_results_page
+from zerolock_theory.app.cli import main
+
+
+def _verdicts():
+    return decide(ClaimInputs({}, {}))  # every row without its data: "not measured"
+
+
+def test_the_page_carries_its_provenance_and_every_row():
+    text = results_page(_verdicts(), "Scope: model embedded", title="Verdicts: x", command="zerolock verify --out x",
+                        commit="abc123", date="2026-12-05", seconds=125.0, report="x/report/report.html")
+    lines = text.splitlines()
+    assert lines[0] == MARKER and "# Verdicts: x" in lines
+    for needle in ("- command: `zerolock verify --out x`", "- commit: `abc123`", "- date: 2026-12-05",
+                   "2.1 min (125 s)", "**Scope: model embedded**", "Bottom line"):
+        assert needle in text, needle
+    assert sum(line.startswith("| ") for line in lines) == len(claims()) + 1  # the head and one line per row
+    assert "not recorded" in results_page(_verdicts(), "s", title="t", command="c", commit="c", date="d",
+                                          seconds=None, report="r")
+
+
+def test_a_page_is_rewritten_but_a_users_file_is_not(tmp_path):
+    page = tmp_path / "docs" / "page.md"
+    write_results_page(page, _verdicts(), "Scope", title="t", command="c", seconds=1.0, report="r")
+    first = page.read_text()
+    write_results_page(page, _verdicts(), "Scope", title="t2", command="c", seconds=1.0, report="r")
+    assert page.read_text() != first and page.read_text().startswith(MARKER)
+    mine = tmp_path / "mine.md"
+    mine.write_text("my notes\n")
+    with pytest.raises(ValueError, match="was not written by --publish; not overwriting it"):
+        check_publish_path(mine)
+    with pytest.raises(ValueError, match="a directory"):
+        check_publish_path(tmp_path)
+
+
+def test_verify_refuses_a_foreign_page_before_anything_runs(tmp_path, capsys):
+    mine = tmp_path / "notes.md"
+    mine.write_text("my notes\n")
+    out = tmp_path / "v"
+    assert main(["verify", "--quick", "--out", str(out), "--publish", str(mine)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not overwriting it" in err[0]
+    assert not out.exists() and mine.read_text() == "my notes\n"
