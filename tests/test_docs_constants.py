@@ -7,17 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from analyses import (
-    drift_budget,
-    fixed_point,
-    lemma2,
-    proposition_identity,
-    rate,
-    scaling,
-    systems,
-    systems_throughput,
-)
+from analyses.assumption5 import scaling
+from analyses.lemma2 import fixed_point
+from analyses.lemma2 import targets as lemma2
 from analyses.lemma2.fixed_point_controls import LABEL_FREE_STEP
+from analyses.proposition1 import identity as proposition_identity
+from analyses.systems import memory as systems
+from analyses.systems import throughput as systems_throughput
+from analyses.theorem1 import drift_budget, rate
 from zerolock_theory.app.workflows import fixed_point_controls, memory_map
 
 MATH = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "docs" / "MATH.md").read_text(encoding="utf-8"))

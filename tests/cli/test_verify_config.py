@@ -92,7 +92,7 @@ def test_set_and_shorthands_reach_the_base_config(monkeypatch, capsys):
 def test_recipe_tables_and_verify_json(tmp_path: Path, monkeypatch):
     """A recipe's [data] table lands in verify.json's base (the runs themselves are skipped)."""
     recipe = tmp_path / "mine.toml"
-    text = (Path(verify_module.__file__).parents[1] / "recipes" / "verify_quick.toml").read_text()
+    text = (Path(verify_module.__file__).parents[2] / "recipes" / "verify_quick.toml").read_text()
     recipe.write_text(text + "\n[data]\nbatch_size = 2\n\n[method]\nalpha = 0.25\n")
 
     class Stop(Exception):

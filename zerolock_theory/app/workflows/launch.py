@@ -60,7 +60,7 @@ def _gpu_slots(jobs: int, device: str) -> list[str | None]:
 def _env(gpu: str | None) -> dict[str, str]:
     """The worker's environment: this package importable, and its GPU when pinned."""
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
