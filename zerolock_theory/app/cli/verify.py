@@ -2,7 +2,7 @@
 
 Examples::
 
-    zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model (README: wall time)
+    zerolock verify --quick --out runs/verify-quick       # smoke test: embedded model (docs/results/: wall time)
     zerolock verify --out runs/verify                     # the full suite: 1000 steps, 5 seeds per primary group,
                                                           # and its tuned comparison (docs/TUNED.md)
     zerolock verify --config verify_smollm2_cpu --out runs/smollm2   # SmolLM2-135M, 2 CPU cores, short horizon

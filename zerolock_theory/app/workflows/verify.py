@@ -25,7 +25,7 @@ The suite (docs/MATH.md names):
 
 Sizing: a ZeroLock step costs about 0.2 s on one core at batch 8 × 32 (embedded model, K = 4),
 the proof probe 0.1 s more, a scaled step with its baseline about 1.7 s (64 probe positions);
-README gives the measured wall times of ``--quick`` and the full suite. Runs go through
+The results pages under docs/results/ give the measured wall times of ``--quick`` and the full suite. Runs go through
 ``workflows.sweep.run_grid`` (``jobs`` at once), so an interrupted verify resumes: complete
 runs are skipped, a half-written run resumes, finished side runs are skipped.
 """
