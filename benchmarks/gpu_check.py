@@ -44,6 +44,7 @@ from probes.readout_pass import readouts
 from zerolock_theory.app.workflows.runs import probed_setup, probed_train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
+from zerolock_theory.records import MINIMIZER
 from zerolock_theory.training.loop import quiet_mode, setup
 
 QWEN = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
@@ -172,7 +173,7 @@ def probed_run(model: Path, device: str, steps: int, seq_len: int, batch: int, t
     probed_train(config(model, "zerolock", device, steps, seq_len, batch, PROBES), tmp / "train")
     wall = time.perf_counter() - tic
     records = read_records(tmp / "train" / "metrics.jsonl")
-    key = "probe/minimizer/4/ce"
+    key = MINIMIZER.key(4, "ce")
     ce = [r[key] for r in records if r.get(key) is not None]
     return {"wall": wall, "records": len(records), "ce_first": ce[0] if ce else float("nan"),
             "ce_last": ce[-1] if ce else float("nan")}

@@ -40,10 +40,10 @@ from analyses.theorem1.rate_power import POWER_FAMILIES, rate_power
 from probes.gradient_batch import GradientBatchProbe
 from zerolock_theory.config import TrainConfig, read_recipe
 from zerolock_theory.config_overrides import apply_overrides
-from zerolock_theory.records import GRADIENT_BATCH
+from zerolock_theory.records import GRAD_SQ_UNBIASED, GRADIENT_BATCH
 from zerolock_theory.training.loop import Run, quiet_mode, setup
 
-STEP_KEY = "train/grad_sq_unbiased"
+STEP_KEY = GRAD_SQ_UNBIASED
 PROBE_KEY = GRADIENT_BATCH.key(None, "grad_sq_unbiased")
 DRAWS = (PROBE_KEY, f"{PROBE_KEY}:second draw")
 SECOND_DRAW = 1000  # the second probe's seed offset: an independent draw at the same ω^t

@@ -59,7 +59,7 @@ from probes.readout_pass import (
     readouts,
 )
 from probes.registry import register
-from zerolock_theory.records import OBJECTIVES, PROOF, PROOF_FIELDS, PROOF_STEP
+from zerolock_theory.records import LR, OBJECTIVES, PROOF, PROOF_FIELDS, PROOF_STEP
 from zerolock_theory.theory.surrogate import frozen_targets
 from zerolock_theory.training.hooks import HookContext
 
@@ -213,7 +213,7 @@ class ProofProbe(Probe):
         """Keep η_t; at a span's last step, the span's terms, then begin the next span at ω^{t+1}."""
         span, end = self.span, step + 1
         if span is not None:
-            span.lr.append(float(metrics["train/lr"]))
+            span.lr.append(float(metrics[LR]))
         if end % self.every:
             return {}
         out: dict[str, Any] = {}

@@ -43,7 +43,7 @@ from a5_drift_constructions import Construction, constructions
 from analyses.assumption5.families import FACTORS
 from analyses.assumption5.scaling import group_scaling
 from analyses.assumption5.step_limits import step_signs
-from zerolock_theory.records import SCALING, SCALING_STEP
+from zerolock_theory.records import LR, SCALING, SCALING_STEP
 
 OBJ = "implemented"
 BROKEN_RATE = 0.10
@@ -74,7 +74,7 @@ def build_frame(con: Construction, seed: int, i: int, gp: object) -> pd.DataFram
     q = c**2 * (eta**2 * m)[:, None]
     plus = noisy(c * a_u[:, None] + c**2 * b_u[:, None])
     minus = noisy(-c * a_u[:, None] + c**2 * b_u[:, None])
-    rec: dict[str, np.ndarray] = {"step": t.astype(int), "train/lr": eta}
+    rec: dict[str, np.ndarray] = {"step": t.astype(int), LR: eta}
     for direction, p, dr in (("actual", phi, drift), ("random", plus, None), ("antithetic", minus, None)):
         for j, cj in enumerate(FACTORS):
             rec[SCALING.key(OBJ, cj, "phi", direction)] = p[:, j]

@@ -34,8 +34,10 @@ import numpy as np
 from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = [
-    "CHUNK", "EVAL_CE", "EVAL_CE_INITIAL", "EVAL_CHUNK", "EVAL_OBJECTIVE", "EVAL_OBJECTIVE_INITIAL",
-    "GLOBAL_GRAD_SQ_UNBIASED", "GRADIENT", "GRADIENT_BATCH", "INITIAL", "LEMMA2", "LEMMA2_FIELDS", "LEMMA2_STEP",
+    "CHUNK", "DATA", "DATA_EPOCH", "EVAL", "EVAL_CE", "EVAL_CE_INITIAL", "EVAL_CHUNK", "EVAL_OBJECTIVE",
+    "EVAL_OBJECTIVE_INITIAL", "FINAL_CE", "GLOBAL_GRAD_SQ_UNBIASED", "GRAD_NOISE_FLOOR", "GRAD_NORM_SQ",
+    "GRAD_SQ_UNBIASED", "LR", "STEP_TIME_S", "TEST", "TEST_CE_INITIAL", "TOKENS", "TOKENS_PER_S", "TRAIN",
+    "TRAIN_LOSS", "GRADIENT", "GRADIENT_BATCH", "INITIAL", "LEMMA2", "LEMMA2_FIELDS", "LEMMA2_STEP",
     "LEMMA2_NULL_FIELDS", "MINIMIZER", "MINIMIZER_INITIAL", "PROOF", "PROOF_FIELDS", "PROOF_STEP",
     "QUANTITIES", "SCALING", "SCALING_DIRECTIONS", "SCALING_STEP", "STABILITY", "STABILITY_FIELDS",
     "STABILITY_FLAG", "TEST_CE", "TEST_CHUNK", "Layout", "Quantity", "initial", "layout_of", "with_layout",
@@ -113,6 +115,11 @@ class Quantity:
     order: tuple[str, ...]
     fields: tuple[str, ...]
     defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def prefix(self) -> str:
+        """The pattern's fixed text before its first axis or field (``eval/chunk/``): every key starts with it."""
+        return self.pattern.split("{", 1)[0]
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -246,13 +253,30 @@ QUANTITIES: dict[str, Quantity] = {
 }
 """Every declared quantity by name (docs/SCHEMA.md lists their keys)."""
 
-EVAL_CE = "eval/ce"
-EVAL_CE_INITIAL = initial(EVAL_CE)
-EVAL_OBJECTIVE = "eval/objective"  # the run's own objective on the fixed held-out batches
-EVAL_OBJECTIVE_INITIAL = initial(EVAL_OBJECTIVE)
-TEST_CE = "test/ce"
-GLOBAL_GRAD_SQ_UNBIASED = "train/global_grad_sq_unbiased"
+TRAIN = Quantity("train/{field}", ("field",), (
+    "loss", "final_ce", "lr", "grad_norm_sq", "grad_sq_unbiased", "global_grad_sq_unbiased", "grad_noise_floor",
+    "tokens", "tokens_per_s", "step_time_s"))
+"""Per training step, over the whole model: the output chunk's CE, η_t, ‖g‖², Ĝ_t (local; ``global_...``: of the
+task loss by full backprop), the noise floor, tokens, throughput and the step's wall time (``loss``: older runs)."""
+EVAL = Quantity("eval/{field}", ("field",), ("ce", "objective", "ce" + INITIAL, "objective" + INITIAL))
+"""On the fixed held-out batches: CE(e_y, p_K) and the run's own objective, at ω^{t+1} and at ω^0."""
+TEST = Quantity("test/{field}", ("field",), ("ce", "ce" + INITIAL))
+"""On the test split (runs with ``data.test_fraction`` > 0): CE(e_y, p_K), at ω^{t+1} and at ω^0."""
+DATA = Quantity("data/{field}", ("field",), ("epoch",))
+"""The data stream's position: the epoch the step's batch came from."""
+QUANTITIES.update({"train": TRAIN, "eval": EVAL, "test": TEST, "data": DATA})
+
+TRAIN_LOSS, FINAL_CE, LR = TRAIN.key("loss"), TRAIN.key("final_ce"), TRAIN.key("lr")
+GRAD_NORM_SQ, GRAD_SQ_UNBIASED = TRAIN.key("grad_norm_sq"), TRAIN.key("grad_sq_unbiased")
+GLOBAL_GRAD_SQ_UNBIASED = TRAIN.key("global_grad_sq_unbiased")
 """Ĝ_t of the task loss L = CE(p_y^ε, p_K) by full backprop, from two halves of the training batch."""
+GRAD_NOISE_FLOOR = TRAIN.key("grad_noise_floor")
+TOKENS, TOKENS_PER_S, STEP_TIME_S = TRAIN.key("tokens"), TRAIN.key("tokens_per_s"), TRAIN.key("step_time_s")
+EVAL_CE, EVAL_CE_INITIAL = EVAL.key("ce"), EVAL.key("ce" + INITIAL)
+EVAL_OBJECTIVE, EVAL_OBJECTIVE_INITIAL = EVAL.key("objective"), EVAL.key("objective" + INITIAL)
+"""The run's own objective on the fixed held-out batches."""
+TEST_CE, TEST_CE_INITIAL = TEST.key("ce"), TEST.key("ce" + INITIAL)
+DATA_EPOCH = DATA.key("epoch")
 
 
 LAYOUT_ATTR = "zerolock.layout"

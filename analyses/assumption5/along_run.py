@@ -46,7 +46,7 @@ from analyses.io import numeric_column
 from analyses.results import Interval, NotMeasured
 from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
-from zerolock_theory.records import SCALING
+from zerolock_theory.records import LR, SCALING
 
 __all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "AlongRun", "SeedAlong", "along_run", "seed_along",
            "seed_along_from_frame"]
@@ -60,7 +60,7 @@ MIN_BLOCKS = 3
 """Fitted blocks with a positive mean that γ needs."""
 KAPPA_MIN = 0.1
 """The least decay exponent of η_t for which growth and no growth can be told apart."""
-LR_COLUMN = "train/lr"
+LR_COLUMN = LR
 
 
 @dataclass(frozen=True)

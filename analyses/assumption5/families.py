@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from zerolock_theory.records import SCALING, SCALING_STEP, Layout, with_layout
+from zerolock_theory.records import LR, SCALING, SCALING_STEP, Layout, with_layout
 
 __all__ = ["FACTORS", "FAMILIES", "Family", "frame"]
 
@@ -99,7 +99,7 @@ def frame(family: Family, seed: int, *, steps: int = 31, every: int = 1, eta0: f
     directions = {"actual": (phi, drift), "random": (noisy(c * a_u[:, None] + c**2 * b_u[:, None]), None)}
     if antithetic:
         directions["antithetic"] = (noisy(-c * a_u[:, None] + c**2 * b_u[:, None]), None)
-    rec: dict[str, np.ndarray] = {"step": t.astype(int), "train/lr": eta}
+    rec: dict[str, np.ndarray] = {"step": t.astype(int), LR: eta}
     for obj in ("paper", "implemented"):
         for direction, (p, dr) in directions.items():
             for j, cj in enumerate(FACTORS):

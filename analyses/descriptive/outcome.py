@@ -22,11 +22,12 @@ import pandas as pd
 
 from analyses.io import numeric_column
 from analyses.results import NotMeasured, Result, register
+from zerolock_theory.records import EVAL_CE, EVAL_CE_INITIAL
 
 __all__ = ["OutcomeComparison", "OutcomeGroup", "OutcomeRun", "compare_outcomes", "outcome_run"]
 
-EVAL = "eval/ce"
-INITIAL = "eval/ce_initial"
+EVAL = EVAL_CE
+INITIAL = EVAL_CE_INITIAL
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,15 @@ from scipy import stats
 
 from analyses.io import layout
 from analyses.results import Interval
-from zerolock_theory.records import CHUNK
+from zerolock_theory.records import (
+    CHUNK,
+    EVAL_CE,
+    EVAL_CE_INITIAL,
+    EVAL_OBJECTIVE,
+    EVAL_OBJECTIVE_INITIAL,
+    FINAL_CE,
+    TRAIN_LOSS,
+)
 
 __all__ = [
     "DIVERGENCE_MARGIN",
@@ -59,9 +67,8 @@ DIVERGENCE_MARGIN = 0.0
 TREND_FRACTION = 0.1
 """The share of the steps at each end whose mean ``objective_trend`` compares (a tenth)."""
 
-LOSS_COLUMNS = ("train/loss", "train/final_ce")
-EVAL_CE, EVAL_INITIAL = "eval/ce", "eval/ce_initial"
-EVAL_OBJECTIVE, EVAL_OBJECTIVE_INITIAL = "eval/objective", "eval/objective_initial"
+LOSS_COLUMNS = (TRAIN_LOSS, FINAL_CE)
+EVAL_INITIAL = EVAL_CE_INITIAL
 T = TypeVar("T")
 
 
@@ -129,14 +136,14 @@ def own_objective(frame: pd.DataFrame) -> tuple[str, pd.Series] | None:
     losses ℓ_k; backprop logs only chunk K's, which is L); else ``train/final_ce`` (tables
     without loss columns). A step missing a chunk's loss is NaN (not finite).
     """
-    if "train/loss" in frame.columns:
-        return "train/loss", pd.to_numeric(frame["train/loss"], errors="coerce")
+    if TRAIN_LOSS in frame.columns:
+        return TRAIN_LOSS, pd.to_numeric(frame[TRAIN_LOSS], errors="coerce")
     chunks = _chunk_loss_columns(frame)
     if chunks:
         values = frame[chunks].apply(pd.to_numeric, errors="coerce").sum(axis=1, skipna=False, min_count=1)
         return "sum of chunk/k/loss", values
-    if "train/final_ce" in frame.columns:
-        return "train/final_ce", pd.to_numeric(frame["train/final_ce"], errors="coerce")
+    if FINAL_CE in frame.columns:
+        return FINAL_CE, pd.to_numeric(frame[FINAL_CE], errors="coerce")
     return None
 
 

@@ -33,12 +33,12 @@ from analyses.results import NotMeasured, Result
 from analyses.results import register as register_result
 from analyses.theorem1.drift_budget import DriftBudget, drift_arrays, drift_budget
 from analyses.verdict import Evidence, Verdict
-from zerolock_theory.records import PROOF
+from zerolock_theory.records import LR, PROOF
 from zerolock_theory.vocab import objective_of
 
 __all__ = ["GroupDrift", "group_drift"]
 
-LR_COLUMN = "train/lr"
+LR_COLUMN = LR
 
 
 @register_result

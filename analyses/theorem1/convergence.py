@@ -43,7 +43,7 @@ from analyses.results import Interval, Result, decode, register
 from analyses.stats.bootstrap import ols_slope
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from analyses.verdict import BOUND_REASONS, BoundFigures
-from zerolock_theory.records import GRADIENT
+from zerolock_theory.records import GRAD_NOISE_FLOOR, GRAD_NORM_SQ, GRAD_SQ_UNBIASED, GRADIENT
 
 __all__ = [
     "BIASED_COLUMN",
@@ -66,10 +66,10 @@ __all__ = [
     "with_noise_floor",
 ]
 
-GHAT_COLUMN = "train/grad_sq_unbiased"
-BIASED_COLUMN = "train/grad_norm_sq"
+GHAT_COLUMN = GRAD_SQ_UNBIASED
+BIASED_COLUMN = GRAD_NORM_SQ
 GLOBAL_COLUMN = GRADIENT.key(None, "global_sq")
-FLOOR_COLUMN = "train/grad_noise_floor"
+FLOOR_COLUMN = GRAD_NOISE_FLOOR
 """Derived (``with_noise_floor``): ‖g_t‖² − Ĝ_t, the bias of the squared minibatch norm. E‖g_t‖² =
 ‖∇R^t‖² + E‖g_t − ∇R^t‖² and E Ĝ_t = ‖∇R^t‖² (independent halves), so its mean is
 E‖g_t − ∇R^t‖² (about tr Σ_t/B): the noise floor alone, the ‖∇R^t‖² part cancels."""

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from analyses.versus.tuning import METHODS, TunedRun
+from zerolock_theory.records import EVAL_CE, EVAL_CE_INITIAL, STEP_TIME_S, TEST_CE, TEST_CE_INITIAL
 
 __all__ = ["CONSTRUCTIONS", "logistic_runs", "relabel", "split_disagreement"]
 
@@ -48,16 +49,16 @@ def _sgd(x, y, splits, lr, seed, steps, batch, eval_every, bias) -> pd.DataFrame
     rng = np.random.default_rng(1000 + seed)
     train, val, test = splits
     w = rng.normal(scale=0.1, size=x.shape[1])
-    rows = [{"step": 0, "eval/ce_initial": _ce(w, x[val], y[val]), "test/ce_initial": _ce(w, x[test], y[test])}]
+    rows = [{"step": 0, EVAL_CE_INITIAL: _ce(w, x[val], y[val]), TEST_CE_INITIAL: _ce(w, x[test], y[test])}]
     for t in range(steps):
         idx = rng.choice(train, size=batch)
         z = x[idx] @ w
         grad = x[idx].T @ (1.0 / (1.0 + np.exp(-z)) - y[idx]) / batch + bias
         w = w - lr / np.sqrt(t + 1.0) * grad
         row = rows[0] if t == 0 else {"step": t}
-        row["train/step_time_s"] = 0.001
+        row[STEP_TIME_S] = 0.001
         if (t + 1) % eval_every == 0 or t + 1 == steps:
-            row.update({"eval/ce": _ce(w, x[val], y[val]), "test/ce": _ce(w, x[test], y[test])})
+            row.update({EVAL_CE: _ce(w, x[val], y[val]), TEST_CE: _ce(w, x[test], y[test])})
         if t:
             rows.append(row)
     return pd.DataFrame(rows)
@@ -77,8 +78,8 @@ def logistic_runs(lrs: Sequence[float], seeds: Sequence[int], *, handicap: float
         for lr in lrs:
             for seed in seeds:
                 frame = _sgd(x, y, splits, lr, seed, steps, batch, eval_every, bias)
-                last = frame.dropna(subset=["test/ce"]).iloc[-1]
-                runs.append(TunedRun(method, float(lr), int(seed), float(last["eval/ce"]), float(last["test/ce"]),
+                last = frame.dropna(subset=[TEST_CE]).iloc[-1]
+                runs.append(TunedRun(method, float(lr), int(seed), float(last[EVAL_CE]), float(last[TEST_CE]),
                                      steps, frame))
     return runs
 

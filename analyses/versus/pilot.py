@@ -39,6 +39,7 @@ from analyses.results import Interval, Result, register
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from analyses.theorem1.convergence import series_from_table
 from analyses.theorem1.rate import WINDOWS, RateDescription, describe_rate
+from zerolock_theory.records import EVAL_CE, GLOBAL_GRAD_SQ_UNBIASED
 
 __all__ = [
     "CE_COLUMN",
@@ -53,8 +54,8 @@ __all__ = [
     "versus",
 ]
 
-GLOBAL_COLUMN = "train/global_grad_sq_unbiased"
-CE_COLUMN = "eval/ce"
+GLOBAL_COLUMN = GLOBAL_GRAD_SQ_UNBIASED
+CE_COLUMN = EVAL_CE
 VERSUS_OUTCOMES = ("zerolock worse", "no difference detected", "zerolock better", "not testable")
 PAIRINGS = ("paired by seed", "Welch", "none")
 

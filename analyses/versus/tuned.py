@@ -18,15 +18,15 @@ import pandas as pd
 from analyses.io import logged_chunks
 from analyses.versus.tuned_versus import TunedVersus, tuned_versus
 from analyses.versus.tuning import TunedRun, load_tuned, select_all
-from zerolock_theory.records import TEST_CE, TEST_CHUNK, initial
+from zerolock_theory.records import STEP_TIME_S, TEST_CE, TEST_CHUNK, initial
 
 __all__ = ["curves_table", "runs_table", "summary_text"]
 
 
 def _seconds(run: TunedRun) -> float:
-    if run.frame is None or "train/step_time_s" not in run.frame:
+    if run.frame is None or STEP_TIME_S not in run.frame:
         return math.nan
-    return float(pd.to_numeric(run.frame["train/step_time_s"], errors="coerce").sum())
+    return float(pd.to_numeric(run.frame[STEP_TIME_S], errors="coerce").sum())
 
 
 def runs_table(runs: list[TunedRun]) -> pd.DataFrame:
@@ -39,7 +39,7 @@ def runs_table(runs: list[TunedRun]) -> pd.DataFrame:
 def _curve_rows(run: TunedRun) -> list[dict]:
     frame = run.frame
     chunks = logged_chunks(frame, TEST_CHUNK, "ce")
-    wall = pd.to_numeric(frame["train/step_time_s"], errors="coerce").cumsum().to_numpy()
+    wall = pd.to_numeric(frame[STEP_TIME_S], errors="coerce").cumsum().to_numpy()
     first = frame.iloc[0]
     rows = [{"steps": 0, "train_seconds": 0.0, "test_ce": first.get(initial(TEST_CE), math.nan),
              **{f"chunk_{k}": first.get(initial(TEST_CHUNK.key(k, "ce")), math.nan) for k in chunks}}]

@@ -29,7 +29,7 @@ from zerolock_theory.pipeline.memory import (
 )
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
 from zerolock_theory.pipeline.stage import Stage
-from zerolock_theory.records import CHUNK
+from zerolock_theory.records import CHUNK, FINAL_CE, LR, TOKENS
 from zerolock_theory.training.gradients import labelled_tokens
 from zerolock_theory.training.logger import JsonlLogger
 from zerolock_theory.training.losses import LossSpec, check_finite, chunk_loss
@@ -108,13 +108,13 @@ def run_baseline_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
                 schedule.step(*args, ids=ids, mask=mask, target=batch["labels"], losses=losses)
             grad_sq = step_fn.grad_sq()
             lr = step_fn.update(t, grad_sq)
-            record: dict[str, Any] = {"step": t, "train/lr": lr, "train/tokens": current["n"],
+            record: dict[str, Any] = {"step": t, LR: lr, TOKENS: current["n"],
                                       CHUNK.key(k, "grad_norm_sq"): grad_sq}
             if k == K:
                 loss = float(sum(float(v.detach()) for v in losses))
                 check_finite(loss, t, "loss")
                 record[CHUNK.key(K, "loss")] = loss
-                record["train/final_ce"] = sum(s["ce"] for s in current["sums"][-opts.micro_batches:])
+                record[FINAL_CE] = sum(s["ce"] for s in current["sums"][-opts.micro_batches:])
             if (t + 1) % cfg.run.checkpoint_every == 0 or t + 1 == cfg.run.steps:
                 save_stage(stage, rt.run_dir, t + 1)
             record[f"stage/{k}/step_time_s"] = timer.end(t, current["n"])

@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from zerolock_theory.jsonio import dumps, read_records
 from zerolock_theory.pipeline.checkpoints import choose_checkpoint, stage_dir
-from zerolock_theory.records import CHUNK
+from zerolock_theory.records import CHUNK, FINAL_CE, GRAD_NORM_SQ, STEP_TIME_S, TOKENS, TOKENS_PER_S
 
 __all__ = ["merge_outputs", "read_adapters"]
 
@@ -35,15 +35,15 @@ def _merge_metrics(run_dir: Path, K: int) -> list[dict[str, Any]]:
     for step in sorted(by_step):
         rec = by_step[step]
         if CHUNK.key(K, "ce") in rec:
-            rec.setdefault("train/final_ce", rec[CHUNK.key(K, "ce")])
+            rec.setdefault(FINAL_CE, rec[CHUNK.key(K, "ce")])
         grads = [rec.get(CHUNK.key(k, "grad_norm_sq")) for k in range(1, K + 1)]
         if all(isinstance(g, (int, float)) for g in grads):
-            rec["train/grad_norm_sq"] = float(sum(grads))
+            rec[GRAD_NORM_SQ] = float(sum(grads))
         times = [rec.get(f"stage/{k}/step_time_s") for k in range(1, K + 1)]
         times = [t for t in times if isinstance(t, (int, float))]
         if times:
-            rec["train/step_time_s"] = max(times)
-            rec["train/tokens_per_s"] = rec.get("train/tokens", 0) / max(max(times), 1e-9)
+            rec[STEP_TIME_S] = max(times)
+            rec[TOKENS_PER_S] = rec.get(TOKENS, 0) / max(max(times), 1e-9)
         records.append(rec)
     return records
 
@@ -74,5 +74,5 @@ def merge_outputs(run_dir: Path, K: int) -> dict[str, Any]:
     recoveries = [r["recovery"] for r in results if r.get("recovery")]
     if recoveries:
         (run_dir / "recovery.json").write_text(json.dumps(recoveries, indent=1))
-    final = records[-1].get("train/final_ce") if records else None
+    final = records[-1].get(FINAL_CE) if records else None
     return {"results": results, "recoveries": recoveries, "final_train_ce": final}

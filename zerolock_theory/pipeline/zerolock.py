@@ -40,7 +40,7 @@ from zerolock_theory.pipeline.memory import (
 from zerolock_theory.pipeline.replay import ReplayBuffer
 from zerolock_theory.pipeline.runtime import Runtime, StepTimer
 from zerolock_theory.pipeline.stage import Stage, split_batch
-from zerolock_theory.records import CHUNK
+from zerolock_theory.records import CHUNK, LR, TOKENS
 from zerolock_theory.training.gradients import labelled_tokens
 from zerolock_theory.training.logger import JsonlLogger
 from zerolock_theory.training.losses import SUM_KEYS, LossSpec, check_finite, sliced_backward
@@ -123,7 +123,7 @@ def run_zerolock_stage(stage: Stage, rt: Runtime) -> dict[str, Any]:
             check_finite(sums["loss"], t, f"chunk {k} local loss")
             grad_sq = stage.step.grad_sq()
             lr = stage.step.update(t, grad_sq)
-            record = {"step": t, "train/lr": lr, "train/tokens": n, CHUNK.key(k, "grad_norm_sq"): grad_sq,
+            record = {"step": t, LR: lr, TOKENS: n, CHUNK.key(k, "grad_norm_sq"): grad_sq,
                       **{CHUNK.key(k, key): value for key, value in sums.items()}}
             if (t + 1) % W == 0 or t + 1 == cfg.run.steps:
                 logger.flush()

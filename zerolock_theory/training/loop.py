@@ -21,14 +21,21 @@ from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.data import DataStream, LMData
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, resolve_device
 from zerolock_theory.records import (
+    DATA_EPOCH,
     EVAL_CE,
     EVAL_CE_INITIAL,
     EVAL_CHUNK,
     EVAL_OBJECTIVE,
     EVAL_OBJECTIVE_INITIAL,
+    FINAL_CE,
     GLOBAL_GRAD_SQ_UNBIASED,
+    GRAD_SQ_UNBIASED,
+    STEP_TIME_S,
+    TEST,
     TEST_CE,
     TEST_CHUNK,
+    TOKENS,
+    TOKENS_PER_S,
 )
 from zerolock_theory.theory.losses import IGNORE_INDEX, local_loss_from_logits
 from zerolock_theory.training.export import save_run_adapter
@@ -57,7 +64,7 @@ from zerolock_theory.training.steps import TrainStep, build_step, global_grad_sq
 
 __all__ = ["Run", "RunSummary", "build_components", "evaluate", "execute", "setup", "train"]
 
-TIMING_KEYS = ("train/tokens_per_s", "train/step_time_s")
+TIMING_KEYS = (TOKENS_PER_S, STEP_TIME_S)
 
 
 @dataclass
@@ -275,17 +282,17 @@ def execute(run: Run) -> RunSummary:
             metrics = run.step_fn.train_step(batch, step)
             elapsed = time.perf_counter() - tic
             if glob:
-                metrics = {**metrics, GLOBAL_GRAD_SQ_UNBIASED: metrics["train/grad_sq_unbiased"] if own else g_hat}
+                metrics = {**metrics, GLOBAL_GRAD_SQ_UNBIASED: metrics[GRAD_SQ_UNBIASED] if own else g_hat}
             tokens = count_labelled(batch["labels"])
-            record: dict[str, Any] = {"step": step, **metrics, "train/tokens": tokens, "data/epoch": run.stream.epoch}
-            record["train/step_time_s"] = elapsed
-            record["train/tokens_per_s"] = tokens / max(elapsed, 1e-9)
+            record: dict[str, Any] = {"step": step, **metrics, TOKENS: tokens, DATA_EPOCH: run.stream.epoch}
+            record[STEP_TIME_S] = elapsed
+            record[TOKENS_PER_S] = tokens / max(elapsed, 1e-9)
             if step == 0 and initial is not None:
                 record[EVAL_CE_INITIAL] = initial[EVAL_CE]
                 record[EVAL_OBJECTIVE_INITIAL] = initial[EVAL_OBJECTIVE]
                 if run.data.n_test:  # every readout at ω^0 on both splits (the per-chunk curves' start)
                     record.update({records.initial(k): v for k, v in initial.items()
-                                   if k.startswith(("eval/chunk/", "test/"))})
+                                   if k.startswith((EVAL_CHUNK.prefix, TEST.prefix))})
             due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
             if due or run.hooks:  # eval mode and back cost ~3 ms on the embedded model: only when used
                 with quiet_mode(run.chunked):
@@ -296,7 +303,7 @@ def execute(run: Run) -> RunSummary:
                         record.update(hook.after_step(run.hook_ctx, step, record))
             logger.log(record)
             bar.update(1)
-            bar.set_postfix(loss=f"{record['train/final_ce']:.3f}", tok_s=f"{record['train/tokens_per_s']:.0f}")
+            bar.set_postfix(loss=f"{record[FINAL_CE]:.3f}", tok_s=f"{record[TOKENS_PER_S]:.0f}")
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
                 logger.flush()
                 _checkpoint(run, step + 1)

@@ -42,7 +42,7 @@ import torch
 
 from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models.chunking import ChunkedLM
-from zerolock_theory.records import CHUNK
+from zerolock_theory.records import CHUNK, FINAL_CE, GRAD_NORM_SQ, GRAD_SQ_UNBIASED, LR
 from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.gradients import (
     Blocks,
@@ -139,10 +139,10 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
     for k in range(1, K + 1):
         out[CHUNK.key(k, "grad_norm_sq")] = sq[k - 1]
         out[CHUNK.key(k, "grad_sq_unbiased")] = None if inner_values is None else inner_values[k - 1]
-    out["train/final_ce"] = metrics[CHUNK.key(K, "ce")]
-    out["train/grad_norm_sq"] = sum(sq)
-    out["train/grad_sq_unbiased"] = None if inner_values is None else sum(inner_values)
-    out["train/lr"] = step_fn.optimizers.step(step, sq)
+    out[FINAL_CE] = metrics[CHUNK.key(K, "ce")]
+    out[GRAD_NORM_SQ] = sum(sq)
+    out[GRAD_SQ_UNBIASED] = None if inner_values is None else sum(inner_values)
+    out[LR] = step_fn.optimizers.step(step, sq)
     return out
 
 
