@@ -25,7 +25,7 @@ from zerolock_theory.config import MethodConfig
 from zerolock_theory.records import CHUNK
 from zerolock_theory.training.losses import SUM_KEYS, LossSpec, Readout, chunk_loss
 
-__all__ = ["loss_weights", "undetached_backward"]
+__all__ = ["loss_weights", "undetached_backward", "undetached_loss"]
 
 
 def loss_weights(method: MethodConfig, chunks: int) -> list[float]:
@@ -33,9 +33,9 @@ def loss_weights(method: MethodConfig, chunks: int) -> list[float]:
     return [1.0] * chunks if method.loss_weights is None else [float(w) for w in method.loss_weights]
 
 
-def undetached_backward(readout: Readout, method: MethodConfig, batch: dict[str, torch.Tensor],
-                        n: int) -> dict[str, torch.Tensor]:
-    """∇ of J = Σ_k w_k·ℓ_k on ``batch`` / n into ``.grad`` through every chunk; each chunk's loss
+def undetached_loss(readout: Readout, method: MethodConfig, batch: dict[str, torch.Tensor],
+                    n: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """J = Σ_k w_k·ℓ_k on ``batch`` / n with its graph through every chunk, and each chunk's loss
     terms (``chunk/{k}/{loss,task,consistency,ce}``, on the device, unweighted)."""
     chunked, labels = readout.chunked, batch["labels"]
     weights = loss_weights(method, chunked.num_chunks)
@@ -56,5 +56,12 @@ def undetached_backward(readout: Readout, method: MethodConfig, batch: dict[str,
         metrics.update({CHUNK.key(k, key): part.totals[i] for i, key in enumerate(SUM_KEYS)})
         prev = part.prev
     assert total is not None  # MethodConfig: not every weight is 0
+    return total, metrics
+
+
+def undetached_backward(readout: Readout, method: MethodConfig, batch: dict[str, torch.Tensor],
+                        n: int) -> dict[str, torch.Tensor]:
+    """∇ of ``undetached_loss`` into ``.grad`` through every chunk; each chunk's loss terms."""
+    total, metrics = undetached_loss(readout, method, batch, n)
     total.backward()
     return metrics
