@@ -9,7 +9,15 @@ import torch
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models import ChunkedLM, attach_adapters
-from zerolock_theory.training.alignment import measure_alignment, measured_change, predicted_change
+from zerolock_theory.training.alignment import (
+    LOWERS,
+    NOT_DISTINGUISHED,
+    RAISES,
+    first_order_outcome,
+    measure_alignment,
+    measured_change,
+    predicted_change,
+)
 from zerolock_theory.training.steps import build_step
 
 V = 64
@@ -86,3 +94,10 @@ def test_measured_change_restores_the_parameters(tiny_lm):
     measured_change(step.readout, method, step.params, _batch(), 0.1)
     for xs, ys in zip(before, step.params, strict=True):
         assert all(torch.equal(x, y) for x, y in zip(xs, ys, strict=True))
+
+
+@pytest.mark.parametrize(("low", "high", "words"), [
+    (0.1, 2.0, LOWERS), (-2.0, -0.1, RAISES), (-0.1, 0.1, NOT_DISTINGUISHED), (0.0, 1.0, NOT_DISTINGUISHED),
+])
+def test_outcome_words_follow_the_interval(low, high, words):
+    assert first_order_outcome(low, high) == words

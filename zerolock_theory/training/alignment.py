@@ -38,7 +38,7 @@ from zerolock_theory.training.gradients import (
 from zerolock_theory.training.losses import Readout
 from zerolock_theory.training.undetached import undetached_loss
 
-__all__ = ["ChunkAlignment", "measure_alignment", "measured_change", "output_ce", "predicted_change",
+__all__ = ["LOWERS", "NOT_DISTINGUISHED", "RAISES", "ChunkAlignment", "first_order_outcome", "measure_alignment", "measured_change", "output_ce", "predicted_change",
            "step_direction"]
 
 Batch = dict[str, torch.Tensor]
@@ -62,6 +62,24 @@ class ChunkAlignment:
     def predicted(self, lr: float) -> float:
         """−η·⟨g_k^out, g_k^ZL⟩: chunk k's share of the first-order change of the output CE."""
         return -lr * self.inner
+
+
+LOWERS, RAISES, NOT_DISTINGUISHED = (
+    "ZeroLock's step lowers the output CE at first order",
+    "ZeroLock's step raises the output CE at first order",
+    "not distinguished",
+)
+"""The outcome words of an interval of Σ⟨g^out, g^ZL⟩ (or of one chunk's term) over seeds."""
+
+
+def first_order_outcome(low: float, high: float) -> str:
+    """The words for an interval [low, high] of the inner product ⟨g^out, g^ZL⟩: above 0 lowers the
+    output CE at first order, below 0 raises it, containing 0 is not distinguished."""
+    if low > 0:
+        return LOWERS
+    if high < 0:
+        return RAISES
+    return NOT_DISTINGUISHED
 
 
 def predicted_change(chunks: list[ChunkAlignment], lr: float) -> float:
@@ -121,10 +139,13 @@ def output_ce(readout: Readout, method: MethodConfig, batch: Batch) -> float:
     return float(per_token[mask].sum() / max(1, int(mask.sum())))
 
 
-def measured_change(readout: Readout, method: MethodConfig, params: Blocks, batch: Batch, lr: float) -> float:
-    """CE(ω − η·g^ZL) − CE(ω) on ``batch``: one SGD step along the method's direction, measured
-    (the parameters are restored afterwards, bit for bit)."""
-    step, _ = step_direction(readout, method, params, batch)
+def measured_change(readout: Readout, method: MethodConfig, params: Blocks, batch: Batch, lr: float,
+                    step: Blocks | None = None) -> float:
+    """CE(ω − η·g^ZL) − CE(ω) on ``batch``: one SGD step along the method's direction (``step``, the
+    first half of ``step_direction``, computed here when not given), measured; the parameters are
+    restored afterwards, bit for bit."""
+    if step is None:
+        step, _ = step_direction(readout, method, params, batch)
     before = output_ce(readout, method, batch)
     saved = [[p.detach().clone() for p in ps] for ps in params]
     try:
