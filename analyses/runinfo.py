@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from analyses.io import Run, RunDataError
-from zerolock_theory.config import TrainConfig
+from zerolock_theory.config import TrainConfig, alpha_of
 
 __all__ = ["SHARED_SETTINGS", "GroupKey", "IncomparableRuns", "RunInfo", "check_comparable", "run_config",
            "run_info"]
@@ -135,7 +135,7 @@ def run_info(run: Run, name: str) -> RunInfo:
         lr=float(config.optim.lr),
         schedule=config.optim.schedule,
         chunks=int(config.model.chunks),
-        alpha=float(config.method.alpha),
+        alpha=alpha_of(config.method, config.model.chunks),  # the output chunk's α when one per chunk
         epsilon=float(config.method.epsilon),
         model=config.model.path,
     )

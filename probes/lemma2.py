@@ -30,6 +30,7 @@ import torch
 from probes.base import Probe
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
+from zerolock_theory.config import one_alpha
 from zerolock_theory.records import INITIAL, LEMMA2, LEMMA2_STEP
 from zerolock_theory.theory.lemma2 import entropy_matching_temperature, readout_distances, temper
 from zerolock_theory.training.hooks import HookContext
@@ -90,7 +91,7 @@ class Lemma2Probe(Probe):
     def _settings(self, ctx: HookContext) -> tuple[torch.Tensor, float, float]:
         method = ctx.config.method
         labels = probe_batch(ctx, self.n_positions, self.seed).targets
-        return labels, float(method.alpha), smoothing_for_g(method.epsilon, self.epsilon)
+        return labels, one_alpha(method, "the lemma2 probe"), smoothing_for_g(method.epsilon, self.epsilon)
 
     def on_start(self, ctx: HookContext) -> None:
         """At ω^0 of a fresh run: the ``_initial`` keys (written with the first record), log p̃^0 kept."""

@@ -34,6 +34,7 @@ from probes.kernels import MINIMIZER, KernelSums, cached_sums, supported
 from probes.readout_pass import DEFAULT_N_POSITIONS, probe_batch, readouts, smoothing_for_g
 from probes.registry import register
 from zerolock_theory import records
+from zerolock_theory.config import one_alpha
 from zerolock_theory.records import MINIMIZER_INITIAL
 from zerolock_theory.training.hooks import HookContext
 
@@ -132,7 +133,7 @@ class MinimizerProbe(Probe):
             log_p = readouts(ctx, 0, self.n_positions, self.seed)
             with torch.no_grad():
                 found = minimizer_metrics(log_p, labels, smoothing_for_g(method.epsilon, self.epsilon),
-                                          method.epsilon, method.alpha, method.direction)
+                                          method.epsilon, one_alpha(method, "the minimizers probe"), method.direction)
             chunks = log_p.shape[0] - 1
             self.initial = {MINIMIZER_INITIAL.key(k, "ce"): found[_key(k, "ce")] for k in range(chunks + 1)}
             self.initial.update({MINIMIZER_INITIAL.key(k, "gap"): found[_key(k, "gap")]
@@ -146,11 +147,11 @@ class MinimizerProbe(Probe):
         method = ctx.config.method
         log_p = readouts(ctx, step + 1, self.n_positions, self.seed)
         labels = probe_batch(ctx, self.n_positions, self.seed).targets
-        eps_g = smoothing_for_g(method.epsilon, self.epsilon)
-        if not supported(method.alpha, eps_g):
+        eps_g, alpha = smoothing_for_g(method.epsilon, self.epsilon), one_alpha(method, "the minimizers probe")
+        if not supported(alpha, eps_g):
             with torch.no_grad():
-                return initial | minimizer_metrics(log_p, labels, eps_g, method.epsilon, method.alpha, method.direction)
-        sums = cached_sums(ctx.cache, step, None, log_p, labels, method.alpha, eps_g, method.epsilon)
+                return initial | minimizer_metrics(log_p, labels, eps_g, method.epsilon, alpha, method.direction)
+        sums = cached_sums(ctx.cache, step, None, log_p, labels, alpha, eps_g, method.epsilon)
         return initial | kernel_minimizer_metrics(sums, method.direction)
 
 

@@ -27,7 +27,7 @@ from probes.readout_pass import BATCH_FILE, smoothing_for_g
 from probes.readout_probe import STORE_DIR
 from probes.stability import kernel_metrics
 from probes.store import ReadoutStore
-from zerolock_theory.config import TrainConfig
+from zerolock_theory.config import TrainConfig, one_alpha
 from zerolock_theory.training.hooks import ProbeCache
 
 __all__ = ["compare", "recompute"]
@@ -48,8 +48,9 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
     config = TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
     method = config.method
     eps_g = smoothing_for_g(method.epsilon, config.probe_settings.epsilon)
-    if not supported(method.alpha, eps_g):
-        raise ValueError(f"{run_dir}: alpha = {method.alpha}, epsilon = {eps_g}: outside the kernels' range")
+    alpha = one_alpha(method, "the offline stability measurement")
+    if not supported(alpha, eps_g):
+        raise ValueError(f"{run_dir}: alpha = {alpha}, epsilon = {eps_g}: outside the kernels' range")
     store = ReadoutStore(run_dir / STORE_DIR)
     labels = _labels(run_dir)
     cache = ProbeCache()
@@ -60,8 +61,8 @@ def recompute(run_dir: str | Path) -> list[dict[str, Any]]:
             continue
         before = torch.from_numpy(store.log_dense(t).copy())
         after = torch.from_numpy(store.log_dense(t + 1).copy())
-        sums = cached_sums(cache, t, before, after, labels, method.alpha, eps_g, method.epsilon)
-        out.append({"step": t, **kernel_metrics(sums, method.alpha, stability=True, direction=method.direction)})
+        sums = cached_sums(cache, t, before, after, labels, alpha, eps_g, method.epsilon)
+        out.append({"step": t, **kernel_metrics(sums, alpha, stability=True, direction=method.direction)})
     return out
 
 

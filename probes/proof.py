@@ -59,6 +59,7 @@ from probes.readout_pass import (
     readouts,
 )
 from probes.registry import register
+from zerolock_theory.config import one_alpha
 from zerolock_theory.records import LR, OBJECTIVES, PROOF, PROOF_FIELDS, PROOF_STEP
 from zerolock_theory.theory.surrogate import frozen_targets
 from zerolock_theory.training.hooks import HookContext
@@ -141,7 +142,7 @@ class ProofProbe(Probe):
 
     def _objectives(self, ctx: HookContext) -> list[str]:
         """The objectives that are finite: the paper's R needs ε > 0 when α > 0."""
-        alpha = ctx.config.method.alpha
+        alpha = one_alpha(ctx.config.method, "the proof probe")
         return [obj for obj in OBJECTIVES if not (obj == "paper" and self._eps(ctx)[obj] == 0.0 and alpha > 0)]
 
     def _log_y(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
@@ -155,7 +156,7 @@ class ProofProbe(Probe):
 
         Row 0 (p_0: the frozen embeddings' readout, or uniform) is the same at every step, so
         chunk 1's targets are kept and reused while it is bitwise unchanged."""
-        log_y, alpha = self._log_y(ctx, log_p.shape[-1]), ctx.config.method.alpha
+        log_y, alpha = self._log_y(ctx, log_p.shape[-1]), one_alpha(ctx.config.method, "the proof probe")
         rows = log_p.double()  # once for both objectives
         kept = self.first_targets
         if kept is None or not torch.equal(kept[0], log_p[0]):

@@ -69,6 +69,7 @@ from probes.readout_pass import (
     readouts_now,
 )
 from probes.registry import register
+from zerolock_theory.config import one_alpha
 from zerolock_theory.records import SCALING, SCALING_STEP
 from zerolock_theory.theory.stability import as_metric, first_order_totals
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
@@ -255,7 +256,7 @@ class ScalingProbe(Probe):
     def _metrics(
         self, ctx: HookContext, before: torch.Tensor, scaled: dict[float, torch.Tensor], direction: str
     ) -> dict[str, Any]:
-        alpha = ctx.config.method.alpha
+        alpha = one_alpha(ctx.config.method, "the scaling probe")
         out: dict[str, Any] = {}
         c_min = self.factors[-1]
         factors = list(scaled)

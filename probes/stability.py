@@ -39,6 +39,7 @@ from probes.readout_pass import (
     readouts,
 )
 from probes.registry import register
+from zerolock_theory.config import one_alpha
 from zerolock_theory.records import STABILITY, STABILITY_FIELDS, STABILITY_FLAG
 from zerolock_theory.theory import stability as reference
 from zerolock_theory.theory.stability import StabilityTerms, as_metric, stability_terms
@@ -138,19 +139,20 @@ class StabilityProbe(Probe):
     def terms(self, ctx: HookContext, before: torch.Tensor, after: torch.Tensor, step: int = -1) -> dict[str, Any]:
         """Metrics of one step from log p̃ at ω^t (``before``) and ω^{t+1} (``after``): [K+1, N, V]."""
         method = ctx.config.method
+        alpha = one_alpha(method, "the stability probe")
         eps = objective_smoothing(method.epsilon, self.epsilon)
         out: dict[str, Any] = {}
-        if self.check_autograd or not supported(method.alpha, eps["paper"]):
+        if self.check_autograd or not supported(alpha, eps["paper"]):
             for objective, p_y in self._targets(ctx, before.shape[-1]).items():
                 terms = stability_terms(
-                    before[:-1], after[:-1], before[1:], p_y.log(), method.alpha, objective,  # type: ignore[arg-type]
+                    before[:-1], after[:-1], before[1:], p_y.log(), alpha, objective,  # type: ignore[arg-type]
                     log_input=True, check_autograd=self.check_autograd,
                 )
                 out.update(stability_metrics(terms, objective))
             return out
         labels = probe_batch(ctx, self.n_positions, self.seed).targets
-        sums = cached_sums(ctx.cache, step, before, after, labels, method.alpha, eps["paper"], eps["implemented"])
-        return kernel_metrics(sums, method.alpha, stability=True, direction=None)
+        sums = cached_sums(ctx.cache, step, before, after, labels, alpha, eps["paper"], eps["implemented"])
+        return kernel_metrics(sums, alpha, stability=True, direction=None)
 
 
     def on_end(self, ctx: HookContext) -> None:

@@ -44,8 +44,10 @@ __all__ = [
     "OptimConfig",
     "RunConfig",
     "TrainConfig",
+    "alpha_of",
     "check_sources",
     "load_config",
+    "one_alpha",
     "read_recipe",
 ]
 
@@ -138,12 +140,24 @@ class MethodConfig:
     """zerolock or backprop."""
     direction: Direction = "forward"
     """forward (CE, what implementations train) or reverse (the paper's Eq. 14)."""
-    alpha: float = 0.5
-    """Weight α of the task term, in [0, 1]."""
+    alpha: float | list[float] = 0.5
+    """Weight α of the task term: one number in [0, 1] for every chunk, or a list of K numbers in
+    (0, 1], chunk 1 first (e.g. [0.5, 0.5, 0.5, 1.0]: α = 1 on the output chunk only)."""
     epsilon: float = 0.0
     """Label smoothing ε of p_y, in [0, 1) (reverse needs ε > 0)."""
     p0: P0 = "embedding"
     """p_0: the embedding readout of h_0, or uniform."""
+    frozen_chunks: list[int] = field(default_factory=list)
+    """Chunks (1-based) whose adapters never update: they run forward and report their losses, but
+    no gradient is kept for them and their optimizers never step (e.g. [1, 2, 3] at K = 4: the
+    output chunk alone trains; with backprop, backprop restricted to the other chunks)."""
+    detach: bool = True
+    """ZeroLock only. true: each chunk's local loss on the detached input h_{k-1} (ZeroLock);
+    false: the un-detached twin, Σ_k w_k·ℓ_k (``loss_weights``) backpropagated through every
+    chunk, each ℓ_k's target p_{k-1} still a detached constant (training/undetached.py)."""
+    loss_weights: list[float] | None = None
+    """The un-detached twin's weights w_k of Σ_k w_k·ℓ_k (K numbers >= 0, not all 0); null = all 1.
+    Only with detach = false."""
 
     def __post_init__(self) -> None:
         _require(self.name in METHODS, f"method.name must be one of {METHODS}, got {self.name!r}")
@@ -151,14 +165,48 @@ class MethodConfig:
             self.direction in ("forward", "reverse"),
             f"method.direction must be 'forward' or 'reverse', got {self.direction!r}",
         )
-        _require(0.0 <= self.alpha <= 1.0, f"method.alpha must lie in [0, 1], got {self.alpha}")
+        if isinstance(self.alpha, list):
+            _require(len(self.alpha) >= 1 and all(0.0 < a <= 1.0 for a in self.alpha),
+                     f"method.alpha as a list needs one number in (0, 1] per chunk, got {self.alpha}")
+        else:
+            _require(0.0 <= self.alpha <= 1.0, f"method.alpha must lie in [0, 1], got {self.alpha}")
+        _require(all(isinstance(k, int) and k >= 1 for k in self.frozen_chunks)
+                 and len(set(self.frozen_chunks)) == len(self.frozen_chunks),
+                 f"method.frozen_chunks must list distinct chunk numbers >= 1, got {self.frozen_chunks}")
+        _require(self.detach or self.name == "zerolock",
+                 "method.detach = false is ZeroLock's un-detached twin; backprop has nothing to detach")
+        _require(self.loss_weights is None or not self.detach,
+                 "method.loss_weights weights the un-detached twin's sum; set method.detach = false")
+        if self.loss_weights is not None:
+            _require(all(w >= 0 for w in self.loss_weights) and any(w > 0 for w in self.loss_weights),
+                     f"method.loss_weights must be numbers >= 0, not all 0, got {self.loss_weights}")
         _require(0.0 <= self.epsilon < 1.0, f"method.epsilon must lie in [0, 1), got {self.epsilon}")
         _require(self.p0 in ("embedding", "uniform"), f"method.p0 must be 'embedding' or 'uniform', got {self.p0!r}")
         _require(
-            not (self.name == "zerolock" and self.direction == "reverse" and self.epsilon == 0.0 and self.alpha > 0),
+            not (self.name == "zerolock" and self.direction == "reverse" and self.epsilon == 0.0
+                 and max(_alphas(self.alpha)) > 0),
             "reverse direction with epsilon = 0 is undefined: KL(p || e_y) = +inf for every p off the "
             "one-hot label (docs/MATH.md, degenerate case); set method.epsilon > 0, e.g. 0.1",
         )
+
+
+def _alphas(alpha: float | list[float]) -> list[float]:
+    return list(alpha) if isinstance(alpha, list) else [alpha]
+
+
+def alpha_of(method: MethodConfig, k: int) -> float:
+    """α of chunk k (1-based): ``method.alpha`` itself when one number, else its k-th entry."""
+    if isinstance(method.alpha, list):
+        return float(method.alpha[k - 1])
+    return method.alpha
+
+
+def one_alpha(method: MethodConfig, what: str) -> float:
+    """The single α of ``method`` for a measurement that needs one α for every chunk; a one-line
+    ``ValueError`` naming ``what`` when ``method.alpha`` differs between chunks."""
+    values = _alphas(method.alpha)
+    _require(len(set(values)) == 1, f"{what} needs one method.alpha for every chunk, got {method.alpha}")
+    return float(values[0])
 
 
 @dataclass
@@ -267,6 +315,18 @@ class TrainConfig:
     """Probe name → its options (see docs/PROBES.md)."""
     probe_settings: ProbeSettings = field(default_factory=ProbeSettings)
     """The scalar settings of [probes], shared by every probe."""
+
+    def __post_init__(self) -> None:
+        K, method = self.model.chunks, self.method
+        if isinstance(method.alpha, list):
+            _require(len(method.alpha) == K,
+                     f"method.alpha as a list needs model.chunks = {K} entries, got {len(method.alpha)}: {method.alpha}")
+        _require(all(k <= K for k in method.frozen_chunks),
+                 f"method.frozen_chunks names chunks beyond model.chunks = {K}: {method.frozen_chunks}")
+        _require(len(method.frozen_chunks) < K, f"method.frozen_chunks freezes all {K} chunks: nothing would train")
+        if method.loss_weights is not None:
+            _require(len(method.loss_weights) == K,
+                     f"method.loss_weights needs model.chunks = {K} entries, got {method.loss_weights}")
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:

@@ -144,8 +144,13 @@ def _from_text(text: str, annotation: Any) -> Any:
     if origin in (Union, types.UnionType):
         if type(None) in args and text.strip().lower() in _NULLS:
             return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _from_text(text, inner)
+        options = [a for a in args if a is not type(None)]
+        for inner in options[:-1]:  # e.g. float | list[float]: "0.5" is a number, "0.5,1" a list
+            try:
+                return _from_text(text, inner)
+            except ValueError:
+                continue
+        return _from_text(text, options[-1])
     if annotation in (int, float):
         return annotation(text)
     if annotation is bool:

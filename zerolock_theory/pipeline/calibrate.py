@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from zerolock_theory.config import TrainConfig
+from zerolock_theory.config import TrainConfig, one_alpha
 from zerolock_theory.pipeline.schedule_costs import ModelShape, layer_flops, readout_flops
 from zerolock_theory.pipeline.schedule_model import StageCosts
 from zerolock_theory.pipeline.stage import split_batch
@@ -168,7 +168,7 @@ def _loss_costs(chunked: Any, config: TrainConfig, h: torch.Tensor, h_prev: torc
     kept = torch.empty_like(logits)  # dℓ/dz goes over the re-read target's logits in the stage
 
     def local() -> None:
-        loss_and_grad(logits, labels, Prev(prev), method.alpha, method.direction, method.epsilon, 1.0 / n, out=kept)
+        loss_and_grad(logits, labels, Prev(prev), one_alpha(method, "the loss calibration"), method.direction, method.epsilon, 1.0 / n, out=kept)
 
     def global_() -> None:
         loss_and_grad(logits, labels, None, 1.0, "forward", method.epsilon, 1.0 / n, out=kept)

@@ -88,7 +88,7 @@ def _micro_step(stage: Stage, rt: Runtime, t: int, m: int, mb: dict, n: int,
             raise TypeError(f"stage {k} output dtype {hidden.dtype}, links carry {stage.hidden_dtype}")
         sender.send(t, m, hidden.detach())
     rt.maybe_fail(k, t, m)
-    sums, _ = sliced_backward(step.readout, LossSpec.local(step.method), hidden, h_in, mb["labels"], k, n)
+    sums, _ = sliced_backward(step.readout, LossSpec.local(step.method, k), hidden, h_in, mb["labels"], k, n)
     return sums
 
 

@@ -165,12 +165,13 @@ def global_and_local_gradients(
     is chunk k−1's own readout (``ChunkLoss.prev``: the same computation as reading h_{k-1}
     out again, as ``local_gradients`` does, autocast or not).
     """
-    chunked, spec, n = readout.chunked, LossSpec.local(method), labelled_tokens(batch)
+    chunked, n = readout.chunked, labelled_tokens(batch)
     hiddens = chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
     glob = _global_from(readout, method, params, batch, hiddens, retain_graph=True)
     local, prev = [], None
     for k in range(1, chunked.num_chunks + 1):
-        part = chunk_loss(readout, spec, hiddens[k], hiddens[k - 1].detach(), batch["labels"], k, n, prev)
+        part = chunk_loss(readout, LossSpec.local(method, k), hiddens[k], hiddens[k - 1].detach(), batch["labels"], k, n,
+                          prev)
         local.append(list(torch.autograd.grad(part.loss, params[k - 1], retain_graph=k < chunked.num_chunks)))
         prev = part.prev
     return glob, local
@@ -178,12 +179,12 @@ def global_and_local_gradients(
 
 def local_gradients(readout: Readout, method: MethodConfig, params: Blocks, batch: dict[str, torch.Tensor]) -> Blocks:
     """Blocks ∇_{ω_k} ℓ_k of each chunk's local loss on detached inputs."""
-    chunked, spec, n = readout.chunked, LossSpec.local(method), labelled_tokens(batch)
+    chunked, n = readout.chunked, labelled_tokens(batch)
     hidden, ctx = chunked.embed(batch["input_ids"], batch.get("attention_mask"))
     out = []
     for k in range(1, chunked.num_chunks + 1):
         h_in = hidden.detach()
         hidden = chunked.forward_chunk(k, h_in, ctx)
-        loss = chunk_loss(readout, spec, hidden, h_in, batch["labels"], k, n).loss
+        loss = chunk_loss(readout, LossSpec.local(method, k), hidden, h_in, batch["labels"], k, n).loss
         out.append(list(torch.autograd.grad(loss, params[k - 1])))
     return out

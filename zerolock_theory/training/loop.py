@@ -196,7 +196,7 @@ def evaluate(run: Run) -> dict[str, float]:
     K = run.chunked.num_chunks
     method = run.config.method
     local = run.step_fn.name == "zerolock"  # ZeroLock: every chunk's ℓ_k; backprop: chunk K's L only
-    spec = LossSpec.local(method) if local else LossSpec.global_(method)
+    specs = [LossSpec.local(method, k) if local else LossSpec.global_(method) for k in range(1, K + 1)]
     sums, count, objective = [0.0] * (K + 1), 0, 0.0
     for batch in run.data.eval_batches():
         batch = {k: v.to(run.device) for k, v in batch.items()}
@@ -204,8 +204,8 @@ def evaluate(run: Run) -> dict[str, float]:
         labels = batch["labels"]
         mask = labels != IGNORE_INDEX
         count += count_labelled(labels)
-        log_prev = prev_log_probs(run.chunked, hiddens[0], 1, spec.p0) if spec.alpha < 1.0 else None
-        for k in range(1, K + 1):  # one log-softmax per readout gives CE(e_y, p_k) and the objective's terms
+        log_prev = prev_log_probs(run.chunked, hiddens[0], 1, specs[0].p0) if specs[0].alpha < 1.0 else None
+        for k, spec in enumerate(specs, start=1):  # one log-softmax per readout: CE(e_y, p_k), the objective's terms
             terms = local_loss_from_logits(run.chunked.readout(hiddens[k]), labels, log_prev, spec.alpha,
                                            spec.direction, spec.epsilon)
             sums[k] += float(terms.ce[mask].sum())

@@ -3,7 +3,7 @@
 Every loss the package trains on or measures is a readout loss (docs/MATH.md, "Local losses"):
 chunk k's output h_k is read out to p_k and compared with the label distribution p_y^ε and, for
 ZeroLock, the detached upstream readout p_{k-1}. ``LossSpec.local`` is ZeroLock's ℓ_k (the
-method's α and direction); ``LossSpec.global_`` is the global loss L = CE(p_y^ε, p_K) (α = 1,
+method's α of chunk k and direction); ``LossSpec.global_`` is the global loss L = CE(p_y^ε, p_K) (α = 1,
 forward). Losses are summed over labelled positions and divided by n, the labelled tokens of
 the whole minibatch.
 
@@ -29,7 +29,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from zerolock_theory.config import MethodConfig
+from zerolock_theory.config import MethodConfig, alpha_of, one_alpha
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.training.fused_loss import Prev, loss_and_grad, working_set
 
@@ -62,9 +62,11 @@ class LossSpec:
     p0: str
 
     @classmethod
-    def local(cls, method: MethodConfig) -> LossSpec:
-        """ZeroLock's local loss ℓ_k."""
-        return cls(method.alpha, method.direction, method.epsilon, method.p0)
+    def local(cls, method: MethodConfig, k: int | None = None) -> LossSpec:
+        """ZeroLock's local loss ℓ_k of chunk k (its own α: ``config.alpha_of``); without k, the
+        one α of every chunk (a ``ValueError`` when ``method.alpha`` is a list of different values)."""
+        alpha = one_alpha(method, "a local loss without its chunk") if k is None else alpha_of(method, k)
+        return cls(alpha, method.direction, method.epsilon, method.p0)
 
     @classmethod
     def global_(cls, method: MethodConfig) -> LossSpec:
@@ -190,15 +192,17 @@ def sliced_backward(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_pr
 
 def sliced_backward_totals(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
                            labels: torch.Tensor, k: int, n: float,
-                           prev: Prev | None = None) -> tuple[torch.Tensor, Prev | None]:
+                           prev: Prev | None = None, keep: bool | None = None) -> tuple[torch.Tensor, Prev | None]:
     """``sliced_backward`` with the sums left on the device (``ChunkLoss.totals``, added slice by
     slice in float64): no host synchronisation.
 
     ``prev`` (used only unsliced) may be overwritten when ``owned``: the returned target is, and
-    is meant for the next chunk's call alone."""
+    is meant for the next chunk's call alone. ``keep``: whether the next chunk reads this readout
+    as its target (its α < 1); None = this chunk's ``spec.alpha`` < 1 (one α for every chunk)."""
     leaf = hidden.detach().requires_grad_(True)
     slices = readout.slices(hidden.shape[1])
-    whole, keep = len(slices) == 1, spec.alpha < 1.0  # keep: z is the next chunk's target
+    whole = len(slices) == 1
+    keep = spec.alpha < 1.0 if keep is None else keep  # keep: z is the next chunk's target
     totals: torch.Tensor | None = None
     kept: Prev | None = None
     for s in slices:

@@ -1,4 +1,5 @@
-"""The two step objects of the one training loop: ZeroLock and the backprop baseline.
+"""The step objects of the one training loop: ZeroLock, the backprop baseline and ZeroLock's
+un-detached twin (``UndetachedStep``, ``method.detach = false``: undetached.py).
 
 Both implement the ``TrainStep`` protocol with the same parts (``ChunkOptimizers``, the
 schedule, clipping, ``sliced_backward``) and the same update (``update_on_halves``); they
@@ -40,7 +41,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
-from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig
+from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig, alpha_of
 from zerolock_theory.models.chunking import ChunkedLM
 from zerolock_theory.records import CHUNK, FINAL_CE, GRAD_NORM_SQ, GRAD_SQ_UNBIASED, LR
 from zerolock_theory.theory.losses import IGNORE_INDEX
@@ -62,9 +63,11 @@ from zerolock_theory.training.losses import (
     sliced_backward_totals,
 )
 from zerolock_theory.training.optimizers import ChunkOptimizers
+from zerolock_theory.training.undetached import undetached_backward
 
 __all__ = [
-    "BackpropStep", "NonFiniteLossError", "TrainStep", "ZeroLockStep", "build_step", "global_grad_sq_unbiased",
+    "BackpropStep", "NonFiniteLossError", "TrainStep", "UndetachedStep", "ZeroLockStep", "build_step", "drop_frozen_grads",
+    "global_grad_sq_unbiased",
     "split_halves", "step_parts", "update_on_halves",
 ]
 
@@ -169,6 +172,14 @@ def global_grad_sq_unbiased(step_fn: TrainStep, batch: Batch) -> float | None:
     return float(sum(torch.dot(a, b) for a, b in zip(*grads, strict=True)))
 
 
+def drop_frozen_grads(params: Blocks, frozen: list[int]) -> None:
+    """Forget the accumulated ``.grad`` of the chunks in ``frozen`` (1-based): their optimizers then
+    skip them (``method.frozen_chunks``)."""
+    for k in frozen:
+        for p in params[k - 1]:
+            p.grad = None
+
+
 def step_parts(chunked: ChunkedLM, optim: OptimConfig, model_cfg: ModelConfig,
            total_steps: int) -> tuple[Readout, Blocks, ChunkOptimizers]:
     """The readout, each chunk's trainable parameters and their optimizers."""
@@ -199,17 +210,27 @@ class ZeroLockStep:
         return self.readout.autocast()
 
     def _accumulate(self, batch: Batch, n: int) -> Totals:
-        """∇(Σ_k ℓ_k on ``batch`` / n) into ``.grad``, chunk by chunk; the loss terms (on the device)."""
-        labels, spec = batch["labels"], LossSpec.local(self.method)
+        """∇(Σ_k ℓ_k on ``batch`` / n) into ``.grad``, chunk by chunk; the loss terms (on the device).
+
+        Each chunk's ℓ_k has its own α (``config.alpha_of``); a chunk of ``method.frozen_chunks``
+        runs forward without a graph and only reports its terms."""
+        labels, K, frozen = batch["labels"], self.chunked.num_chunks, set(self.method.frozen_chunks)
         with self.autocast():
             hidden, ctx = self.chunked.embed(batch["input_ids"], batch.get("attention_mask"))
         metrics: Totals = {}
         log_prev = None  # log p_{k-1}, reused from chunk k-1's readout when unsliced
-        for k in range(1, self.chunked.num_chunks + 1):
-            h_in = hidden.detach()
-            with self.autocast():
+        for k in range(1, K + 1):
+            h_in, spec = hidden.detach(), LossSpec.local(self.method, k)
+            keep = k < K and alpha_of(self.method, k + 1) < 1.0  # chunk k+1 reads p_k as its target
+            with self.autocast(), torch.no_grad() if k in frozen else contextlib.nullcontext():
                 hidden = self.chunked.forward_chunk(k, h_in, ctx)
-            totals, log_prev = sliced_backward_totals(self.readout, spec, hidden, h_in, labels, k, n, log_prev)
+            if k in frozen:
+                with torch.no_grad():
+                    part = chunk_loss(self.readout, spec, hidden, h_in, labels, k, n, log_prev)
+                totals, log_prev = part.totals, part.prev if keep else None
+            else:
+                totals, log_prev = sliced_backward_totals(self.readout, spec, hidden, h_in, labels, k, n, log_prev,
+                                                          keep)
             metrics.update({CHUNK.key(k, key): totals[i] for i, key in enumerate(SUM_KEYS)})
         return metrics
 
@@ -249,6 +270,7 @@ class BackpropStep:
             hiddens = self.chunked.hiddens(batch["input_ids"], batch.get("attention_mask"))
         K = self.chunked.num_chunks
         totals, _ = sliced_backward_totals(self.readout, spec, hiddens[-1], None, labels, K, n)
+        drop_frozen_grads(self.params, self.method.frozen_chunks)
         metrics: Totals = {}
         if readouts:
             with torch.no_grad():
@@ -266,10 +288,43 @@ class BackpropStep:
         return global_gradient(self.readout, self.method, self.params, batch)
 
 
+@dataclass(eq=False)
+class UndetachedStep:
+    """ZeroLock's local losses summed (weights ``method.loss_weights``) and backpropagated through
+    every chunk (``undetached.py``); same adapters, optimizers, schedule and update."""
+
+    name: ClassVar[str] = "zerolock"  # its objective and evaluation are ZeroLock's local losses
+    chunked: ChunkedLM
+    method: MethodConfig
+    readout: Readout
+    params: Blocks
+    optimizers: ChunkOptimizers
+    unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
+
+    def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
+        return update_on_halves(self, self._accumulate, batch, step, lambda k: f"chunk {k} local loss")
+
+    def _accumulate(self, batch: Batch, n: int) -> Totals:
+        metrics = undetached_backward(self.readout, self.method, batch, n)
+        drop_frozen_grads(self.params, self.method.frozen_chunks)
+        return metrics
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        return self.readout.autocast()
+
+    def global_gradient(self, batch: Batch) -> Blocks:
+        return global_gradient(self.readout, self.method, self.params, batch)
+
+    def local_gradients(self, batch: Batch) -> Blocks:
+        return local_gradients(self.readout, self.method, self.params, batch)
+
+
 def build_step(chunked: ChunkedLM, method: MethodConfig, optim: OptimConfig, model_cfg: ModelConfig,
                total_steps: int, *, unbiased_grad_sq: bool = True, readout_every: int = 1) -> TrainStep:
     """The step object for ``method.name`` (``readout_every``: backprop's per-chunk readouts)."""
     parts = step_parts(chunked, optim, model_cfg, total_steps)
     if method.name == "backprop":
         return BackpropStep(chunked, method, *parts, unbiased_grad_sq=unbiased_grad_sq, readout_every=readout_every)
+    if not method.detach:
+        return UndetachedStep(chunked, method, *parts, unbiased_grad_sq=unbiased_grad_sq)
     return ZeroLockStep(chunked, method, *parts, unbiased_grad_sq=unbiased_grad_sq)
