@@ -31,7 +31,9 @@ def test_the_full_suite_tunes_and_its_tune_takes_the_suites_sizes() -> None:
         if key in base[table]:
             assert raw[table][key] == base[table][key], (table, key)
     assert (raw["model"]["chunks"], raw["run"]["steps"], raw["data"]["seq_len"]) == (2, 40, 16)
-    assert raw["tune"] == read_recipe("tune_embedded")["tune"]  # the grid is the recipe's
+    recipe_tune = read_recipe("tune_embedded")["tune"]
+    assert {k: v for k, v in raw["tune"].items() if k != "zerolock-reverse"} == recipe_tune  # the grid is the recipe's
+    assert raw["tune"]["zerolock-reverse"]["method"]["epsilon"] == small.epsilon_reverse  # ε is the suite's
     assert raw["data"]["test_fraction"] > 0  # three splits: the recipe's, not the suite's two
     configs = check_tune(raw)
     assert len(configs) == 3 * len(raw["tune"]["lr_grid"]) * len(raw["tune"]["grid_seeds"])
