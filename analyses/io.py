@@ -140,11 +140,10 @@ def load_run(path: str | Path) -> Run:
 
 def _layout(root: Path, config: dict[str, Any]) -> records.Layout | str:
     """The run's ``records.Layout`` from its typed config, or why there is none."""
-    from probes.registry import run_layout
     from zerolock_theory.config import TrainConfig
 
     try:
-        return run_layout(TrainConfig.from_dict(config))
+        return TrainConfig.from_dict(config).layout()
     except (TypeError, ValueError) as exc:
         return f"{root}: config.json gives no layout of the metrics (K, factors): {exc}"
 

@@ -13,7 +13,7 @@ Modes (``mode``):
 * ``"auto"`` (default): ``full`` when V ≤ ``full_max_vocab``, else ``topk``.
 
 Each record is one Parquet shard (zstd-compressed, written atomically); the format and the
-reader (``ReadoutStore``) are in ``probes.store``, and pandas or pyarrow read the directory
+reader (``ReadoutStore``) are in ``zerolock_theory.readout_store``, and pandas or pyarrow read the directory
 without this package. On resume the store is truncated after the checkpoint's step. The
 probe logs no metrics; it prints its uncompressed bytes per step once at start.
 """
@@ -28,7 +28,7 @@ import torch
 
 from probes.readout_pass import DEFAULT_N_POSITIONS, readouts
 from probes.registry import register
-from probes.store import ReadoutStore, ReadoutWriter, payload_bytes
+from zerolock_theory.readout_store import ReadoutStore, ReadoutWriter, payload_bytes
 from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["STORE_DIR", "ReadoutLogger", "ReadoutStore", "encode", "store_meta", "topk"]

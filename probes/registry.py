@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from zerolock_theory.records import Layout
 from zerolock_theory.training.hooks import Hook
 
-__all__ = ["PROBES", "build_probes", "register", "run_layout"]
+__all__ = ["PROBES", "build_probes", "register"]
 
 PROBES: dict[str, Callable[..., Hook]] = {}
 
@@ -47,16 +46,6 @@ def build_probes(table: dict[str, dict[str, Any]], shared: Any = None) -> list[H
         except TypeError as exc:
             raise ValueError(f"probe {name!r}: {exc}") from exc
     return out
-
-
-def run_layout(config: Any) -> Layout:
-    """The sizes of a run's recorded axes from its typed ``TrainConfig``: K (``model.chunks``) and
-    the step-scaling factors and directions as the scaling probe it builds has them (none when off)."""
-    only = {name: options for name, options in config.probes.items() if name == "scaling"}  # other probes add no axis
-    scaling = next(iter(build_probes(only, config.probe_settings)), None)
-    if scaling is None:
-        return Layout(config.model.chunks)
-    return Layout(config.model.chunks, factors=scaling.factors, directions=scaling.directions)
 
 
 def _load_builtin() -> None:

@@ -70,6 +70,7 @@ from probes.readout_pass import (
 )
 from probes.registry import register
 from zerolock_theory.config import one_alpha
+from zerolock_theory.probe_config import DEFAULT_FACTORS, scaling_directions
 from zerolock_theory.records import SCALING, SCALING_STEP
 from zerolock_theory.theory.stability import as_metric, first_order_totals
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
@@ -77,7 +78,6 @@ from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["DEFAULT_FACTORS", "ScalingProbe", "chunk_groups", "direction_seed", "random_direction"]
 
-DEFAULT_FACTORS: tuple[float, ...] = tuple(2.0**-i for i in range(7))
 RANDOM_STREAM = 0x5CA1E  # tags the baseline's seed sequence apart from every other use of the run seed
 
 
@@ -189,9 +189,7 @@ class ScalingProbe(Probe):
     @property
     def directions(self) -> tuple[str, ...]:
         """The directions scaled each probed step (``records.SCALING_DIRECTIONS``)."""
-        if not self.random_baseline:
-            return ("actual",)
-        return ("actual", "random", "antithetic") if self.antithetic else ("actual", "random")
+        return scaling_directions(self.random_baseline, self.antithetic)
 
     def on_start(self, ctx: HookContext) -> None:
         """Nothing kept across steps."""

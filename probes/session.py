@@ -29,7 +29,7 @@ the target of each position (already shifted: ``labels[b, t]`` is the token afte
 turns Hugging Face style labels into these). The computation is the one the package's own
 probes run (``probes.readout_pass.log_readouts``, ``probes.kernels``,
 ``probes.stability.kernel_metrics``). ``store`` appends p̃ to a new readout store
-(``probes.store``; a path that exists and is not an empty directory is refused).
+(``zerolock_theory.readout_store``; a path that exists and is not an empty directory is refused).
 ``autocast`` ("bfloat16" or "float16") runs the probe forward under autocast on the model's
 device, as ``model.autocast`` does in the trainer (the kernels always work on float32
 log-probabilities).
@@ -171,7 +171,7 @@ class ProbeSession:
         if self.store_path is None:
             return
         from probes.readout_probe import ReadoutLogger
-        from probes.store import ReadoutWriter
+        from zerolock_theory.readout_store import ReadoutWriter
 
         if self.writer is None:  # the readouts probe's default format, and its reuse of row 0's encoding
             self.logger = ReadoutLogger()

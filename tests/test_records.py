@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyses.io import RunDataError, layout, load_run, logged_chunks
-from probes.registry import run_layout
+from probes.registry import build_probes
 from zerolock_theory import records
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.records import (
@@ -115,6 +115,15 @@ def test_sizes_come_from_the_layout_not_the_columns():
     assert math.isnan(CHUNK.read(wide, layout(wide), "ce")[0, 6]) and logged_chunks(wide, CHUNK, "ce") == []
 
 
+@pytest.mark.parametrize("options", [{}, {"factors": [0.25, 1.0]}, {"antithetic": False}, {"random_baseline": False},
+                                     {"factors": [1.0, 0.5, 0.125], "random_baseline": False, "antithetic": True}])
+def test_the_configs_layout_is_the_scaling_probes_own(options):
+    """The config layer's axes (read by the analyses) are those the probe that writes them has."""
+    config = TrainConfig.from_dict({"model": {"path": "embedded", "chunks": 3}, "probes": {"scaling": dict(options)}})
+    (probe,) = build_probes(config.probes, config.probe_settings)
+    assert config.layout() == Layout(3, factors=probe.factors, directions=probe.directions)
+
+
 def test_a_frame_without_its_layout_is_an_error_naming_the_remedy():
     with pytest.raises(RunDataError, match="load_run"):
         layout(pd.DataFrame({"step": [0]}))
@@ -124,10 +133,10 @@ def test_the_layout_follows_the_typed_config(tmp_path):
     """K from model.chunks and the scaling probe's own factors (sorted) and directions."""
     config = TrainConfig.from_dict({"model": {"path": "embedded", "chunks": 5},
                                     "probes": {"scaling": {"factors": [0.25, 1.0], "antithetic": False}}})
-    assert run_layout(config) == Layout(5, factors=(1.0, 0.25), directions=("actual", "random"))
-    assert run_layout(TrainConfig.from_dict({"model": {"path": "embedded", "chunks": 2}})) == Layout(2)
+    assert config.layout() == Layout(5, factors=(1.0, 0.25), directions=("actual", "random"))
+    assert TrainConfig.from_dict({"model": {"path": "embedded", "chunks": 2}}).layout() == Layout(2)
     retired = {"model": {"path": "embedded", "chunks": 2}, "probes": {"retired_probe": {}, "scaling": {"enabled": False}}}
-    assert run_layout(TrainConfig.from_dict(retired)) == Layout(2)  # a probe this version lacks adds no axis
+    assert TrainConfig.from_dict(retired).layout() == Layout(2)  # a probe this version lacks adds no axis
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text('{"model": {"path": "embedded", "chunks": 3}}')

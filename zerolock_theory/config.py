@@ -22,8 +22,10 @@ from zerolock_theory.probe_config import (
     SHARED_PROBE_KEYS,
     ProbeSettings,
     drop_retired,
+    scaling_axes,
     split_probes,
 )
+from zerolock_theory.records import Layout
 from zerolock_theory.vocab import (
     DTYPES,
     METHODS,
@@ -352,6 +354,12 @@ class TrainConfig:
         probes = {k: {} if v is None and k not in SHARED_PROBE_KEYS else v for k, v in probes.items()}
         kwargs["probe_settings"], kwargs["probes"] = split_probes(probes)
         return cls(**kwargs)
+
+    def layout(self) -> Layout:
+        """The sizes of the run's recorded axes: K (``model.chunks``) and the step-scaling probe's
+        factors and directions (none when the probe is off; a probe this version lacks adds no axis)."""
+        factors, directions = scaling_axes(self.probes)
+        return Layout(self.model.chunks, factors=factors, directions=directions)
 
     def to_dict(self) -> dict[str, Any]:
         """Nested plain data, JSON serialisable (the run's ``config.json``); shared probe settings in ``probes``."""

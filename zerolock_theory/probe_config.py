@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RETIRED_PROBE_KEYS", "SHARED_PROBE_KEYS", "ProbeSettings", "drop_retired", "split_probes"]
+__all__ = ["DEFAULT_FACTORS", "RETIRED_PROBE_KEYS", "SHARED_PROBE_KEYS", "ProbeSettings", "drop_retired", "scaling_axes",
+           "scaling_directions", "split_probes"]
 
 
 def _require(condition: bool, message: str) -> None:
@@ -18,6 +19,8 @@ def _require(condition: bool, message: str) -> None:
 
 
 SHARED_PROBE_KEYS = ("n_positions", "seed", "epsilon")
+DEFAULT_FACTORS: tuple[float, ...] = tuple(2.0**-i for i in range(7))
+"""The step-scaling probe's factors c when its table sets none: 1, 1/2, …, 1/64."""
 RETIRED_PROBE_KEYS = {
     "compile": "the stability and minimizer kernels are no longer compiled (one float32 kernel runs on every "
                "device, docs/PROBES.md)",
@@ -80,3 +83,21 @@ def split_probes(raw: Any) -> tuple[ProbeSettings, dict[str, dict[str, Any]]]:
         if values:
             shared[key] = values.pop()
     return ProbeSettings(**shared), tables
+
+
+def scaling_directions(random_baseline: bool = True, antithetic: bool = True) -> tuple[str, ...]:
+    """The directions the step-scaling probe scales each probed step (``records.SCALING_DIRECTIONS``):
+    the update alone, or with a random direction of the same norms, or with its mirror too."""
+    if not random_baseline:
+        return ("actual",)
+    return ("actual", "random", "antithetic") if antithetic else ("actual", "random")
+
+
+def scaling_axes(table: dict[str, dict[str, Any]]) -> tuple[tuple[float, ...], tuple[str, ...]]:
+    """The step-scaling probe's factors (largest first) and directions from a run's per-probe
+    tables (``TrainConfig.probes``); none when the probe is absent or ``enabled = false``."""
+    options = table.get("scaling")
+    if options is None or not options.get("enabled", True):
+        return (), ("actual",)
+    factors = tuple(sorted((float(c) for c in options.get("factors", DEFAULT_FACTORS)), reverse=True))
+    return factors, scaling_directions(bool(options.get("random_baseline", True)), bool(options.get("antithetic", True)))

@@ -8,7 +8,7 @@ declaration, not a string.
 
 The sizes of the axes are never read from the column names. They come from the run's typed
 config as a ``Layout``: K (``model.chunks``), the objectives, and the step-scaling probe's
-factors and directions (``probes.registry.run_layout`` builds it; ``analyses.io.load_run``
+factors and directions (``config.TrainConfig.layout`` builds it; ``analyses.io.load_run``
 attaches it to the metrics frame). ``Quantity.read`` then returns a float array indexed by
 step and the declared axes, NaN where a record has no value.
 

@@ -35,7 +35,7 @@ from analyses.io import RunDataError
 from analyses.results import Interval, NotMeasured, Result, register
 from analyses.stats.seeds import seed_interval
 from analyses.verdict import MOVE_FLOOR, GroupFigures
-from probes.store import ReadoutStore
+from zerolock_theory.readout_store import ReadoutStore
 
 __all__ = ["DirectionTracking", "RunTracking", "TrackingSet", "direction_tracking", "run_tracking"]
 

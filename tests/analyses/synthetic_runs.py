@@ -211,7 +211,7 @@ def scaling_frame(order: str, seed: int, steps: int = 30, **kw: Any) -> pd.DataF
 
 def write_readouts(run: Path, seed: int, toward: str, steps: int, chunks: int, alpha: float, epsilon: float) -> None:
     """A full readout store at steps 0 and ``steps`` (p_k moved all the way to its m_k or g_k) and the probe batch."""
-    from probes.store import ReadoutWriter
+    from zerolock_theory.readout_store import ReadoutWriter
 
     rng = np.random.default_rng(seed + 99)
     vocab, n, eps = 6, 8, epsilon if epsilon > 0 else 0.1

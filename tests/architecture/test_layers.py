@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("zerolock_theory.theory", "zerolock_theory.vocab"),
     ("zerolock_theory.models", "zerolock_theory.data", "zerolock_theory.data_config", "zerolock_theory.probe_config", "zerolock_theory.corpus",
      "zerolock_theory.config", "zerolock_theory.config_overrides", "zerolock_theory.config_types", "zerolock_theory.config_fields",
-     "zerolock_theory.recipes", "zerolock_theory.records",
+     "zerolock_theory.recipes", "zerolock_theory.records", "zerolock_theory.readout_store",
      "zerolock_theory.embedded", "zerolock_theory.formatting", "zerolock_theory.jsonio"),
     ("zerolock_theory.training",),
     ("probes", "zerolock_theory.pipeline"),
@@ -176,6 +176,19 @@ def test_a_planted_import_between_families_is_caught():
     assert family_violations(planted) == ["analyses.lemma2.claim -> analyses.systems.memory"]
     upward = {**GRAPH, "analyses.stats.seeds": GRAPH["analyses.stats.seeds"] | {"analyses.suite"}}
     assert family_violations(upward) == []  # the shared modules are held by the layer order instead
+
+
+def probe_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of ``probes`` from ``analyses``: the analyses read what the probes wrote through
+    ``records`` (keys, the layout from the typed config) and ``readout_store``, never the probes."""
+    return [f"{m} -> {t}" for m, targets in sorted(graph.items()) if m.split(".")[0] == "analyses"
+            for t in sorted(targets) if t.split(".")[0] == "probes"]
+
+
+def test_the_analyses_import_no_probe():
+    assert probe_imports(GRAPH) == []
+    planted = {**GRAPH, "analyses.io": GRAPH["analyses.io"] | {"probes.registry"}}
+    assert probe_imports(planted) == ["analyses.io -> probes.registry"]
 
 
 def test_a_planted_upward_import_is_caught():

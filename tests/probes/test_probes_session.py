@@ -108,7 +108,7 @@ def test_callback_probes_a_real_trainer(tmp_path):
 
 
 def test_session_store_holds_the_readouts_and_an_existing_store_is_refused(tmp_path):
-    from probes.store import ReadoutStore
+    from zerolock_theory.readout_store import ReadoutStore
 
     model = make_tiny_lm("llama", layers=4, vocab=V)
     batch = _batch()

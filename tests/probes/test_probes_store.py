@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from probes.readout_probe import encode, topk
-from probes.store import ReadoutStore, ReadoutWriter, payload_bytes, shard_name
+from zerolock_theory.readout_store import ReadoutStore, ReadoutWriter, payload_bytes, shard_name
 
 ROWS, N, V, K_TOP = 3, 5, 40, 4
 

@@ -61,7 +61,7 @@ def test_resume_may_extend_and_a_no_op_resume_writes_nothing(tmp_path, capsys):
 def test_torn_probe_store_warns(tmp_path):
     import numpy as np
 
-    from probes.store import ReadoutStore, ReadoutWriter, shard_name
+    from zerolock_theory.readout_store import ReadoutStore, ReadoutWriter, shard_name
 
     meta = {"format": "zerolock-readouts", "version": 2, "rows": 2, "n_positions": 3, "vocab_size": 8,
             "mode": "full", "dtype": "float32"}

@@ -11,7 +11,7 @@ import pytest
 from analyses.descriptive.tracking import MOVE_FLOOR, direction_tracking, run_tracking
 from analyses.results import NotMeasured
 from analyses.text import group_statement
-from probes.store import ReadoutWriter
+from zerolock_theory.readout_store import ReadoutWriter
 
 ALPHA, EPS, V, N, K = 0.5, 0.1, 5, 8, 2
 

@@ -110,13 +110,13 @@ def check_out(path: Path, overwrite: bool, kind: str = "analysis") -> Path:
 @contextlib.contextmanager
 def damaged_input_warnings(command: str, inputs: Sequence[str | Path]) -> Iterator[None]:
     """Warn on stderr, one line each, about every damaged readout shard of the input runs
-    (``probes.store.damaged_shards``: a cut footer anywhere in the store), then about the
+    (``zerolock_theory.readout_store.damaged_shards``: a cut footer anywhere in the store), then about the
     warnings the analysis raised (same one-line form; a shard already named is not repeated).
 
     The analyses read a store up to its last whole shard, so a damaged shard is never used;
     the warning says that the input is damaged. On an error nothing more is printed.
     """
-    from probes.store import damaged_shards
+    from zerolock_theory.readout_store import damaged_shards
 
     named: list[Path] = []
     for run in inputs:
