@@ -26,8 +26,8 @@ from probes.kernels import cached_sums, supported
 from probes.readout_pass import BATCH_FILE, smoothing_for_g
 from probes.readout_probe import STORE_DIR
 from probes.stability import kernel_metrics
-from zerolock_theory.readout_store import ReadoutStore
 from zerolock_theory.config import TrainConfig, one_alpha
+from zerolock_theory.readout_store import ReadoutStore
 from zerolock_theory.training.hooks import ProbeCache
 
 __all__ = ["compare", "recompute"]
