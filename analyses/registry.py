@@ -6,11 +6,12 @@ sentence that says what it means and a tone for colouring), the rule (a pure fun
 analysis results), the outcome words of the analysis the rule passes through (``vocabulary``,
 each one of the row's outcomes), and how its evidence reads (``measured``: the figure behind the
 outcome; ``short``: one headline figure with its interval, for the report's card; ``reason``: why
-the rule gave that outcome). A claim may bring its own analyses (``analyses``: name →
+the rule gave that outcome). A claim may bring its own analyses (``analyses``: result key →
 function of ``SuiteInputs``); the suite runs them, saves their results and hands them to every
-rule. A name is one result: ``register`` refuses a name the built-in analyses write
-(``BUILTIN_RESULTS``) or another claim's different analysis has (rows may share one analysis: the
-same function under the same name, run once).
+rule, which fetches each by its declared ``ResultKey`` (``analyses.results``). A key is one
+result: ``register`` refuses a key the suite writes itself (``ResultKey.builtin``) or one another
+claim's different analysis has (rows may share one analysis: the same function under the same
+key, run once).
 
 ``zerolock verify``, ``zerolock analyze``, ``zerolock report``, the README table and the tests
 iterate ``claims()``, in registration order. Adding a row is one module that calls
@@ -26,13 +27,12 @@ from typing import Literal, TypeVar, get_args
 
 import pandas as pd
 
-from analyses.results import Result
+from analyses.results import Result, ResultFamily, ResultKey
 from analyses.runinfo import RunInfo
 from analyses.stats.multiplicity import multiplicity
 from analyses.verdict import Evidence, Verdict
-from zerolock_theory.vocab import OBJECTIVES
 
-__all__ = ["BUILTIN_PREFIXES", "BUILTIN_RESULTS", "NOT_MEASURED", "NOT_TESTABLE", "TONES", "Claim", "ClaimInputs",
+__all__ = ["NOT_MEASURED", "NOT_TESTABLE", "TONES", "Claim", "ClaimInputs",
            "Outcome", "SuiteInputs", "Tone", "claim", "claims", "corrected", "decide", "measured_text", "reason_text",
            "register", "result_rule", "run_names", "skipped", "unregister"]
 
@@ -42,18 +42,6 @@ TONES: tuple[str, ...] = get_args(Tone)
 a mixed or undecided answer; no answer (not testable, not measured, not calibrated)."""
 
 T = TypeVar("T", bound=Result)
-
-BUILTIN_RESULTS: tuple[str, ...] = (
-    "toy_check", "minimizers", "tracking", *(f"{a}_{o}" for a in ("stability", "scaling", "drift") for o in OBJECTIVES),
-    "diverged", "convergence_reverse", "convergence_forward", "convergence_backprop", "convergence_global",
-    "convergence_global_backprop", "control_logistic",  # analyses.theorem1.bound_set.theorem1_results
-    "depth", "proposition", "diverged runs", "outcome", "systems",
-    "versus_tuned",  # a zerolock tune directory among the inputs
-)
-"""The result (or skipped) names ``analyses.suite.analyze_loaded`` writes itself, before the claims' analyses."""
-BUILTIN_PREFIXES: tuple[str, ...] = ("fixed_point_chunk", "fixed_point_controls_chunk")
-"""Built-in names followed by a chunk: the fixed-point experiment and its controls, one per chunk run."""
-
 
 @dataclass(frozen=True)
 class Outcome:
@@ -75,17 +63,17 @@ class ClaimInputs:
     skipped: Mapping[str, str]
     level: float = 0.95  # the intervals' level; the table's correction controls its error at 1 - level
 
-    def get(self, name: str, kind: type[T]) -> T | None:
-        """The result ``name`` (None when skipped or absent); ``TypeError`` if it is not a ``kind``
-        (a rule reading the wrong name: a programming error, not missing data)."""
-        found = self.results.get(name)
-        if found is not None and not isinstance(found, kind):
-            raise TypeError(f"result {name!r} is a {type(found).__name__}, not a {kind.__name__}")
-        return found
+    def get(self, key: ResultKey[T]) -> T | None:
+        """The result of ``key``, of its type (None when skipped or absent; ``ResultKey.check``)."""
+        return key.check(self.results.get(key.name))
 
-    def why(self, name: str) -> str:
-        """Why the analysis ``name`` did not run (empty when it is not recorded)."""
-        return self.skipped.get(name, "")
+    def each(self, family: ResultFamily[T]) -> list[T]:
+        """Every chunk's result of ``family``, in name order."""
+        return [self.results[n] for n in sorted(self.results) if family.owns(n) and isinstance(self.results[n], family.kind)]
+
+    def why(self, key: ResultKey) -> str:
+        """Why the analysis of ``key`` did not run (empty when it is not recorded)."""
+        return self.skipped.get(key.name, "")
 
 
 @dataclass(frozen=True)
@@ -115,7 +103,7 @@ class Claim:
     reason: Callable[[Evidence], str]  # why the rule gave its outcome
     short: Callable[[Evidence], str] | None = None  # the card's headline: one figure with its interval
     figure: str | None = None  # a figure of the report (``reports.figures.FIGURES``) for the card
-    analyses: Mapping[str, Callable[[SuiteInputs], Result]] = field(default_factory=dict)
+    analyses: Mapping[ResultKey, Callable[[SuiteInputs], Result]] = field(default_factory=dict)
     control: bool = False  # a control of a rule, not a claim of the paper
     tests: tuple[str, ...] = ()  # its calibration or control tests, "tests/PATH.py::test_name"
     p_value: Callable[[Evidence], float | None] | None = None  # the decisive test's two-sided p (None: no test)
@@ -150,13 +138,13 @@ def register(new: Claim) -> Claim:
     key, or for an analysis name that is taken (module docstring)."""
     if new.key in _REGISTRY and _REGISTRY[new.key] is not new:
         raise ValueError(f"claim {new.key!r} is already registered")
-    for name, analysis in new.analyses.items():
-        if name in BUILTIN_RESULTS or name.startswith(BUILTIN_PREFIXES):
-            raise ValueError(f"claim {new.key!r}: analysis name {name!r} is taken by the built-in analyses "
+    for key, analysis in new.analyses.items():
+        if key.builtin:
+            raise ValueError(f"claim {new.key!r}: analysis name {key.name!r} is taken by the built-in analyses "
                              "(analyses.suite)")
         for other in _REGISTRY.values():
-            if other is not new and name in other.analyses and other.analyses[name] is not analysis:
-                raise ValueError(f"claim {new.key!r}: analysis name {name!r} is taken by claim {other.key!r}")
+            if other is not new and key in other.analyses and other.analyses[key] is not analysis:
+                raise ValueError(f"claim {new.key!r}: analysis name {key.name!r} is taken by claim {other.key!r}")
     _REGISTRY[new.key] = new
     return new
 
@@ -191,19 +179,19 @@ def corrected(verdicts: Sequence[Verdict], level: float = 0.95) -> list[Verdict]
     return [replace(v, correction=m) for v, m in zip(verdicts, found, strict=True)]
 
 
-def skipped(key: str, name: str, inputs: ClaimInputs) -> Verdict:
-    """The row of a claim whose analysis ``name`` did not run: "not measured", with the reason."""
-    return Verdict(key, "not measured", Evidence("skipped", skipped=inputs.why(name)))
+def skipped(key: str, result: ResultKey, inputs: ClaimInputs) -> Verdict:
+    """The row of a claim whose analysis ``result`` did not run: "not measured", with the reason."""
+    return Verdict(key, "not measured", Evidence("skipped", skipped=inputs.why(result)))
 
 
-def result_rule(key: str, name: str, kind: type[T], reason: Callable[[T], str] = lambda found: "computed"
+def result_rule(key: str, result: ResultKey[T], reason: Callable[[T], str] = lambda found: "computed"
                 ) -> Callable[[ClaimInputs], Verdict]:
-    """The rule of a row whose analysis ``name`` decides by itself: its result's ``outcome``, the
+    """The rule of a row whose analysis ``result`` decides by itself: its result's ``outcome``, the
     result as the evidence (``reason(result)`` its code); "not measured" when it did not run."""
     def rule(inputs: ClaimInputs) -> Verdict:
-        found = inputs.get(name, kind)
+        found = inputs.get(result)
         if found is None:
-            return skipped(key, name, inputs)
+            return skipped(key, result, inputs)
         return Verdict(key, found.outcome, Evidence(reason(found), result=found))
     return rule
 

@@ -6,6 +6,11 @@ value (NaN) is ``null`` and reads back as NaN where the field is a float; ``±in
 strings ``"inf"``/``"-inf"`` and read back exactly where the field is a float.
 ``load_result`` reloads a result from its ``kind`` field; the kinds are those of the imported
 analysis modules (``analyses.suite`` imports them all).
+
+A result the suite saves is named by a ``ResultKey``: its file name (``analysis/NAME.json``)
+and its type, declared once by the family that computes it (``declare``). Rules and reports
+fetch a result by its key and get that type back, never by a string; a ``ResultFamily`` names
+results computed once per chunk (the fixed-point experiment).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -26,6 +31,11 @@ __all__ = [
     "Interval",
     "NotMeasured",
     "Result",
+    "ResultFamily",
+    "ResultKey",
+    "declare",
+    "declare_family",
+    "declared_keys",
     "decode",
     "load_result",
     "register",
@@ -43,6 +53,66 @@ _REGISTRY: dict[str, type[Result]] = {}
 
 class NotMeasured(Exception):
     """The data an analysis needs is absent or undefined; ``str(exc)`` is the reason."""
+
+
+@dataclass(frozen=True)
+class ResultKey(Generic[R]):
+    """A saved result's name and type (module docstring); ``builtin``: written by the suite itself,
+    before the rows' own analyses, so no row may register an analysis under its name."""
+
+    name: str
+    kind: type[R]
+    builtin: bool = False
+
+    def check(self, found: object) -> R | None:
+        """``found`` as this key's type (None stays None); ``TypeError`` for another type (a rule
+        reading the wrong key: a programming error, not missing data)."""
+        if found is not None and not isinstance(found, self.kind):
+            raise TypeError(f"result {self.name!r} is a {type(found).__name__}, not a {self.kind.__name__}")
+        return found
+
+
+@dataclass(frozen=True)
+class ResultFamily(Generic[R]):
+    """Results of one type computed once per chunk, named ``PREFIX{k}``."""
+
+    prefix: str
+    kind: type[R]
+
+    def of(self, chunk: int) -> ResultKey[R]:
+        """The key of chunk ``chunk``'s result."""
+        return ResultKey(f"{self.prefix}{chunk}", self.kind, builtin=True)
+
+    def owns(self, name: str) -> bool:
+        """Whether ``name`` is one chunk's result of this family."""
+        return name.startswith(self.prefix) and name[len(self.prefix):].isdigit()
+
+
+_KEYS: dict[str, ResultKey | ResultFamily] = {}
+
+
+def declare(name: str, kind: type[R], *, builtin: bool = False) -> ResultKey[R]:
+    """Declare the result ``name`` of type ``kind`` (once per name; ``TypeError`` for a name declared
+    with another type)."""
+    key = ResultKey(name, kind, builtin)
+    if _KEYS.get(name, key) != key:
+        raise TypeError(f"result {name!r} is already declared as {_KEYS[name]}")
+    _KEYS[name] = key
+    return key
+
+
+def declare_family(prefix: str, kind: type[R]) -> ResultFamily[R]:
+    """Declare a per-chunk family of results (``ResultFamily``)."""
+    family = ResultFamily(prefix, kind)
+    if _KEYS.get(prefix, family) != family:
+        raise TypeError(f"result family {prefix!r} is already declared as {_KEYS[prefix]}")
+    _KEYS[prefix] = family
+    return family
+
+
+def declared_keys() -> tuple[ResultKey | ResultFamily, ...]:
+    """Every declared key and family of the imported analysis modules, by name."""
+    return tuple(_KEYS[name] for name in sorted(_KEYS))
 
 
 def register(cls: type[R]) -> type[R]:

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from analyses.registry import claim as claim_of
 from analyses.registry import claims as all_claims
-from analyses.results import Result, register
+from analyses.results import Result, declare, register
 from analyses.verdict import Verdict
 
 __all__ = ["OUTCOMES", "SHORT_HORIZON_ROWS", "Cell", "SensitivityMap", "SettingVerdicts", "sensitivity_map"]
@@ -84,6 +84,9 @@ class SensitivityMap(Result):
     def outcomes_of(self, claim: str) -> dict[str, str]:
         """Setting → outcome word of ``claim``, in suite order."""
         return {s: self.cell(claim, s).outcome for s in self.settings}
+
+
+SENSITIVITY = declare("sensitivity", SensitivityMap)
 
 
 def _headline(verdict: Verdict) -> str:

@@ -16,25 +16,32 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyses.assumption5.scaling import StepScaling, group_scaling
+from analyses.assumption5.scaling import SCALING, StepScaling, group_scaling
 from analyses.assumption5.step_limits import scaling_factors
-from analyses.descriptive.depth import depth_set
-from analyses.descriptive.drift import drift_check
-from analyses.descriptive.movement import minimizer_table, toy_check
-from analyses.descriptive.outcome import compare_outcomes
-from analyses.descriptive.proposition_pairs import PropositionSet, proposition_group
-from analyses.descriptive.stability import OBJECTIVES, stability_chunks, stability_summary
-from analyses.descriptive.tracking import TrackingSet, direction_tracking, run_tracking
+from analyses.descriptive.depth import DEPTH, depth_set
+from analyses.descriptive.drift import DRIFT, drift_check
+from analyses.descriptive.movement import MINIMIZERS, minimizer_table, toy_check
+from analyses.descriptive.outcome import OUTCOME, compare_outcomes
+from analyses.descriptive.proposition_pairs import PROPOSITION, PropositionSet, proposition_group
+from analyses.descriptive.stability import (
+    OBJECTIVES,
+    STABILITY_SUMMARY,
+    stability_chunks,
+    stability_summary,
+)
+from analyses.descriptive.toy import TOY_CHECK
+from analyses.descriptive.tracking import TRACKING, TrackingSet, direction_tracking, run_tracking
 from analyses.io import Run, RunDataError, load_run
-from analyses.lemma2.fixed_point import FixedPointResult
-from analyses.lemma2.fixed_point_controls import FixedPointControls
+from analyses.lemma2.fixed_point import FIXED_POINT, FixedPointResult
+from analyses.lemma2.fixed_point_controls import CONTROLS, FixedPointControls
 from analyses.registry import ClaimInputs, SuiteInputs, claims, decide
-from analyses.results import NotMeasured, Result, load_result
+from analyses.results import NotMeasured, Result, ResultKey, load_result
 from analyses.runinfo import SHARED_SETTINGS, IncomparableRuns, RunInfo, check_comparable, run_info
 from analyses.stats.seeds import diverged
 from analyses.suite_result import INDEX, SuiteAnalysis, load_suite
-from analyses.systems.memory import systems_comparison
+from analyses.systems.memory import SYSTEMS, systems_comparison
 from analyses.theorem1.bound_set import theorem1_results
+from analyses.versus.tuned_versus import TUNED
 from zerolock_theory.vocab import direction_of
 
 __all__ = [
@@ -81,15 +88,15 @@ def analyze_runs(
         if path.is_dir() and (path / "systems.json").is_file() and not (path / "metrics.jsonl").exists():
             systems = systems or path
         elif path.is_dir() and (path / TUNE_FILE).is_file() and not (path / "metrics.jsonl").exists():
-            extra["versus_tuned"] = _tuned(path, level)
+            extra[TUNED.name] = _tuned(path, level)
         elif path.is_dir() and any((path / f).is_file() for f in (FIXED_POINT_FILE, CONTROLS_FILE)) \
                 and not (path / "metrics.jsonl").exists():
             if (path / FIXED_POINT_FILE).is_file():
                 found = _fixed_point(path / FIXED_POINT_FILE)
-                extra[f"fixed_point_chunk{found.chunk}"] = found
+                extra[FIXED_POINT.of(found.chunk).name] = found
             if (path / CONTROLS_FILE).is_file():
                 controls = _fixed_point(path / CONTROLS_FILE, FixedPointControls)
-                extra[f"fixed_point_controls_chunk{controls.chunk}"] = controls
+                extra[CONTROLS.of(controls.chunk).name] = controls
         else:
             runs_paths.append(path)
     if not runs_paths:
@@ -110,6 +117,8 @@ def analyze_runs(
     )
 
 
+DIVERGED_RUNS = "diverged runs"
+"""The skipped entry that lists the ZeroLock runs the analyses excluded as diverged (no result)."""
 FIXED_POINT_FILE = "fixed_point.json"
 TUNE_FILE = "tune.json"  # a ``zerolock tune`` directory: each method at its own best eta_0
 
@@ -165,49 +174,49 @@ def analyze_loaded(
     results: dict[str, Result] = dict(extra or {})
     skipped: dict[str, str] = {}
 
-    def attempt(name: str, fn: Callable[[], Result]) -> None:
+    def attempt(key: ResultKey, fn: Callable[[], Result]) -> None:
         try:
-            results[name] = fn()
+            results[key.name] = key.check(fn())
         except (RunDataError, NotMeasured) as exc:
-            skipped[name] = str(exc)
+            skipped[key.name] = str(exc)
 
     boot = {"n_boot": n_boot, "level": level, "seed": seed}
     zl_all = [(i, f) for i, f in table if i.method == "zerolock"]
     zl, excluded = _without_diverged(zl_all)
-    attempt("toy_check", toy_check)
+    attempt(TOY_CHECK, toy_check)
     attempt(
-        "minimizers", lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot)
+        MINIMIZERS, lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot)
     )
-    attempt("tracking", partial(_tracking, zl, excluded, level))
+    attempt(TRACKING, partial(_tracking, zl, excluded, level))
     for obj in OBJECTIVES:
         chosen = _stability_runs(zl, obj)
         frames, fnames = [f for _, f in chosen], [i.name for i, _ in chosen]
         trained = chosen[0][0].direction if chosen else ""
         attempt(
-            f"stability_{obj}", partial(stability_summary, frames, obj, fnames, trained=trained)
+            STABILITY_SUMMARY[obj], partial(stability_summary, frames, obj, fnames, trained=trained)
         )
-        attempt(f"scaling_{obj}", partial(_step_scaling, zl, obj, excluded, level))
-        attempt(f"drift_{obj}", partial(_drift, zl, obj, level))
+        attempt(SCALING[obj], partial(_step_scaling, zl, obj, excluded, level))
+        attempt(DRIFT[obj], partial(_drift, zl, obj, level))
     theorem1, theorem1_skipped = theorem1_results(table, level)  # Theorem 1 (issue 9)
     results.update(theorem1)
     skipped.update(theorem1_skipped)
-    attempt("depth", lambda: depth_set([f for _, f in zl], [i.name for i, _ in zl], tol=tol))
-    attempt("proposition", partial(_proposition, zl, excluded, level))
+    attempt(DEPTH, lambda: depth_set([f for _, f in zl], [i.name for i, _ in zl], tol=tol))
+    attempt(PROPOSITION, partial(_proposition, zl, excluded, level))
     if excluded:
-        skipped["diverged runs"] = "; ".join(excluded)
-    attempt("outcome", lambda: compare_outcomes(_groups(table)))
+        skipped[DIVERGED_RUNS] = "; ".join(excluded)
+    attempt(OUTCOME, lambda: compare_outcomes(_groups(table)))
     if systems is not None:
-        attempt("systems", lambda: systems_comparison(systems))
+        attempt(SYSTEMS, lambda: systems_comparison(systems))
     else:
-        skipped["systems"] = "no systems.json given"
+        skipped[SYSTEMS.name] = "no systems.json given"
     inputs = SuiteInputs(table, zl, excluded, level, None if systems is None else Path(systems))
     builtin = set(results) | set(skipped)
     for row in claims():
-        for name, analysis in row.analyses.items():
-            if name in builtin:  # ``register`` refuses the names of BUILTIN_RESULTS; this one it missed
-                raise ValueError(f"claim {row.key!r}: analysis name {name!r} is taken by a built-in analysis")
-            if name not in results and name not in skipped:  # an analysis shared by rows runs once
-                attempt(name, partial(analysis, inputs))
+        for key, analysis in row.analyses.items():
+            if key.name in builtin:  # ``register`` refuses the built-in keys; this name it missed
+                raise ValueError(f"claim {row.key!r}: analysis name {key.name!r} is taken by a built-in analysis")
+            if key.name not in results and key.name not in skipped:  # an analysis shared by rows runs once
+                attempt(key, partial(analysis, inputs))
     verdicts = decide(ClaimInputs(results, skipped, level))
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "tail": tail, "tol": tol}
     return SuiteAnalysis(infos, skipped, verdicts, settings, results)

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from analyses.io import RunDataError
 from analyses.registry import ClaimInputs, claims, decide
-from analyses.results import Result, load_result, register
+from analyses.results import R, Result, ResultFamily, ResultKey, load_result, register
 from analyses.runinfo import RunInfo
 from analyses.verdict import BOUND_REASONS, Verdict
 from zerolock_theory import jsonio
@@ -34,9 +34,17 @@ class SuiteAnalysis(Result):
     settings: dict[str, Any]
     results: dict[str, Result] = field(default_factory=dict)
 
-    def get(self, name: str) -> Result | None:
-        """The result ``name`` (``None`` when skipped or unknown)."""
-        return self.results.get(name)
+    def get(self, key: ResultKey[R]) -> R | None:
+        """The result of ``key``, of its type (``None`` when skipped or unknown)."""
+        return key.check(self.results.get(key.name))
+
+    def each(self, family: ResultFamily[R]) -> list[R]:
+        """Every chunk's result of ``family`` (``ClaimInputs.each``)."""
+        return self.inputs().each(family)
+
+    def why(self, key: ResultKey, default: str = "") -> str:
+        """Why the analysis of ``key`` did not run (``default`` when it is not recorded)."""
+        return self.skipped.get(key.name, default)
 
     def inputs(self) -> ClaimInputs:
         """What the claims' rules read."""

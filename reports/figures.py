@@ -17,16 +17,20 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analyses.assumption5.scaling import StepScaling
-from analyses.descriptive.depth import DepthSet
-from analyses.descriptive.drift import DriftCheck
-from analyses.descriptive.movement import MinimizerTable
-from analyses.descriptive.outcome import OutcomeComparison
+from analyses.assumption5.scaling import SCALING
+from analyses.descriptive.depth import DEPTH, DepthSet
+from analyses.descriptive.drift import DRIFT
+from analyses.descriptive.movement import MINIMIZERS, MinimizerTable
+from analyses.descriptive.outcome import OUTCOME, OutcomeComparison
 from analyses.suite import SuiteAnalysis
+from analyses.systems.memory import MEMORY
+from analyses.systems.throughput import THROUGHPUT
+from analyses.versus.tuned_versus import TUNED
 from reports.style import COLORS, METADATA, RC
 from reports.systems_figures import memory_split_figure, throughput_ratio_figure
 from reports.theorem1 import convergence_figure
 from reports.wording import drift_line
+from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = ["FIGURES", "RC", "render_figure", "render_figures", "save_figure"]
 
@@ -84,7 +88,7 @@ def stability_figure(suite: SuiteAnalysis) -> Figure | None:
     """c·ρ(c) against the step factor c (log–log), median over steps per seed: line = median over
     seeds, band = range over seeds, per group; references: flat (ρ first order, log ρ slope −1)
     and ∝ c (ρ bounded, log ρ slope 0)."""
-    fits = [r for n in ("scaling_paper", "scaling_implemented") if isinstance(r := suite.get(n), StepScaling)]
+    fits = [r for o in OBJECTIVES if (r := suite.get(SCALING[o])) is not None]
     if not fits:
         return None
     colors, names = palette(suite), short_labels(suite)
@@ -119,7 +123,7 @@ def along_figure(suite: SuiteAnalysis) -> Figure | None:
     """Assumption 5 along the run, what the row decides: each seed's block means of ρ_t against
     t + 1 (log–log; hollow: the burn-in block, left out of γ's fit), per objective's primary group,
     with the growth a positive first-order drift gives, ρ_t ∝ (t+1)^(κ/2), and no growth (flat)."""
-    fits = [r for n in ("scaling_paper", "scaling_implemented") if isinstance(r := suite.get(n), StepScaling)]
+    fits = [r for o in OBJECTIVES if (r := suite.get(SCALING[o])) is not None]
     fits = [(fit, fit.groups[0]) for fit in fits if fit.groups and fit.groups[0].along is not None]
     if not any(s.blocks for _, group in fits for s in group.along.seeds):
         return None
@@ -157,7 +161,7 @@ def along_figure(suite: SuiteAnalysis) -> Figure | None:
 
 def drift_figure(suite: SuiteAnalysis) -> Figure | None:
     """D_T = Σ φ_t⁺ (solid), Σ q_t (dashed) and signed Σ φ_t (dotted) against T, per run."""
-    checks = [r for n in ("drift_paper", "drift_implemented") if isinstance(r := suite.get(n), DriftCheck)]
+    checks = [r for o in OBJECTIVES if (r := suite.get(DRIFT[o])) is not None]
     if not checks:
         return None
     colors, groups, names = palette(suite), _group_of(suite), short_labels(suite)
@@ -180,7 +184,7 @@ def drift_figure(suite: SuiteAnalysis) -> Figure | None:
 
 def depth_figure(suite: SuiteAnalysis) -> Figure | None:
     """Final task CE by chunk for every run, and CE_k over training for the first run."""
-    depth = suite.get("depth")
+    depth = suite.get(DEPTH)
     if not isinstance(depth, DepthSet):
         return None
     colors, groups, names = palette(suite), _group_of(suite), short_labels(suite)
@@ -208,7 +212,7 @@ def depth_figure(suite: SuiteAnalysis) -> Figure | None:
 
 def outcome_figure(suite: SuiteAnalysis) -> Figure | None:
     """Mean held-out CE of the final chunk over training, ZeroLock (solid) and backprop (dashed)."""
-    outcome = suite.get("outcome")
+    outcome = suite.get(OUTCOME)
     if not isinstance(outcome, OutcomeComparison):
         return None
     colors = palette(suite)
@@ -236,7 +240,7 @@ def _tuned_curves(suite: SuiteAnalysis):
 
     from analyses.versus.tuned_versus import TunedVersus
 
-    tuned = suite.get("versus_tuned")
+    tuned = suite.get(TUNED)
     return pd.DataFrame(list(tuned.curves)) if isinstance(tuned, TunedVersus) and tuned.curves else None
 
 
@@ -259,7 +263,7 @@ def tuned_chunks_figure(suite: SuiteAnalysis) -> Figure | None:
 
 def minimizers_figure(suite: SuiteAnalysis) -> Figure | None:
     """The 2×2 table as bars: relative reduction to m_k and g_k per trained direction."""
-    table = suite.get("minimizers")
+    table = suite.get(MINIMIZERS)
     if not isinstance(table, MinimizerTable):
         return None
     fig, axes = _figure(2)
@@ -301,8 +305,8 @@ FIGURES: dict[str, Callable[[SuiteAnalysis], Figure | None]] = {
     "tuned_chunks": tuned_chunks_figure,
     "minimizers": minimizers_figure,
     # the systems rows: the memory split and the modelled throughput ratio over (K, m)
-    "systems_memory": lambda suite: memory_split_figure(suite.get("systems_memory")),
-    "systems_throughput": lambda suite: throughput_ratio_figure(suite.get("systems_throughput")),
+    "systems_memory": lambda suite: memory_split_figure(suite.get(MEMORY)),
+    "systems_throughput": lambda suite: throughput_ratio_figure(suite.get(THROUGHPUT)),
 }
 
 

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyses.descriptive.outcome import OutcomeComparison
+from analyses.descriptive.outcome import OUTCOME, OutcomeComparison
 from analyses.registry import claim as claim_of
 from analyses.suite import SuiteAnalysis
-from analyses.systems.memory import SystemsComparison
+from analyses.systems.memory import MEMORY, SYSTEMS, SystemsComparison
+from analyses.systems.throughput import THROUGHPUT
 from analyses.verdict import Verdict
+from analyses.versus.tuned_versus import TUNED
 from reports import render
 from reports.blocks import Block, Card, pct, table
 from reports.figures import render_figures
@@ -137,9 +139,9 @@ def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [
         Block("h2", "Systems claims (26.5% lower peak memory, 4.9% higher throughput than 1F1B)")
     ]
-    sys_ = suite.get("systems")
+    sys_ = suite.get(SYSTEMS)
     if not isinstance(sys_, SystemsComparison):
-        return out + [Block("p", f"Not measured: {suite.skipped.get('systems', 'no data')}."), *_systems_figures(suite)]
+        return out + [Block("p", f"Not measured: {suite.why(SYSTEMS, 'no data')}."), *_systems_figures(suite)]
     rows = [
         [
             r.chunks,
@@ -157,14 +159,14 @@ def _systems_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 def _systems_figures(suite: SuiteAnalysis) -> list[Block]:
     """The memory split and the modelled throughput over (K, m), when their rows have data."""
-    return [Block("figure", name) for name in ("systems_memory", "systems_throughput") if suite.get(name) is not None]
+    return [Block("figure", key.name) for key in (MEMORY, THROUGHPUT) if suite.get(key) is not None]
 
 
 def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", "Outcome: held-out CE of the final chunk")]
-    outcome = suite.get("outcome")
+    outcome = suite.get(OUTCOME)
     if not isinstance(outcome, OutcomeComparison):
-        return out + [Block("p", f"Not measured: {suite.skipped.get('outcome', 'no data')}.")]
+        return out + [Block("p", f"Not measured: {suite.why(OUTCOME, 'no data')}.")]
     rows = [
         [
             g.group,
@@ -188,7 +190,7 @@ def _tuned_blocks(suite: SuiteAnalysis) -> list[Block]:
     from analyses.versus.tuned import describe
     from analyses.versus.tuned_versus import TunedVersus
 
-    tuned = suite.get("versus_tuned")
+    tuned = suite.get(TUNED)
     if not isinstance(tuned, TunedVersus):
         return []
     lines = describe(tuned).splitlines()

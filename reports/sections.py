@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-from analyses.assumption5.scaling import StepScaling
-from analyses.descriptive.depth import DepthSet
-from analyses.descriptive.drift import DriftCheck
-from analyses.descriptive.movement import MinimizerTable, ToyCheck
-from analyses.descriptive.proposition_pairs import PropositionSet
-from analyses.descriptive.stability import StabilitySummary
-from analyses.lemma2.fixed_point import FixedPointResult
-from analyses.lemma2.targets import Lemma2Mismatch, Lemma2Tracking
-from analyses.proposition1.identity import Proposition1Identity
+from analyses.assumption5.scaling import SCALING, StepScaling
+from analyses.descriptive.depth import DEPTH, DepthSet
+from analyses.descriptive.drift import DRIFT, DriftCheck
+from analyses.descriptive.movement import MINIMIZERS, MinimizerTable, ToyCheck
+from analyses.descriptive.proposition_pairs import PROPOSITION, PropositionSet
+from analyses.descriptive.stability import STABILITY_SUMMARY, StabilitySummary
+from analyses.descriptive.toy import TOY_CHECK
+from analyses.lemma2.fixed_point import FIXED_POINT
+from analyses.lemma2.targets import MISMATCH, Lemma2Mismatch, Lemma2Tracking
+from analyses.lemma2.targets import TRACKING as LEMMA2_TRACKING
+from analyses.proposition1.identity import IDENTITY, Proposition1Identity
 from analyses.suite import SuiteAnalysis
 from reports.blocks import Block, pct, vec
 from reports.blocks import table as grid
 from reports.wording import drift_line, fmt
+from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = ["depth_blocks", "lemma2_blocks", "stability_blocks"]
 
 
 def lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", "Lemma 2: which target does a trained chunk track?")]
-    toy = suite.get("toy_check")
+    toy = suite.get(TOY_CHECK)
     if isinstance(toy, ToyCheck):
         out.append(
             Block(
@@ -60,7 +63,7 @@ def lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
             )
         )
     out.extend(_tracking_blocks(suite))
-    table = suite.get("minimizers")
+    table = suite.get(MINIMIZERS)
     if isinstance(table, MinimizerTable):
         out.append(Block("h3", "Descriptive: movement of each objective's own gap (not a verdict)"))
         out.append(
@@ -118,7 +121,7 @@ def lemma2_blocks(suite: SuiteAnalysis) -> list[Block]:
     else:
         out.append(
             Block(
-                "p", f"On-model table not measured: {suite.skipped.get('minimizers', 'no data')}."
+                "p", f"On-model table not measured: {suite.why(MINIMIZERS, 'no data')}."
             )
         )
     return out
@@ -131,7 +134,7 @@ def stability_blocks(suite: SuiteAnalysis) -> list[Block]:
         ("implemented", "R̄ (implemented objective)"),
     ):
         out.append(Block("h3", name))
-        summary = suite.get(f"stability_{obj}")
+        summary = suite.get(STABILITY_SUMMARY[obj])
         if isinstance(summary, StabilitySummary):
             rows = [
                 [
@@ -165,21 +168,21 @@ def stability_blocks(suite: SuiteAnalysis) -> list[Block]:
             )
         else:
             out.append(
-                Block("p", f"Not measured: {suite.skipped.get(f'stability_{obj}', 'no data')}.")
+                Block("p", f"Not measured: {suite.why(STABILITY_SUMMARY[obj], 'no data')}.")
             )
         out.extend(_scaling_blocks(suite, obj))
-    if any(isinstance(suite.get(f"scaling_{o}"), StepScaling) for o in ("paper", "implemented")):
+    if any(suite.get(SCALING[o]) is not None for o in OBJECTIVES):
         out.extend([Block("figure", "along"), Block("figure", "stability")])
-    if any(isinstance(suite.get(f"drift_{o}"), DriftCheck) for o in ("paper", "implemented")):
+    if any(suite.get(DRIFT[o]) is not None for o in OBJECTIVES):
         out.append(Block("figure", "drift"))
     return out
 
 
 def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
     """The step-scaling table (one row per group, the primary first) and the drift line."""
-    scaling = suite.get(f"scaling_{obj}")
+    scaling = suite.get(SCALING[obj])
     if not isinstance(scaling, StepScaling):
-        return [Block("p", f"Step scaling not measured: {suite.skipped.get(f'scaling_{obj}', 'no data')}.")]
+        return [Block("p", f"Step scaling not measured: {suite.why(SCALING[obj], 'no data')}.")]
     def share(x) -> str:
         return "n/a" if x is None else f"{x.estimate:.0%} [{x.low:.0%}, {x.high:.0%}]"
 
@@ -201,7 +204,7 @@ def _scaling_blocks(suite: SuiteAnalysis, obj: str) -> list[Block]:
                  "resolved steps", "share phi'>0", "against chance (1/2)", "uniform in the step",
                  "antithetic pairs with one positive", "drift order (Theorem 1 (b))",
                  "slope log rho(c) on log c (smoothness)"], rows)]
-    drift = suite.get(f"drift_{obj}")
+    drift = suite.get(DRIFT[obj])
     if isinstance(drift, DriftCheck):
         out.append(Block("p", f"{drift_line(len(drift.runs), drift.d_exponent, drift.q_exponent)} ({drift.group}); D_T / sum q_t at the end: "
                      f"{drift.end_ratio if drift.end_ratio else 'n/a'}."))
@@ -215,9 +218,9 @@ def depth_blocks(suite: SuiteAnalysis) -> list[Block]:
     rising pairs on this run (descriptive: a run adds no evidence to an identity)."""
     out = [Block("h2", "Proposition 1: algebra, and the task CE by depth (descriptive)")]
     out += _identity_blocks(suite) + _proposition_blocks(suite)
-    depth = suite.get("depth")
+    depth = suite.get(DEPTH)
     if not isinstance(depth, DepthSet):
-        return out + [Block("p", f"Not measured: {suite.skipped.get('depth', 'no data')}.")]
+        return out + [Block("p", f"Not measured: {suite.why(DEPTH, 'no data')}.")]
     rows = [
         [
             p.run,
@@ -242,14 +245,14 @@ def _tracking_blocks(suite: SuiteAnalysis) -> list[Block]:
     """Lemma 2 on the model, from exact readouts: the mismatch per chunk, the fixed-point
     experiment per chunk, and the tracking statistic against its entropy-matched null (descriptive)."""
     out = [Block("h3", "On the model: TV(m_k, g_k) at the exact readouts (untrained -> trained)")]
-    mismatch = suite.get("lemma2_mismatch")
+    mismatch = suite.get(MISMATCH)
     if isinstance(mismatch, Lemma2Mismatch):
         out.append(grid(["chunk", "untrained", "trained"],
                         [[c.chunk, str(c.untrained_interval or "n/a"), str(c.trained_interval or "n/a")]
                          for c in mismatch.chunks]))
     else:
-        out.append(Block("p", f"Not measured: {suite.skipped.get('lemma2_mismatch', 'no data')}."))
-    fixed = sorted((r for n, r in suite.results.items() if isinstance(r, FixedPointResult)), key=lambda r: r.chunk)
+        out.append(Block("p", f"Not measured: {suite.why(MISMATCH, 'no data')}."))
+    fixed = sorted(suite.each(FIXED_POINT), key=lambda r: r.chunk)
     out.append(Block("h3", "Which target does training reach? One chunk trained alone on a fixed batch"))
     if fixed:
         rows = [[r.chunk, s.seed, fmt(s.forward.tv_m), fmt(s.forward.tv_g), fmt(s.reverse.tv_m), fmt(s.reverse.tv_g),
@@ -261,7 +264,7 @@ def _tracking_blocks(suite: SuiteAnalysis) -> list[Block]:
                               f"seed(s).") for r in fixed)
     else:
         out.append(Block("p", "Not measured: no fixed_point.json given."))
-    tracking = suite.get("lemma2_tracking")
+    tracking = suite.get(LEMMA2_TRACKING)
     out.append(Block("h3", "Descriptive only: r(m) - r(g) against its entropy-matched null"))
     if isinstance(tracking, Lemma2Tracking) and tracking.runs:
         out.append(Block("p", "r(target) = relative reduction of TV to the target from the untrained to the trained "
@@ -273,15 +276,15 @@ def _tracking_blocks(suite: SuiteAnalysis) -> list[Block]:
         out.append(Block("p", f"Over seeds: r(m) - r(g) = {tracking.difference or 'n/a'}, null "
                               f"{tracking.null_difference or 'n/a'}, excess {tracking.excess or 'n/a'}."))
     else:
-        out.append(Block("p", f"Not measured: {suite.skipped.get('lemma2_tracking', 'no entropy-matched null')}."))
+        out.append(Block("p", f"Not measured: {suite.why(LEMMA2_TRACKING, 'no entropy-matched null')}."))
     return out
 
 
 def _identity_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The analytic row's checks: per loss, the readout pairs and the largest excess; the counterexample."""
-    found = suite.get("proposition1_identity")
+    found = suite.get(IDENTITY)
     if not isinstance(found, Proposition1Identity):
-        return [Block("p", f"Not measured: {suite.skipped.get('proposition1_identity', 'no data')}.")]
+        return [Block("p", f"Not measured: {suite.why(IDENTITY, 'no data')}.")]
     c = found.transcription
     rows = [[x.direction, x.cases, x.at_optimum, f"{x.max_violation:.1e}", f"{x.max_residual:.1e}"]
             for x in (found.forward, found.reverse)]
@@ -295,7 +298,7 @@ def _identity_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 def _proposition_blocks(suite: SuiteAnalysis) -> list[Block]:
     out: list[Block] = []
-    test = suite.get("proposition")
+    test = suite.get(PROPOSITION)
     if isinstance(test, PropositionSet):
         out.append(Block("h3", "Descriptive: the unscaled transcription CE_k <= CE_(k-1) + delta_k at the pairs "
                                "where CE rises with depth (not evidence: it is false as algebra, whatever the run)"))
@@ -310,5 +313,5 @@ def _proposition_blocks(suite: SuiteAnalysis) -> list[Block]:
         out.extend(Block("p", f"{g.group}: {g.pairs.n_violations} of {g.pairs.n_rising} rising pairs exceed the "
                               "unscaled gap.") for g in test.groups)
     else:
-        out.append(Block("p", f"Proposition 1 not measured: {suite.skipped.get('proposition', 'no data')}."))
+        out.append(Block("p", f"Proposition 1 not measured: {suite.why(PROPOSITION, 'no data')}."))
     return out

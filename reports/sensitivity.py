@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from analyses.sensitivity import SensitivityMap
+from analyses.sensitivity import SENSITIVITY, SensitivityMap
 from analyses.suite import SuiteAnalysis
 from reports.blocks import Block, table
 from reports.figures import FIGURES
@@ -23,12 +23,8 @@ from reports.legend import TONE_COLORS  # the page's key: one colour per tone
 
 __all__ = ["TONE_COLORS", "changed_sentence", "sensitivity_blocks", "sensitivity_figure", "shown_claims"]
 
-NAME = "sensitivity"
-
-
 def _map(suite: SuiteAnalysis) -> SensitivityMap | None:
-    found = suite.get(NAME)
-    return found if isinstance(found, SensitivityMap) else None
+    return suite.get(SENSITIVITY)
 
 
 def shown_claims(found: SensitivityMap) -> list[int]:
@@ -84,7 +80,7 @@ def sensitivity_figure(suite: SuiteAnalysis) -> Figure | None:
     return fig
 
 
-FIGURES.setdefault(NAME, sensitivity_figure)
+FIGURES.setdefault(SENSITIVITY.name, sensitivity_figure)
 
 
 def sensitivity_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -96,7 +92,7 @@ def sensitivity_blocks(suite: SuiteAnalysis) -> list[Block]:
     out = [Block("h2", f"Sensitivity map: {len(found.claims)} claims x {len(found.settings)} settings "
                        f"(one setting changed at a time): {found.outcome}"),
            Block("p", changed_sentence(found)),
-           Block("figure", NAME),
+           Block("figure", SENSITIVITY.name),
            Block("p", "Each cell: the claim's outcome in that setting (green holds, red fails, amber mixed, grey no "
                       "answer) and its headline figure. Runs per setting: "
                       + ", ".join(f"{c} {n}" for c, n in zip(found.changes, found.runs, strict=True)) + "."

@@ -16,10 +16,17 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analyses.theorem1.bound_set import BoundSet, DivergedRuns
-from analyses.theorem1.claim_proof import GroupDrift
-from analyses.theorem1.claim_rate import GroupRate
-from analyses.theorem1.controls import RateControls
+from analyses.results import ResultKey
+from analyses.theorem1.bound_set import (
+    CONTROL_LOGISTIC,
+    CONVERGENCE,
+    DIVERGED,
+    BoundSet,
+    DivergedRuns,
+)
+from analyses.theorem1.claim_proof import DRIFT_BUDGET, GroupDrift
+from analyses.theorem1.claim_rate import RATE, GroupRate
+from analyses.theorem1.controls import RATE_CONTROLS, RateControls
 from analyses.theorem1.convergence import BoundTest
 from reports.blocks import Block
 
@@ -31,18 +38,20 @@ CAPTION = (
     "over seeds; grey: the bound (flat), a true 1/sqrt(T) rate and a noise floor."
 )
 QUANTITIES = (
-    ("convergence_reverse", "ZeroLock reverse (R)"),
-    ("convergence_forward", "ZeroLock forward (R-bar)"),
-    ("convergence_backprop", "backprop (control)"),
-    ("control_logistic", "logistic regression (control)"),
-    ("convergence_global", "global ||grad L||^2, ZeroLock forward (not Theorem 1)"),
-    ("convergence_global_backprop", "global ||grad L||^2, backprop (not Theorem 1)"),
+    (CONVERGENCE["reverse"], "ZeroLock reverse (R)"),
+    (CONVERGENCE["forward"], "ZeroLock forward (R-bar)"),
+    (CONVERGENCE["backprop"], "backprop (control)"),
+    (CONTROL_LOGISTIC, "logistic regression (control)"),
+    (CONVERGENCE["global"], "global ||grad L||^2, ZeroLock forward (not Theorem 1)"),
+    (CONVERGENCE["global_backprop"], "global ||grad L||^2, backprop (not Theorem 1)"),
 )
+LOCAL = (CONVERGENCE["reverse"], CONVERGENCE["forward"], CONVERGENCE["backprop"], CONTROL_LOGISTIC)
+"""The bound tests of Theorem 1's local quantities and its control (the global ones are not Theorem 1's)."""
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 
 
-def _tests(suite) -> list[tuple[str, str, BoundTest, bool]]:
-    """``(name, quantity, test, primary)`` for every bound test of the suite."""
+def _tests(suite) -> list[tuple[ResultKey, str, BoundTest, bool]]:
+    """``(key, quantity, test, primary)`` for every bound test of the suite."""
     out = []
     for name, quantity in QUANTITIES:
         found = suite.get(name)
@@ -60,8 +69,8 @@ def _iv(x: Any) -> str:
 def _rate_rows(suite) -> list[list[str]]:
     """One row per rate description: ZeroLock's local G-hat_t by direction, and its shuffled control."""
     rows = []
-    for name, label in (("rate_reverse", "local, reverse (R)"), ("rate_forward", "local, forward (R-bar)")):
-        found = suite.get(name)
+    for direction, label in (("reverse", "local, reverse (R)"), ("forward", "local, forward (R-bar)")):
+        found = suite.get(RATE[direction])
         if isinstance(found, GroupRate):
             for series, rate in (("as run", found.rate), ("shuffled (control)", found.shuffled)):
                 noise = "-" if rate.noise is None else f"{rate.noise:.2g}"
@@ -73,8 +82,8 @@ def _rate_rows(suite) -> list[list[str]]:
 
 def _drift_rows(suite) -> list[list[str]]:
     rows = []
-    for name in ("proof_reverse", "proof_forward"):
-        found = suite.get(name)
+    for direction in ("reverse", "forward"):
+        found = suite.get(DRIFT_BUDGET[direction])
         if isinstance(found, GroupDrift):
             b = found.budget
             rows.append([found.objective, found.group, b.outcome, _iv(b.first_order), f"{b.s_first:.3g}",
@@ -107,7 +116,7 @@ def convergence_blocks(suite) -> list[Block]:
         out.append(Block("table", headers=("quantity", "group", "series", "outcome", "fall, blocks 1-2",
                                            "fall, blocks 3-4", "beta", "b", "noise", "seeds", "horizon"),
                          rows=tuple(tuple(r) for r in rows)))
-    controls = suite.get("rate_controls")
+    controls = suite.get(RATE_CONTROLS)
     if isinstance(controls, RateControls):
         out.append(Block("table", headers=("control of the rate rule", "must read", "read", "passed", "beta", "b",
                                            "seeds"),
@@ -133,7 +142,7 @@ def convergence_blocks(suite) -> list[Block]:
         out.append(Block("table", headers=("quantity", "group", "b (descriptive)", "beta (running mean)", "seeds",
                                            "horizon"), rows=tuple(tuple(map(str, r)) for r in rows)))
         out.append(Block("figure", "convergence"))
-    diverged = suite.get("diverged")
+    diverged = suite.get(DIVERGED)
     if isinstance(diverged, DivergedRuns) and diverged.runs:
         out.append(Block("p", "Diverged runs (their own training objective rose), excluded from every verdict: "
                          + "; ".join(f"{n}: {why}" for n, why in sorted(diverged.runs.items()))))
@@ -161,7 +170,7 @@ def _normalised(test: BoundTest) -> tuple[np.ndarray, np.ndarray, np.ndarray] | 
 
 def convergence_figure(suite) -> Figure | None:
     """B_T against T for each primary group and the logistic control (module docstring)."""
-    lines = [(q, t) for name, q, t, primary in _tests(suite) if primary and not name.startswith("convergence_global")]
+    lines = [(q, t) for name, q, t, primary in _tests(suite) if primary and name in LOCAL]
     curves = [(q, t, c) for q, t in lines if (c := _normalised(t)) is not None]
     if not curves:
         return None

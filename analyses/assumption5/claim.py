@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from analyses.assumption5.scaling import OUTCOMES as SCALING_OUTCOMES
-from analyses.assumption5.scaling import GroupScaling, StepScaling
+from analyses.assumption5.scaling import SCALING, GroupScaling, StepScaling
 from analyses.registry import (
     NOT_MEASURED,
     NOT_TESTABLE,
@@ -39,9 +39,9 @@ def _rule(key: str, objective: str):
     def rule(inputs: ClaimInputs) -> Verdict:
         """The primary group's outcome (module docstring); not testable when its group is missing."""
         own = direction_of(objective)
-        scaling = inputs.get(f"scaling_{objective}", StepScaling)
+        scaling = inputs.get(SCALING[objective])
         if scaling is None:
-            return Verdict(key, "not measured", Evidence("no_scaling_data", skipped=inputs.why(f"scaling_{objective}"),
+            return Verdict(key, "not measured", Evidence("no_scaling_data", skipped=inputs.why(SCALING[objective]),
                                                          preregistered=own))
         found = scaling.primary.trained == own  # else the pre-registered group is missing (e.g. all diverged)
         evidence = Evidence(scaling.primary.reason if found else "no_scaling_group", preregistered=own,

@@ -64,7 +64,7 @@ from analyses.assumption5.step_limits import (
     scaling_table,
     step_signs,
 )
-from analyses.results import Interval, NotMeasured, Result, register
+from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from analyses.stats.shares import (
     cluster_share_interval,
@@ -280,6 +280,10 @@ class StepScaling(Result):
     def primary(self) -> GroupScaling:
         """The pre-registered group (the objective's own training direction)."""
         return self.groups[0]
+
+
+SCALING = {o: declare(f"scaling_{o}", StepScaling, builtin=True) for o in OBJECTIVES}
+"""The step-scaling analysis of each objective's runs."""
 
 
 def group_scaling(

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analyses.io import layout
-from analyses.results import NotMeasured, Result, register
+from analyses.results import NotMeasured, Result, declare, register
 from zerolock_theory.records import CHUNK, EVAL_CHUNK, MINIMIZER
 
 __all__ = ["DepthProfile", "DepthSet", "depth_profile", "depth_set", "depth_verdict"]
@@ -121,6 +121,9 @@ class DepthSet(Result):
     share_holds: float
     all_final_hold: bool
     verdict: str
+
+
+DEPTH = declare("depth", DepthSet, builtin=True)
 
 
 def depth_verdict(share: float, all_final_hold: bool) -> str:

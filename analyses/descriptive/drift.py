@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from analyses.io import numeric_column
-from analyses.results import Interval, NotMeasured, Result, register
+from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import seed_interval
 from zerolock_theory.records import STABILITY
+from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = ["DriftCheck", "DriftRun", "drift_check", "drift_run", "growth_exponent"]
 
@@ -94,6 +95,10 @@ class DriftCheck(Result):
     d_exponent: Interval | None
     q_exponent: Interval | None
     end_ratio: Interval | None
+
+
+DRIFT = {o: declare(f"drift_{o}", DriftCheck, builtin=True) for o in OBJECTIVES}
+"""The drift check of each objective's runs."""
 
 
 def drift_check(runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", level: float = 0.95) -> DriftCheck:

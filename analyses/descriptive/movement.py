@@ -64,7 +64,7 @@ import pandas as pd
 
 from analyses.descriptive.toy import ToyCheck, ToyRow, toy_check
 from analyses.io import logged_chunks, numeric_column
-from analyses.results import Interval, NotMeasured, Result, register
+from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.bootstrap import block_indices, percentile_interval
 from zerolock_theory.records import MINIMIZER
 
@@ -175,6 +175,9 @@ class MinimizerTable(Result):
     def contrast_of(self, measure: str | None = None) -> Contrast | None:
         measure = measure or self.primary
         return next((c for c in self.contrasts if c.measure == measure), None)
+
+
+MINIMIZERS = declare("minimizers", MinimizerTable, builtin=True)
 
 
 @dataclass(frozen=True)

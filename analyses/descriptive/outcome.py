@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analyses.io import numeric_column
-from analyses.results import NotMeasured, Result, register
+from analyses.results import NotMeasured, Result, declare, register
 from zerolock_theory.records import EVAL_CE, EVAL_CE_INITIAL
 
 __all__ = ["OutcomeComparison", "OutcomeGroup", "OutcomeRun", "compare_outcomes", "outcome_run"]
@@ -91,6 +91,9 @@ class OutcomeComparison(Result):
         """The group of ``method`` with the lowest final CE."""
         cands = [g for g in self.groups if g.method == method]
         return min(cands, key=lambda g: g.end) if cands else None
+
+
+OUTCOME = declare("outcome", OutcomeComparison, builtin=True)
 
 
 def compare_outcomes(

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from analyses.io import logged_chunks, numeric_column
-from analyses.results import Interval, NotMeasured, Result, register
+from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS
 from analyses.stats.shares import cluster_share_interval
 from zerolock_theory.records import MINIMIZER, MINIMIZER_INITIAL
@@ -191,6 +191,9 @@ class PropositionSet(Result):
     def primary(self) -> PropositionGroup:
         """The pre-registered group."""
         return self.groups[0]
+
+
+PROPOSITION = declare("proposition", PropositionSet, builtin=True)
 
 
 def _sum(counts: Sequence[PairCounts]) -> PairCounts:

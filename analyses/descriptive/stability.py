@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analyses.io import logged_chunks, numeric_column
-from analyses.results import NotMeasured, Result, register
+from analyses.results import NotMeasured, Result, declare, register
 from zerolock_theory.records import STABILITY, STABILITY_FLAG
 from zerolock_theory.vocab import OBJECTIVES
 
@@ -99,6 +99,10 @@ class StabilitySummary(Result):
 
     def total(self) -> RatioStats | None:
         return next((c for c in self.chunks if c.chunk == "total"), None)
+
+
+STABILITY_SUMMARY = {o: declare(f"stability_{o}", StabilitySummary, builtin=True) for o in OBJECTIVES}
+"""The stability summary of each objective's runs."""
 
 
 def _stats(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analyses.results import Result, register
+from analyses.results import Result, declare, register
 from zerolock_theory.theory.toy import two_token_case
 
 __all__ = ["ToyCheck", "ToyRow", "toy_check"]
@@ -43,6 +43,9 @@ class ToyCheck(Result):
     p: list[float]
     rows: list[ToyRow]
     minimizers_differ: bool
+
+
+TOY_CHECK = declare("toy_check", ToyCheck, builtin=True)
 
 
 def toy_check(alpha: float = 0.5, epsilons: Sequence[float] = (0.0, 0.1)) -> ToyCheck:

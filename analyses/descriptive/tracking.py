@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from analyses.io import RunDataError
-from analyses.results import Interval, NotMeasured, Result, register
+from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import seed_interval
 from analyses.verdict import MOVE_FLOOR, GroupFigures
 from zerolock_theory.readout_store import ReadoutStore
@@ -151,3 +151,8 @@ class TrackingSet(Result):
     def of(self, trained: str) -> DirectionTracking | None:
         """The entry of one training direction."""
         return next((d for d in self.directions if d.trained == trained), None)
+
+
+TRACKING = declare("tracking", TrackingSet, builtin=True)
+
+

@@ -24,9 +24,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analyses.groups import primary_group
+from analyses.lemma2.fixed_point import FIXED_POINT, FixedPointResult
 from analyses.lemma2.fixed_point import OUTCOMES as FIXED_OUTCOMES
-from analyses.lemma2.fixed_point import FixedPointResult
-from analyses.lemma2.fixed_point_controls import FixedPointControls
+from analyses.lemma2.fixed_point_controls import CONTROLS, FixedPointControls
+from analyses.lemma2.targets import IMPLEMENTED as IMPLEMENTED_RESULT
 from analyses.lemma2.targets import (
     IMPLEMENTED_OUTCOMES,
     MISMATCH_OUTCOMES,
@@ -40,6 +41,9 @@ from analyses.lemma2.targets import (
     lemma2_tracking,
     mismatch_p_value,
 )
+from analyses.lemma2.targets import MISMATCH as MISMATCH_RESULT
+from analyses.lemma2.targets import STATED as STATED_RESULT
+from analyses.lemma2.targets import TRACKING as TRACKING_RESULT
 from analyses.registry import (
     NOT_MEASURED,
     NOT_TESTABLE,
@@ -55,8 +59,6 @@ from analyses.text import fmt
 from analyses.verdict import Evidence, Verdict
 
 PAPER = "Lemma 2: the local optimum of chunk k is the geometric mean p*_k ∝ p_y^alpha · p_(k-1)^(1-alpha) (Eq. 15)."
-FIXED_POINT = "fixed_point_chunk"  # results "fixed_point_chunk{k}", one per chunk run
-CONTROLS = "fixed_point_controls_chunk"  # results "fixed_point_controls_chunk{k}" (controls.json)
 
 
 def _forward_frames(inputs: SuiteInputs):
@@ -116,13 +118,11 @@ def _mismatch(ev: Evidence) -> str:
 
 
 def _fixed_points(inputs: ClaimInputs) -> list[FixedPointResult]:
-    found = [r for name, r in inputs.results.items() if name.startswith(FIXED_POINT) and isinstance(r, FixedPointResult)]
-    return sorted(found, key=lambda r: r.chunk)
+    return sorted(inputs.each(FIXED_POINT), key=lambda r: r.chunk)
 
 
 def _controls(inputs: ClaimInputs) -> list[FixedPointControls]:
-    found = [r for name, r in inputs.results.items() if name.startswith(CONTROLS) and isinstance(r, FixedPointControls)]
-    return sorted(found, key=lambda r: r.chunk)
+    return sorted(inputs.each(CONTROLS), key=lambda r: r.chunk)
 
 
 def _fixed_rule(inputs: ClaimInputs) -> Verdict:
@@ -212,9 +212,9 @@ STATED = register(Claim(
     outcomes={"holds (exact)": Outcome("the identity l^R_k(p) = KL(p || g_k) - log Z_k holds in every case", "holds"),
               "fails": Outcome("some point has a lower reverse loss than g_k", "fails"),
               "not measured": NOT_MEASURED},
-    rule=result_rule("lemma2_stated", "lemma2_stated", Lemma2Stated), measured=_stated, reason=_reason,
+    rule=result_rule("lemma2_stated", STATED_RESULT), measured=_stated, reason=_reason,
     vocabulary=STATED_OUTCOMES,
-    analyses={"lemma2_stated": lambda inputs: lemma2_stated()},
+    analyses={STATED_RESULT: lambda inputs: lemma2_stated()},
     tests=("tests/analyses/lemma2/test_analyses_lemma2.py::test_lemma2_as_stated_holds_exactly",
            "tests/analyses/lemma2/test_analyses_lemma2.py::test_lemma2_as_stated_fails_for_another_point"),
 ))
@@ -227,16 +227,16 @@ IMPLEMENTED = register(Claim(
                                  "fails"),
               "yes": Outcome("yes: m_k = g_k in this case", "holds"),
               "not measured": NOT_MEASURED},
-    rule=result_rule("lemma2_implemented", "lemma2_implemented", Lemma2Implemented), measured=_implemented,
+    rule=result_rule("lemma2_implemented", IMPLEMENTED_RESULT), measured=_implemented,
     vocabulary=IMPLEMENTED_OUTCOMES,
     short=lambda ev: f"TV(m_k, g_k) = {fmt(ev.result.tv_m_g)} at eps = 0.1" if isinstance(
         ev.result, Lemma2Implemented) else "-",
-    reason=_reason, analyses={"lemma2_implemented": lambda inputs: lemma2_implemented()},
+    reason=_reason, analyses={IMPLEMENTED_RESULT: lambda inputs: lemma2_implemented()},
     tests=("tests/analyses/lemma2/test_analyses_lemma2.py::test_the_headline_case_at_epsilon_one_tenth",
            "tests/analyses/lemma2/test_analyses_lemma2.py::test_implemented_says_yes_where_the_targets_coincide"),
 ))
 def _mismatch_rule(inputs: ClaimInputs) -> Verdict:
-    verdict = result_rule("lemma2_mismatch", "lemma2_mismatch", Lemma2Mismatch, lambda found: "mismatch")(inputs)
+    verdict = result_rule("lemma2_mismatch", MISMATCH_RESULT, lambda found: "mismatch")(inputs)
     found = verdict.evidence.result
     if not isinstance(found, Lemma2Mismatch):
         return verdict
@@ -256,7 +256,7 @@ MISMATCH = register(Claim(
               "not testable": NOT_TESTABLE, "not measured": NOT_MEASURED},
     rule=_mismatch_rule, vocabulary=MISMATCH_OUTCOMES,
     measured=_mismatch, short=_mismatch_short, reason=_reason,
-    analyses={"lemma2_mismatch": _mismatch_analysis, "lemma2_tracking": _tracking_analysis},
+    analyses={MISMATCH_RESULT: _mismatch_analysis, TRACKING_RESULT: _tracking_analysis},
     tests=("tests/analyses/lemma2/test_analyses_lemma2.py::test_mismatch_outcomes",
            "tests/analyses/lemma2/test_analyses_lemma2.py::test_mismatch_is_not_testable_with_two_seeds_or_no_keys"),
 ))

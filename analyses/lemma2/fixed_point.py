@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from analyses.results import Interval, Result, register
+from analyses.results import Interval, Result, declare_family, register
 from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from zerolock_theory.theory.lemma2 import entropy_matching_temperature, readout_distances, temper
@@ -196,6 +196,10 @@ class FixedPointResult(Result):
     def decisive(self) -> Interval | None:
         """The interval that decided (C_label or C)."""
         return self.label_contrast if self.statistic == "label part" else self.contrast
+
+
+FIXED_POINT = declare_family("fixed_point_chunk", FixedPointResult)
+"""The fixed-point experiment of each chunk run (``fixed_point.json``)."""
 
 
 def fixed_point_decision(seeds: Sequence[FixedPointSeed], chunk: int, alpha: float, epsilon: float,

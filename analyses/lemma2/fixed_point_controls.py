@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analyses.lemma2.fixed_point import OUTCOMES, FixedPointResult
-from analyses.results import Result, register
+from analyses.results import Result, declare_family, register
 
 __all__ = ["LABEL_FREE_STEP", "PERMUTED_ALLOWED", "FixedPointControls"]
 
@@ -65,3 +65,9 @@ class FixedPointControls(Result):
     @property
     def calibrated(self) -> bool:
         return not self.failed_controls
+
+
+CONTROLS = declare_family("fixed_point_controls_chunk", FixedPointControls)
+"""The fixed-point experiment's controls of each chunk run (``controls.json``)."""
+
+

@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 
 from analyses.io import logged_chunks, numeric_column
-from analyses.results import Interval, Result, register
+from analyses.results import Interval, Result, declare, register
 from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import seed_interval
 from zerolock_theory.records import INITIAL, LEMMA2
@@ -229,6 +229,12 @@ class Lemma2Tracking(Result):
     null_difference: Interval | None
     excess: Interval | None
     reasons: list[str]
+
+
+STATED = declare("lemma2_stated", Lemma2Stated)
+IMPLEMENTED = declare("lemma2_implemented", Lemma2Implemented)
+MISMATCH = declare("lemma2_mismatch", Lemma2Mismatch)
+TRACKING = declare("lemma2_tracking", Lemma2Tracking)
 
 
 def _reduction(start: float, end: float) -> float:

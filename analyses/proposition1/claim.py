@@ -13,6 +13,7 @@ descriptive sections of the report, not this row's evidence.
 from __future__ import annotations
 
 from analyses.proposition1.identity import (
+    IDENTITY,
     IDENTITY_OUTCOMES,
     Proposition1Identity,
     proposition1_identity,
@@ -76,10 +77,10 @@ CLAIM = register(Claim(
                                       "(the algebra cannot fail)", "fails"),
         "not measured": NOT_MEASURED,
     },
-    rule=result_rule(KEY, "proposition1_identity", Proposition1Identity, lambda found: "algebra"),
+    rule=result_rule(KEY, IDENTITY, lambda found: "algebra"),
     vocabulary=IDENTITY_OUTCOMES,
     measured=measured, short=short, reason=lambda ev: REASONS[ev.reason](ev), figure="depth",
-    analyses={"proposition1_identity": lambda inputs: proposition1_identity()},
+    analyses={IDENTITY: lambda inputs: proposition1_identity()},
     tests=("tests/theory/test_theory_proposition1.py::test_forward_implied_inequality_for_every_readout",
            "tests/theory/test_theory_proposition1.py::test_reverse_implied_inequality_for_every_readout",
            "tests/theory/test_theory_proposition1.py::test_the_transcription_fails_at_an_exact_optimum",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from analyses.results import Result, register
+from analyses.results import Result, declare, register
 from zerolock_theory.theory.divergences import cross_entropy, kl
 from zerolock_theory.theory.losses import local_loss
 from zerolock_theory.theory.targets import (
@@ -139,6 +139,9 @@ class Proposition1Identity(Result):
     alphas: list[float]
     epsilons: list[float]
     vocabs: list[int]
+
+
+IDENTITY = declare("proposition1_identity", Proposition1Identity)
 
 
 def transcription_counterexample(epsilon: float = 0.1, alpha: float = 0.5, vocab: int = 2,

@@ -28,7 +28,8 @@ from analyses.registry import (
     result_rule,
 )
 from analyses.results import NotMeasured
-from analyses.systems.memory import MAP_OUTCOMES, MEMORY_OUTCOMES, MemoryClaim, memory_claim
+from analyses.systems.memory import MAP_OUTCOMES, MEMORY, MEMORY_OUTCOMES, MemoryClaim, memory_claim
+from analyses.systems.throughput import THROUGHPUT as THROUGHPUT_RESULT
 from analyses.systems.throughput import (
     THROUGHPUT_OUTCOMES,
     VALIDATED_WITHIN,
@@ -163,10 +164,10 @@ MEMORY = register(Claim(
               MEMORY_OUTCOMES[2]: Outcome("at the named setting, not lower than 1F1B (no map)", "fails"),
               MEMORY_OUTCOMES[3]: Outcome("the repeats straddle the thresholds", "mixed"),
               "not measured": NOT_MEASURED},
-    rule=result_rule("systems_memory", "systems_memory", MemoryClaim, lambda found: found.reason or "computed"),
+    rule=result_rule("systems_memory", MEMORY, lambda found: found.reason or "computed"),
     vocabulary=MAP_OUTCOMES + MEMORY_OUTCOMES,
     measured=_memory_measured, short=_memory_short,
-    reason=_reason, analyses={"systems_memory": _memory}, figure="systems_memory",
+    reason=_reason, analyses={MEMORY: _memory}, figure="systems_memory",
     tests=("tests/analyses/systems/test_analyses_systems.py::test_memory_claim_returns_each_outcome",
            "tests/analyses/systems/test_analyses_systems.py::test_memory_claim_without_split_is_not_measured",
            "tests/analyses/systems/test_analyses_systems_map.py::test_the_map_names_where_the_ratio_crosses"),
@@ -180,10 +181,9 @@ THROUGHPUT = register(Claim(
     outcomes={THROUGHPUT_OUTCOMES[0]: Outcome("a predicted map with the region reaching 1.049; the overlap between "
                                               "stages it rests on is not validated", "none"),
               "not measured": NOT_MEASURED},
-    rule=result_rule("systems_throughput", "systems_throughput", ThroughputPrediction,
-                     lambda found: found.reason or "computed"), vocabulary=THROUGHPUT_OUTCOMES,
+    rule=result_rule("systems_throughput", THROUGHPUT_RESULT, lambda found: found.reason or "computed"), vocabulary=THROUGHPUT_OUTCOMES,
     measured=_throughput_measured,
-    short=_throughput_short, reason=_reason, analyses={"systems_throughput": _throughput},
+    short=_throughput_short, reason=_reason, analyses={THROUGHPUT_RESULT: _throughput},
     figure="systems_throughput",
     tests=("tests/analyses/systems/test_analyses_systems_throughput.py::test_the_row_is_a_map_whatever_the_ratios",
            "tests/analyses/systems/test_analyses_systems_throughput.py::test_each_model_reads_its_own_cells",

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from analyses.io import RunDataError
-from analyses.results import Interval, Result, register
+from analyses.results import Interval, Result, declare, register
 
 __all__ = [
     "CLAIMED_MEMORY_REDUCTION",
@@ -297,6 +297,10 @@ class MemoryClaim(Result):
     reason: str = ""
     setting: str = ""  # the measured setting of the rows (K, micro-batches, tokens per micro-batch)
     map: MemoryMap | None = None  # the ratio against tokens per micro-batch, when measured
+
+
+SYSTEMS = declare("systems", SystemsComparison, builtin=True)
+MEMORY = declare("systems_memory", MemoryClaim)
 
 
 QUESTION = ("Is ZeroLock's per-stage peak memory lower than 1F1B's at the same K, micro-batches and batch, "

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from analyses.io import RunDataError
-from analyses.results import Result, register
+from analyses.results import Result, declare, register
 
 __all__ = ["CLAIMED_THROUGHPUT_RATIO", "SETTING", "THROUGHPUT_OUTCOMES", "VALIDATED_WITHIN", "ModelRegion",
            "ThroughputPrediction", "grid_model", "throughput_outcome", "throughput_prediction"]
@@ -114,6 +114,9 @@ class ThroughputPrediction(Result):
     def validated(self) -> int:
         """Step times predicted within ``VALIDATED_WITHIN`` of the CPU pipeline's."""
         return sum(abs(e) <= VALIDATED_WITHIN for e in self.validation_errors)
+
+
+THROUGHPUT = declare("systems_throughput", ThroughputPrediction)
 
 
 def throughput_outcome(cells: list[PredictedCell]) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from analyses.io import RunDataError
-from analyses.results import NotMeasured, Result, register
+from analyses.results import NotMeasured, Result, declare, register
 from analyses.stats.seeds import split_diverged
 from analyses.theorem1.controls import LogisticToy, logistic_table
 from analyses.theorem1.convergence import (
@@ -74,6 +74,13 @@ class BoundSet(Result):
     def primary_test(self) -> BoundTest | None:
         """The primary group's test, or None when no group ran the theorem's schedule."""
         return self.tests[self.primary] if self.primary >= 0 else None
+
+
+DIVERGED = declare("diverged", DivergedRuns, builtin=True)
+CONVERGENCE = {name: declare(f"convergence_{name}", BoundSet, builtin=True)
+               for name in ("reverse", "forward", "backprop", "global", "global_backprop")}
+"""Theorem 1's bound test per group: local Ĝ_t of each ZeroLock direction and backprop, and the global one."""
+CONTROL_LOGISTIC = declare("control_logistic", BoundTest, builtin=True)
 
 
 def primary_index(tests: Sequence[BoundTest], schedules: Sequence[str], lrs: Sequence[float]) -> int:
@@ -126,24 +133,24 @@ def theorem1_results(
     """Every Theorem 1 result that has its data, and the reasons for those that do not."""
     _, flagged = split_diverged(table, name=lambda item: item[0].name, frame=lambda item: item[1])
     excluded = {name: div.reason for name, div in flagged.items()}
-    results: dict[str, Result] = {"diverged": DivergedRuns(excluded)}
+    results: dict[str, Result] = {DIVERGED.name: DivergedRuns(excluded)}
     skipped: dict[str, str] = {}
     allruns = list(table)
     zl = {d: [(i, f) for i, f in allruns if i.method == "zerolock" and i.direction == d] for d in ("reverse", "forward")}
     bp = [(i, f) for i, f in allruns if i.method == "backprop"]
     jobs = {
-        "convergence_reverse": ("local, reverse (R)", GHAT_COLUMN, zl["reverse"]),
-        "convergence_forward": ("local, forward (R-bar)", GHAT_COLUMN, zl["forward"]),
-        "convergence_backprop": ("backprop", GHAT_COLUMN, bp),
-        "convergence_global": ("global, ZeroLock forward", GLOBAL_COLUMN, zl["forward"]),
-        "convergence_global_backprop": ("global, backprop", GLOBAL_COLUMN, bp),
+        "reverse": ("local, reverse (R)", GHAT_COLUMN, zl["reverse"]),
+        "forward": ("local, forward (R-bar)", GHAT_COLUMN, zl["forward"]),
+        "backprop": ("backprop", GHAT_COLUMN, bp),
+        "global": ("global, ZeroLock forward", GLOBAL_COLUMN, zl["forward"]),
+        "global_backprop": ("global, backprop", GLOBAL_COLUMN, bp),
     }
-    for name, (quantity, column, runs) in jobs.items():
+    for group, (quantity, column, runs) in jobs.items():
         try:
-            results[name] = _bound_set(quantity, column, runs, excluded, level)
+            results[CONVERGENCE[group].name] = _bound_set(quantity, column, runs, excluded, level)
         except (RunDataError, NotMeasured) as exc:
-            skipped[name] = str(exc)
+            skipped[CONVERGENCE[group].name] = str(exc)
     horizons = [r.primary_test().horizon for r in results.values()
                 if isinstance(r, BoundSet) and r.primary_test() is not None and r.column == GHAT_COLUMN]
-    results["control_logistic"] = control_logistic(max(horizons, default=60), level)
+    results[CONTROL_LOGISTIC.name] = control_logistic(max(horizons, default=60), level)
     return results, skipped

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from analyses.assumption5.drift_order import ORDER_OUTCOMES, DriftOrder
-from analyses.assumption5.scaling import StepScaling
+from analyses.assumption5.scaling import SCALING
 from analyses.groups import primary_group
 from analyses.registry import (
     NOT_MEASURED,
@@ -29,7 +29,7 @@ from analyses.registry import (
     register,
     run_names,
 )
-from analyses.results import NotMeasured, Result
+from analyses.results import NotMeasured, Result, declare
 from analyses.results import register as register_result
 from analyses.theorem1.drift_budget import DriftBudget, drift_arrays, drift_budget
 from analyses.verdict import Evidence, Verdict
@@ -51,6 +51,10 @@ class GroupDrift(Result):
     objective: str
     excluded: list[str]
     budget: DriftBudget
+
+
+DRIFT_BUDGET = {d: declare(f"proof_{d}", GroupDrift) for d in ("reverse", "forward")}
+"""The pathwise drift budget of each ZeroLock direction's primary group."""
 
 
 def group_drift(inputs: SuiteInputs, direction: str) -> GroupDrift:
@@ -80,13 +84,13 @@ class ProofDrift(Result):
     budget: DriftBudget | None
 
 
-def _rule(key: str, name: str, direction: str):
+def _rule(key: str, direction: str):
     def rule(inputs: ClaimInputs) -> Verdict:
         objective = objective_of(direction)
-        scaling = inputs.get(f"scaling_{objective}", StepScaling)
-        budget = inputs.get(name, GroupDrift)
+        scaling = inputs.get(SCALING[objective])
+        budget = inputs.get(DRIFT_BUDGET[direction])
         if scaling is None or scaling.primary.trained != direction or scaling.primary.order is None:
-            why = inputs.why(f"scaling_{objective}") or f"no step-scaling data of ZeroLock {direction} runs"
+            why = inputs.why(SCALING[objective]) or f"no step-scaling data of ZeroLock {direction} runs"
             return Verdict(key, "not measured", Evidence("skipped", skipped=why))
         primary = scaling.primary
         found = ProofDrift(objective, primary.group, primary.order, None if budget is None else budget.budget)
@@ -177,17 +181,17 @@ TESTS = ("tests/analyses/assumption5/test_analyses_a5_families.py::test_second_o
          "tests/probes/test_probes_proof.py::test_surrogate_telescopes_and_descent_matches_a_direct_evaluation")
 
 
-def _claim(key: str, name: str, direction: str, surrogate: str) -> Claim:
+def _claim(key: str, direction: str, surrogate: str) -> Claim:
     return register(Claim(
         key=key, title=f"Theorem 1 (b): the proof's drift step on {surrogate} ({direction})", paper=PAPER,
         question=f"Is the drift of {surrogate}'s targets of second order in the step at the scaled iterates, as "
         "Lemma 4 needs?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most seeds",
-        outcomes=OUTCOMES, rule=_rule(key, name, direction), vocabulary=ORDER_OUTCOMES, measured=measured,
+        outcomes=OUTCOMES, rule=_rule(key, direction), vocabulary=ORDER_OUTCOMES, measured=measured,
         short=short, reason=reason, tests=TESTS,
-        analyses={name: lambda inputs: group_drift(inputs, direction)},
+        analyses={DRIFT_BUDGET[direction]: lambda inputs: group_drift(inputs, direction)},
     ))
 
 
-REVERSE = _claim("theorem1_proof_reverse", "proof_reverse", "reverse", "R")
-FORWARD = _claim("theorem1_proof_forward", "proof_forward", "forward", "R-bar")
+REVERSE = _claim("theorem1_proof_reverse", "reverse", "R")
+FORWARD = _claim("theorem1_proof_forward", "forward", "R-bar")

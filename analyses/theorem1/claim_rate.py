@@ -30,9 +30,15 @@ from analyses.registry import (
     run_names,
     skipped,
 )
-from analyses.results import NotMeasured, Result
+from analyses.results import NotMeasured, Result, declare
 from analyses.results import register as register_result
-from analyses.theorem1.controls import NEGATIVE, RateControls, rate_controls, shuffled
+from analyses.theorem1.controls import (
+    NEGATIVE,
+    RATE_CONTROLS,
+    RateControls,
+    rate_controls,
+    shuffled,
+)
 from analyses.theorem1.convergence import (
     BIASED_COLUMN,
     FLOOR_COLUMN,
@@ -67,6 +73,10 @@ class GroupRate(Result):
     shuffled: RateDescription
     power: RatePower
     seeds_needed: int | None = None  # the fewest seeds (of 5, 10, 20, 40) with power >= 0.8 at this noise
+
+
+RATE = {d: declare(f"rate_{d}", GroupRate) for d in ("reverse", "forward")}
+"""The rate description of each ZeroLock direction's primary group."""
 
 
 def group_rate(inputs: SuiteInputs, method: str, direction: str = "", column: str = GHAT_COLUMN,
@@ -130,13 +140,13 @@ def _controls(inputs: SuiteInputs) -> RateControls:
     return rate_controls(max(horizons, default=1000), extra=extra, level=inputs.level)
 
 
-def _rule(key: str, name: str):
+def _rule(key: str, direction: str):
     def rule(inputs: ClaimInputs) -> Verdict:
         """The rate's outcome; "not calibrated" when it decides and a control of the rule failed."""
-        found = inputs.get(name, GroupRate)
+        found = inputs.get(RATE[direction])
         if found is None:
-            return skipped(key, name, inputs)
-        controls = inputs.get("rate_controls", RateControls)
+            return skipped(key, RATE[direction], inputs)
+        controls = inputs.get(RATE_CONTROLS)
         failed = tuple(controls.failed) if controls is not None else ()
         outcome = found.rate.outcome
         if failed and outcome != "not testable":
@@ -247,18 +257,18 @@ TESTS = ("tests/analyses/theorem1/test_analyses_rate.py::test_no_plateau_family_
          "tests/analyses/theorem1/test_analyses_controls.py::test_toy_controls_pass_and_a_wrong_extra_control_is_reported_failed")
 
 
-def _claim(key: str, name: str, direction: str, surrogate: str) -> Claim:
+def _claim(key: str, direction: str, surrogate: str) -> Claim:
     return register(Claim(
         key=key, title=f"Theorem 1 (a): the rate of {surrogate}, local G-hat_t ({direction})", paper=PAPER,
         question=f"At which rate does the mean squared local gradient of {surrogate} decay in this run?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most seeds",
-        outcomes=OUTCOMES, rule=_rule(key, name), vocabulary=RATE_OUTCOMES, measured=measured, short=short,
+        outcomes=OUTCOMES, rule=_rule(key, direction), vocabulary=RATE_OUTCOMES, measured=measured, short=short,
         reason=reason,
         figure="convergence", tests=TESTS,
-        analyses={name: lambda inputs: group_rate(inputs, "zerolock", direction),
-                  "rate_controls": _controls},
+        analyses={RATE[direction]: lambda inputs: group_rate(inputs, "zerolock", direction),
+                  RATE_CONTROLS: _controls},
     ))
 
 
-REVERSE = _claim("theorem1_rate_reverse", "rate_reverse", "reverse", "R")
-FORWARD = _claim("theorem1_rate_forward", "rate_forward", "forward", "R-bar")
+REVERSE = _claim("theorem1_rate_reverse", "reverse", "R")
+FORWARD = _claim("theorem1_rate_forward", "forward", "R-bar")

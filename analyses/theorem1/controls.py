@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.results import Result, register
+from analyses.results import Result, declare, register
 from analyses.theorem1.convergence import series_from_table
 from analyses.theorem1.rate import (
     DECAYS,
@@ -170,6 +170,9 @@ class RateControls(Result):
     checks: list[ControlCheck]
     descriptions: list[RateDescription]
     failed: list[str]
+
+
+RATE_CONTROLS = declare("rate_controls", RateControls)
 
 
 def _toy_series(toy: LogisticToy, column: str, horizon: int, seeds: Sequence[int]):

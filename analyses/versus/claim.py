@@ -29,8 +29,8 @@ from analyses.registry import (
 )
 from analyses.results import NotMeasured
 from analyses.verdict import Evidence, Verdict
-from analyses.versus.pilot import GLOBAL_COLUMN, Versus, versus
-from analyses.versus.tuned_versus import TUNED_OUTCOMES, VARIANTS, TunedVersus
+from analyses.versus.pilot import GLOBAL_COLUMN, VERSUS, Versus, versus
+from analyses.versus.tuned_versus import TUNED, TUNED_OUTCOMES, VARIANTS, TunedVersus
 
 KEY = "versus_backprop"
 NOT_TUNED = "not tuned"
@@ -59,13 +59,13 @@ def combined(found: TunedVersus) -> str:
 
 def rule(inputs: ClaimInputs) -> Verdict:
     """The tuned comparison decides; without one the row is "not tuned" (module docstring)."""
-    tuned = inputs.get("versus_tuned", TunedVersus)
+    tuned = inputs.get(TUNED)
     if tuned is not None:
         rejected = [c.p_value for c in tuned.comparisons.values() if c.holm_rejected]
         p = min(rejected) if rejected else min((c.p_value for c in tuned.comparisons.values()), default=None)
         return Verdict(KEY, combined(tuned), Evidence("tuned", result=tuned, p_value=p))
-    untuned = inputs.get(KEY, Versus)
-    return Verdict(KEY, NOT_TUNED, Evidence("not_tuned", result=untuned, skipped=inputs.why(KEY)))
+    untuned = inputs.get(VERSUS)
+    return Verdict(KEY, NOT_TUNED, Evidence("not_tuned", result=untuned, skipped=inputs.why(VERSUS)))
 
 
 def _fmt(x) -> str:
@@ -142,5 +142,5 @@ CLAIM = register(Claim(
     tests=("tests/analyses/versus/test_analyses_tuning.py::test_selection_reads_the_validation_split_only",
            "tests/analyses/versus/test_analyses_versus_row.py::test_row_decides_only_on_a_tuned_directory",
            "tests/analyses/versus/test_analyses_versus.py::test_paired_difference_steps_to_equal_ce_and_round_trip"),
-    analyses={KEY: _versus},
+    analyses={VERSUS: _versus},
 ))

@@ -35,7 +35,7 @@ import pandas as pd
 from scipy import stats
 
 from analyses.io import RunDataError, numeric_column
-from analyses.results import Interval, Result, register
+from analyses.results import Interval, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from analyses.theorem1.convergence import series_from_table
 from analyses.theorem1.rate import WINDOWS, RateDescription, describe_rate
@@ -125,6 +125,9 @@ class Versus(Result):
     def __post_init__(self) -> None:
         if self.outcome not in VERSUS_OUTCOMES:
             raise ValueError(f"versus outcome must be one of {VERSUS_OUTCOMES}, got {self.outcome!r}")
+
+
+VERSUS = declare("versus_backprop", Versus)
 
 
 def _rate(runs: Sequence[tuple[str, pd.DataFrame]], column: str, label: str, notes: list[str], **kwargs

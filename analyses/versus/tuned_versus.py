@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from analyses.results import Interval, Result, register
+from analyses.results import Interval, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from analyses.versus.pilot import steps_to_ce
 from analyses.versus.tuning import Selection, TunedRun, select_all
@@ -84,6 +84,9 @@ class TunedVersus(Result):
     level: float
     curves: tuple[dict, ...] = ()
     """The chosen runs' test-split curves (``analyses.versus.tuned.curves_table`` records), for the report's figures."""
+
+
+TUNED = declare("versus_tuned", TunedVersus, builtin=True)
 
 
 def holm(p_values: Mapping[str, float], alpha: float) -> dict[str, bool]:

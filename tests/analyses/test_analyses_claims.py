@@ -25,7 +25,7 @@ from analyses.registry import (
     register,
     unregister,
 )
-from analyses.results import Result
+from analyses.results import Result, declare
 from analyses.results import register as register_result
 from analyses.suite import analyze_runs, load_suite
 from analyses.verdict import Evidence, Verdict
@@ -43,12 +43,15 @@ class RunCount(Result):
     runs: int
 
 
+COUNT = declare("test_run_count", RunCount)
+
+
 def _count(inputs: SuiteInputs) -> RunCount:
     return RunCount(len(inputs.table))
 
 
 def _rule(inputs: ClaimInputs) -> Verdict:
-    found = inputs.get("test_run_count", RunCount)
+    found = inputs.get(COUNT)
     if found is None:
         return Verdict("test_many_runs", "not measured", Evidence("skipped"))
     return Verdict("test_many_runs", "many" if found.runs >= 2 else "few", Evidence(f"counted {found.runs}"))
@@ -60,7 +63,7 @@ NEW = Claim(
     outcomes={"many": Outcome("two or more runs", "holds"), "few": Outcome("one run", "fails"),
               "not measured": Outcome("no count", "none")},
     rule=_rule, measured=lambda ev: f"runs: {ev.reason.split()[-1]}", reason=lambda ev: ev.reason,
-    analyses={"test_run_count": _count},
+    analyses={COUNT: _count},
 )
 
 
@@ -75,7 +78,7 @@ def test_a_claim_registered_from_a_test_reaches_the_table_the_report_and_the_jso
     runs = [write_run(tmp_path / "runs", f"z{s}", seed=s, steps=40) for s in range(2)]
     suite = analyze_runs(runs, n_boot=10)
     row = suite.claims[-1]
-    assert (row.claim, row.outcome) == ("test_many_runs", "many") and suite.get("test_run_count") == RunCount(2)
+    assert (row.claim, row.outcome) == ("test_many_runs", "many") and suite.get(COUNT) == RunCount(2)
     index = json.loads(suite.save(tmp_path / "analysis").read_text())
     assert index["claims"][-1]["claim"] == "test_many_runs" and index["results"]["test_run_count"]
     assert load_suite(tmp_path / "analysis").to_json() == suite.to_json()  # NaN != NaN: compare the JSON

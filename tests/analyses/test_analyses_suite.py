@@ -7,9 +7,10 @@ import json
 import pytest
 from synthetic_runs import write_run, write_suite
 
+from analyses.descriptive.proposition_pairs import PROPOSITION
 from analyses.io import RunDataError
 from analyses.registry import claim, claims
-from analyses.results import load_result
+from analyses.results import Result, ResultKey, load_result
 from analyses.suite import analyze_runs, load_suite
 from reports.wording import figure, reason
 
@@ -79,7 +80,7 @@ def test_save_and_load_round_trip(suite, tmp_path):
     assert load_suite(tmp_path) == suite
     for path in tmp_path.glob("*.json"):  # undefined values are null, never {"__float__": "nan"}
         assert '"nan"' not in path.read_text()
-    assert suite.get("proposition") is suite.results["proposition"] and suite.get("nope") is None
+    assert suite.get(PROPOSITION) is suite.results["proposition"] and suite.get(ResultKey("nope", Result)) is None
 
 
 def test_missing_probes_are_skipped_with_reasons(tmp_path):

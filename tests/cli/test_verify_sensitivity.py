@@ -13,6 +13,7 @@ import analyses.suite as suite_module
 import reports.page as page_module
 from analyses.registry import claims
 from analyses.results import load_result
+from analyses.sensitivity import SENSITIVITY as SENSITIVITY_RESULT
 from analyses.sensitivity import SHORT_HORIZON_ROWS, SensitivityMap
 from analyses.suite_result import SuiteAnalysis
 from analyses.verdict import Evidence, Verdict
@@ -127,7 +128,7 @@ def test_the_workflow_runs_each_setting_shares_the_default_forward_runs_and_save
     assert found.claims == SHORT_HORIZON_ROWS and len(found.cells) == len(SHORT_HORIZON_ROWS) * 3
     assert found.outcomes_of("lemma2_mismatch") == {"default": "far apart", "epsilon_reverse-0.3": "far apart",
                                                     "chunks-2": "close"}
-    assert reported["suite"].get("sensitivity") == found and "no pilot" in reported["suite"].settings["suite"]
+    assert reported["suite"].get(SENSITIVITY_RESULT) == found and "no pilot" in reported["suite"].settings["suite"]
     assert json.loads((tmp_path / "v" / "verify.json").read_text())["settings"] == [
         "default", "suite.epsilon_reverse=0.3", "model.chunks=2"]
 

@@ -12,13 +12,13 @@ from matplotlib.image import imread
 
 import zerolock_theory.app.cli as cli
 from analyses.registry import claims
+from analyses.sensitivity import SENSITIVITY
 from analyses.suite import load_suite
 from reports.figures import FIGURES as ALL_FIGURES
 from reports.figures import render_figures
-from reports.sensitivity import NAME as SENSITIVITY
 
 # every figure but the sensitivity map, which only a sensitivity suite draws (tests/reports/test_reports_sensitivity.py)
-FIGURES = {k: v for k, v in ALL_FIGURES.items() if k != SENSITIVITY}
+FIGURES = {k: v for k, v in ALL_FIGURES.items() if k != SENSITIVITY.name}
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analyses"))
 from synthetic_runs import write_suite  # noqa: E402

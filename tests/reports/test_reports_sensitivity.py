@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.image import imread
 
 from analyses.registry import claim, claims
-from analyses.sensitivity import SettingVerdicts, sensitivity_map
+from analyses.sensitivity import SENSITIVITY, SettingVerdicts, sensitivity_map
 from analyses.suite_result import SuiteAnalysis
 from analyses.verdict import Evidence, Verdict
 from reports.figures import FIGURES, render_figure, save_figure
@@ -30,10 +30,10 @@ def _suite(flip: bool) -> SuiteAnalysis:
 
 
 def test_the_sentence_names_the_changed_claim_with_its_settings():
-    found = _suite(flip=True).get("sensitivity")
+    found = _suite(flip=True).get(SENSITIVITY)
     text = changed_sentence(found)
     assert claim(FLIP).title in text and f"{HOLD}: default" in text and f"{FAIL}: model.chunks=2" in text
-    assert changed_sentence(_suite(flip=False).get("sensitivity")).startswith("No claim's outcome changes")
+    assert changed_sentence(_suite(flip=False).get(SENSITIVITY)).startswith("No claim's outcome changes")
 
 
 def test_section_sits_after_the_cards_with_figure_and_one_table_row_per_claim():
@@ -56,7 +56,7 @@ def test_section_sits_after_the_cards_with_figure_and_one_table_row_per_claim():
 
 def test_figure_colours_each_drawn_cell_by_its_tone():
     suite = _suite(flip=True)
-    found = suite.get("sensitivity")
+    found = suite.get(SENSITIVITY)
     assert shown_claims(found) == [[c.key for c in claims()].index(FLIP)]  # rows without an answer are not drawn
     fig = render_figure("sensitivity", suite)
     buffer = io.BytesIO()

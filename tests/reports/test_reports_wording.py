@@ -21,6 +21,7 @@ from analyses.text import (
     bound_summary,
     group_statement,
 )
+from analyses.theorem1.bound_set import CONTROL_LOGISTIC, CONVERGENCE
 from analyses.verdict import (
     BOUND_REASONS,
     BoundFigures,
@@ -161,5 +162,5 @@ def test_an_index_with_sentences_in_its_evidence_gets_its_verdicts_decided_again
     loaded = load_suite(tmp_path)
     assert [(v.claim, v.outcome, figure(v), reason(v)) for v in loaded.claims] == [
         (v.claim, v.outcome, figure(v), reason(v)) for v in suite.claims]
-    assert loaded.get("convergence_forward") == suite.get("convergence_forward")
-    assert loaded.get("control_logistic") == suite.get("control_logistic")
+    assert loaded.get(CONVERGENCE["forward"]) == suite.get(CONVERGENCE["forward"])
+    assert loaded.get(CONTROL_LOGISTIC) == suite.get(CONTROL_LOGISTIC)

@@ -11,6 +11,7 @@ import pytest
 
 from analyses.results import load_result
 from analyses.suite import analyze_runs
+from analyses.versus.tuned_versus import TUNED
 from reports.page import write_report
 from zerolock_theory.app.cli import main
 from zerolock_theory.app.workflows import verify as verify_module
@@ -93,7 +94,7 @@ def test_tuned_runs_run_the_tune_at_the_suites_sizes_and_resume(tmp_path: Path) 
     assert {p: (p / "metrics.jsonl").stat().st_mtime_ns for p in runs} == stamps
     # the report shows the comparison: its curves travel in the analysis and draw both figures
     suite = analyze_runs([runs[0], where], n_boot=20)  # a run directory beside the tune directory
-    tuned = suite.get("versus_tuned")
+    tuned = suite.get(TUNED)
     assert tuned.curves and {"method", "seed", "steps", "test_ce", "chunk_1", "chunk_2"} <= set(tuned.curves[0])
     assert load_result(tuned.to_json()) == tuned
     files = write_report(suite, tmp_path / "report")

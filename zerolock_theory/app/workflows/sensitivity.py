@@ -135,7 +135,12 @@ def verify_sensitivity(
 ) -> VerifyResult:
     """Run, analyse and report the sensitivity suite (module docstring) under ``out``."""
     from analyses.registry import claims
-    from analyses.sensitivity import SHORT_HORIZON_ROWS, SettingVerdicts, sensitivity_map
+    from analyses.sensitivity import (
+        SENSITIVITY,
+        SHORT_HORIZON_ROWS,
+        SettingVerdicts,
+        sensitivity_map,
+    )
     from analyses.suite import analyze_runs
     from reports.page import write_report
     from reports.scope import scope_line
@@ -170,7 +175,7 @@ def verify_sensitivity(
         default_suite = default_suite or suite
     reached("analysis")  # a test's kill point (workflows.kill_point)
     found = sensitivity_map(rows, [k for k in SHORT_HORIZON_ROWS if k in {c.key for c in claims()}])
-    default_suite.results["sensitivity"] = found
+    default_suite.results[SENSITIVITY.name] = found
     lrs = dict.fromkeys(DIRECTIONS, spec.lr)
     default_suite.settings.update(_scope_settings(spec, lrs, [], model))
     default_suite.settings["suite"] = (f"sensitivity: {len(rows)} settings ({', '.join(s.change for s in rows)}), "
