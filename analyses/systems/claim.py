@@ -13,7 +13,8 @@
   (model, K, m), never a verdict: the region where it reaches 1.049 per model, the suite's own
   model's map first (``analyses.systems.throughput``), and what the CPU pipelines validated (step
   times) and did not (the overlap between stages). It reads a ``schedule_prediction.json`` next to
-  the systems output when given, else the packaged one (``zerolock_theory/pipeline/data/``).
+  the systems output when given, else the packaged one (``zerolock_theory/pipeline/data/``), and
+  says where that file's costs were measured (its recorded machine, date and command).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from analyses.systems.throughput import (
     THROUGHPUT_OUTCOMES,
     VALIDATED_WITHIN,
     ThroughputPrediction,
+    measured_where,
     throughput_prediction,
 )
 from analyses.verdict import Evidence
@@ -132,7 +134,7 @@ def _throughput_measured(ev: Evidence) -> str:
     validated = (f"validated: CPU pipeline step times, errors {min(errors):+.0%} to {max(errors):+.0%} "
                  f"({r.validated} of {len(errors)} within {VALIDATED_WITHIN:.0%})" if errors
                  else "validated: no validation file")
-    return ("A prediction (schedule model, costs measured on this machine, scaled by FLOPs to each shape): "
+    return (f"A prediction (schedule model, {measured_where(r.provenance)}, scaled by FLOPs to each shape): "
             + "; ".join(_region(g) for g in regions)
             + f". {validated}; not validated: the overlap between stages, which the claim is about")
 
@@ -196,5 +198,6 @@ THROUGHPUT = register(Claim(
     figure="systems_throughput",
     tests=("tests/analyses/systems/test_analyses_systems_throughput.py::test_the_row_is_a_map_whatever_the_ratios",
            "tests/analyses/systems/test_analyses_systems_throughput.py::test_each_model_reads_its_own_cells",
+           "tests/analyses/systems/test_analyses_systems_provenance.py::test_the_row_says_where_the_file_was_measured",
            "tests/distributed/test_schedule_model.py::test_uniform_costs_give_the_closed_form_bubble"),
 ))
