@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses" / "systems"))
 
 from test_analyses_systems import _write_memory  # noqa: E402
 
