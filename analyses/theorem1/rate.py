@@ -44,8 +44,8 @@ excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the windo
   significantly (``rising``: a warm-up peaking inside the window);
 * *flattening* is shown when the bend's interval lies above ``BEND_MARGIN`` (reason ``slowing``),
   or the late excess's or a later tail excess's lies below −``LATE_MARGIN`` (``late_flat``); the
-  floor start is the first sub-window start s whose tail fall's interval reaches 0 (a flat level
-  from s is not excluded);
+  floor start is the first sub-window start s whose tail fall's interval reaches 0 while its
+  excess is negative (from s a flat level is not excluded, and the fall is less than the bound's);
 * ``falls toward zero at the bound's rate or faster`` (b_hi ≤ 0), ``falls, rate not distinguished
   from the bound's`` (b straddles 0), ``falls, slower than the bound`` (b_lo > 0) when both declines'
   intervals lie above 0 (an intersection–union test: a step or a transient ending anywhere in the
@@ -53,9 +53,10 @@ excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the windo
   when β_lo > ``TRANSIENT_BETA`` (a fall faster than any rate);
 * ``flattens: a floor is not excluded`` (from the floor start, ``floor_from``) when the level fell
   (a decline or the window fall significant), flattening is shown and a floor start exists;
-  ``falls, slower than the bound`` (``still_falling``) when both declines hold, flattening is
-  shown, the level still falls significantly over every tail, and the late excess lies below 0
-  or b above 0;
+  before it, ``falls, slower than the bound`` (``still_falling``) when both declines hold, b's
+  interval lies above 0, the late half still falls significantly and only the late test (not the
+  bend) shows the shortfall: a slow power law, not a floor; after it, the same words when no floor
+  start exists and the late test shows the shortfall;
 * ``no decay`` when no fall is significant and the window fall's upper end lies below
   ``NO_DECAY_FALL`` (the level falls by less than that share of its mean over the window);
 * ``not testable`` otherwise (intervals that hold both a fall and a flat level).
@@ -398,8 +399,8 @@ def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, se
     slowing = f.bend is not None and f.bend.low > BEND_MARGIN
     tail_flat = any(iv is not None and iv.high < -LATE_MARGIN for iv in f.tail_excess[1:])
     late_flat = tail_flat or f.late_excess.high < -LATE_MARGIN
-    floor_from = next((int(round(s)) for s, iv in zip(starts, f.tail_falls, strict=True)
-                       if iv is not None and iv.low <= 0), None)
+    floor_from = next((int(round(s)) for s, fall, excess in zip(starts, f.tail_falls, f.tail_excess, strict=True)
+                       if fall is not None and excess is not None and fall.low <= 0 and excess.estimate < 0), None)
     if falls and not (slowing or late_flat):
         if f.beta.low > TRANSIENT_BETA:
             return NOT_TESTABLE, "transient", None
@@ -408,6 +409,9 @@ def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, se
         if f.b.high <= 0:
             return FALLS_AT, "faster", None
         return FALLS_UNDISTINGUISHED, "undistinguished", None
+    still = bool(f.tail_falls) and f.tail_falls[0] is not None and f.tail_falls[0].low > 0
+    if falls and late_flat and not slowing and f.b.low > 0 and still:
+        return FALLS_SLOWER, "still_falling", None
     if fell and (slowing or late_flat) and floor_from is not None:
         return FLATTENS, "late_flat" if late_flat else "slowing", floor_from
     if falls and (late_flat or f.b.low > 0):

