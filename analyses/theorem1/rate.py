@@ -52,7 +52,8 @@ excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the windo
   window leaves one pair flat) and no flattening is shown; ``not testable`` (``transient``) there
   when β_lo > ``TRANSIENT_BETA`` (a fall faster than any rate);
 * ``flattens: a floor is not excluded`` (from the floor start, ``floor_from``) when the level fell
-  (a decline or the window fall significant), flattening is shown and a floor start exists;
+  (both declines significant, or the window fall at ``level`` and one decline: two tests, as for
+  every word that says the level fell), flattening is shown and a floor start exists;
   before it, ``falls, slower than the bound`` (``still_falling``) when both declines hold, b's
   interval lies above 0, the late half still falls significantly and only the late test (not the
   bend) shows the shortfall: a slow power law, not a floor; after it, the same words when no floor
@@ -379,6 +380,7 @@ class RateFigures:
     late_shortfall: Interval | None = None
     bend: Interval | None = None
     tail_excess: Sequence[Interval | None] = ()
+    window_drop: Interval | None = None  # the window fall at ``level``: whether the level fell
 
 
 def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, seeds: int,
@@ -395,7 +397,8 @@ def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, se
     if f.decline_late.high < 0 or f.decline_early.high < 0:
         return NOT_TESTABLE, "rising", None
     falls = f.decline_early.low > 0 and f.decline_late.low > 0
-    fell = f.decline_early.low > 0 or f.decline_late.low > 0 or f.window_fall.low > 0
+    fell = falls or (f.window_drop is not None and f.window_drop.low > 0
+                     and (f.decline_early.low > 0 or f.decline_late.low > 0))
     slowing = f.bend is not None and f.bend.low > BEND_MARGIN
     tail_flat = any(iv is not None and iv.high < -LATE_MARGIN for iv in f.tail_excess[1:])
     late_flat = tail_flat or f.late_excess.high < -LATE_MARGIN
@@ -551,6 +554,7 @@ def describe_rate(
         tail_excess=[seed_interval([f.tail_excess[j] for f in fits], TAIL_LEVEL) for j in range(len(starts))],
         bend=seed_interval([f.bend for f in fits], BEND_LEVEL),
         window_fall=seed_interval([f.window_fall for f in fits], NO_DECAY_LEVEL),
+        window_drop=seed_interval([f.window_fall for f in fits], level),
         tail_falls=[seed_interval([f.tail_falls[j] for f in fits], level) for j in range(len(starts))])
     outcome, reason, floor_from = rate_outcome(figures, starts, horizon, len(series), min_horizon)
 
