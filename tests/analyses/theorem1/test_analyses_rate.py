@@ -119,10 +119,10 @@ def _iv(lo: float, hi: float) -> Interval:
 def test_the_words_follow_the_intervals():
     up, flat, down, zero = _iv(0.1, 0.5), _iv(-0.2, 0.3), _iv(-0.5, -0.1), _iv(-0.05, 0.05)
     beta, starts = _iv(0.2, 0.8), [500.0, 625.0, 750.0, 875.0]
-    tails = [up, up, flat, flat]
+    tails, holds, short = [up, up, flat, flat], _iv(-0.4, 0.2), (zero, zero, _iv(-0.2, -0.01), zero)
 
-    def rule(early=up, late=up, b=_iv(-0.4, 0.2), bend=zero, excess=zero, window=up, tails=tails, horizon=1000,
-             seeds=5, beta=beta, tail_excess=(zero, zero, _iv(-0.2, -0.01), zero)):
+    def rule(early=up, late=up, b=holds, bend=zero, excess=zero, window=up, tails=tails, horizon=1000,
+             seeds=5, beta=beta, tail_excess=short):
         figures = RateFigures(early, late, beta, b, None, excess, window, tails, None, bend, tail_excess)
         return rate_outcome(figures, starts, horizon, seeds)
 

@@ -12,7 +12,14 @@ import pytest
 
 import zerolock_theory.app.cli as cli
 from analyses.theorem1.families import rate_series
-from analyses.theorem1.rate import BOUND_WORDS, DECAYS, FALLS_AT, FALLS_SLOWER, FALLS_UNDISTINGUISHED, FLATTENS
+from analyses.theorem1.rate import (
+    BOUND_WORDS,
+    DECAYS,
+    FALLS_AT,
+    FALLS_SLOWER,
+    FALLS_UNDISTINGUISHED,
+    FLATTENS,
+)
 
 
 @pytest.fixture(autouse=True)
