@@ -74,9 +74,9 @@ def _rate_rows(suite) -> list[list[str]]:
         if isinstance(found, GroupRate):
             for series, rate in (("as run", found.rate), ("shuffled (control)", found.shuffled)):
                 noise = "-" if rate.noise is None else f"{rate.noise:.2g}"
-                rows.append([label, found.group, series, rate.outcome, _iv(rate.decline_early),
-                             _iv(rate.decline_late), _iv(rate.beta), _iv(rate.b), noise, str(rate.seeds),
-                             str(rate.horizon)])
+                rows.append([label, found.group, series, rate.sentence, _iv(rate.decline_early),
+                             _iv(rate.decline_late), _iv(rate.beta), _iv(rate.b), _iv(rate.bend),
+                             _iv(rate.late_excess), noise, str(rate.seeds), str(rate.horizon)])
     return rows
 
 
@@ -107,14 +107,19 @@ def convergence_blocks(suite) -> list[Block]:
     out.append(Block("p", (
         "(a) G-hat_t = <g1, g2> from two halves of each minibatch (unbiased for ||grad R^t||^2). The window "
         "(T/20, T] is cut into four blocks of equal width in log T. Per seed: the relative fall of G-hat_t's mean "
-        "level over blocks 1-2 and over blocks 3-4 (a decay needs both), beta, the exponent of the level over blocks "
-        "3-4, and b = beta_bound - beta; outcome from the seed intervals. A description, never a refutation of a "
-        "bound with an unknown constant. Noise: G-hat_t's spread about its block means, as a multiple of its mean "
-        "level over the run.")))
+        "level over blocks 1-2 and over blocks 3-4 (a fall needs both), beta, the exponent of the level over blocks "
+        "3-4, b = beta_bound - beta, and the bend (how much the decay slows from blocks 2-3 to blocks 3-4, with the "
+        "last half's shortfall against the blocks' own rate). A second test reads the last half (T/2, T] in linear "
+        "time: the fall over each tail from T/2, 5T/8, 3T/4 and 7T/8 against the bound's own fall there (late "
+        "excess). A word that the level falls toward zero needs both tests; a bend or a late shortfall reads "
+        "'flattens: a floor is not excluded from T = ...'. Outcome from the seed intervals. A description, never a "
+        "refutation of a bound with an unknown constant. Noise: G-hat_t's spread about a smooth fit, as a multiple "
+        "of its mean level over the run.")))
     rows = _rate_rows(suite)
     if rows:
         out.append(Block("table", headers=("quantity", "group", "series", "outcome", "fall, blocks 1-2",
-                                           "fall, blocks 3-4", "beta", "b", "noise", "seeds", "horizon"),
+                                           "fall, blocks 3-4", "beta", "b", "bend", "late excess", "noise", "seeds",
+                                           "horizon"),
                          rows=tuple(tuple(r) for r in rows)))
     controls = suite.get(RATE_CONTROLS)
     if isinstance(controls, RateControls):

@@ -4,10 +4,12 @@
 Each row reads ``analyses.theorem1.rate.describe_rate`` on its primary group (``groups.primary_group``:
 ZeroLock of the direction, SGD with η_t ∝ 1/√t, most seeds), column ``train/grad_sq_unbiased``
 (Ĝ_t of two half-batches, unbiased for ‖∇R^t‖²). Outcomes are descriptions (never "refuted": a
-finite run cannot refute a bound with an unknown constant): "decays at the bound's rate or
-faster", "decays; its rate is not distinguished from the bound's", "decays, slower than the
-bound", "no decay at this horizon", "not testable". Beside the outcome: the noise of Ĝ_t measured
-on the group and the rule's power at that noise, its seeds and horizon (``analyses.theorem1.rate_power``).
+finite run cannot refute a bound with an unknown constant): ``RATE_OUTCOMES``, whose words carry
+the floor's start where one applies ("flattens: a floor is not excluded from T = ..."), in every
+rendering (the measured cell and the headline begin with the outcome's words). Beside the
+outcome: the noise of Ĝ_t measured on the group, its lag-1 autocorrelation, and the rule's power
+re-simulated with AR(1) noise of that size and autocorrelation, its seeds and horizon
+(``analyses.theorem1.rate_power``).
 
 Controls whose answer is known by construction decide calibration (``analyses.theorem1.controls``, and
 ``MODEL_CONTROLS``: the row's own series shuffled inside the fit window must not read a decay);
@@ -47,7 +49,14 @@ from analyses.theorem1.convergence import (
     with_noise_floor,
 )
 from analyses.theorem1.rate import (
+    FALLS_AT,
+    FALLS_SLOWER,
+    FALLS_UNDISTINGUISHED,
+    FLATTENS,
     MIN_HORIZON,
+    NO_DECAY,
+    NO_DECAY_FALL,
+    NOT_TESTABLE,
     RATE_OUTCOMES,
     RATE_SENTENCES,
     RateDescription,
@@ -72,7 +81,7 @@ class GroupRate(Result):
     rate: RateDescription
     shuffled: RateDescription
     power: RatePower
-    seeds_needed: int | None = None  # the fewest seeds (of 5, 10, 20, 40) with power >= 0.8 at this noise
+    seeds_needed: int | None = None  # the fewest seeds (of 5, 10, 20, 40) with power >= 0.8 at this noise and phi
 
 
 RATE = {d: declare(f"rate_{d}", GroupRate) for d in ("reverse", "forward")}
@@ -95,8 +104,8 @@ def group_rate(inputs: SuiteInputs, method: str, direction: str = "", column: st
                             level=inputs.level)
     if not power:
         return GroupRate(group.label, group.excluded, rate, control, rate_power(None, rate.seeds, rate.horizon))
-    found = rate_power(rate.noise, rate.seeds, rate.horizon)
-    needed = seeds_for(rate.noise, rate.horizon) if found.reps and found.worst < 0.8 else None
+    found = rate_power(rate.noise, rate.seeds, rate.horizon, phi=rate.phi)
+    needed = seeds_for(rate.noise, rate.horizon, phi=rate.phi) if found.reps and found.worst < 0.8 else None
     return GroupRate(group.label, group.excluded, rate, control, found, needed)
 
 
@@ -149,7 +158,7 @@ def _rule(key: str, direction: str):
         controls = inputs.get(RATE_CONTROLS)
         failed = tuple(controls.failed) if controls is not None else ()
         outcome = found.rate.outcome
-        if failed and outcome != "not testable":
+        if failed and outcome != NOT_TESTABLE:
             outcome = NOT_CALIBRATED
         reason = "uncalibrated" if outcome == NOT_CALIBRATED else found.rate.reason
         p = None if outcome == NOT_CALIBRATED else found.rate.p_value
@@ -165,11 +174,12 @@ def _iv(x, point: float | None) -> str:
 
 
 def _power(found: GroupRate) -> str:
-    """The rule's power at the group's measured noise, and the seeds that would reach 80%."""
+    """The rule's power at the group's measured noise and autocorrelation, and the seeds that would reach 80%."""
     r, pw = found.rate, found.power
     if r.noise is None or not pw.reps:
         return "noise not measured"
-    head = (f"noise {r.noise:.2g} x its mean level; power at this noise, {r.seeds} seeds, T = {r.horizon}: "
+    head = (f"noise {r.noise:.2g} x its mean level, lag-1 autocorrelation {pw.phi:.2g}; power "
+            f"({pw.method}), {r.seeds} seeds, T = {r.horizon}: "
             f"{pw.correct['1/sqrt(T)']:.0%} (1/sqrt(T)), {pw.correct['log(T+1)/sqrt(T) (the bound)']:.0%} (the bound)")
     if pw.worst >= 0.8:
         return head
@@ -177,19 +187,26 @@ def _power(found: GroupRate) -> str:
     return f"{head}; {more}"
 
 
+def _words(ev: Evidence) -> str:
+    """The outcome's words with its caveat, first in every cell that shows the row."""
+    found = ev.result
+    return found.rate.sentence if isinstance(found, GroupRate) and ev.reason != "uncalibrated" else ""
+
+
 def short(ev: Evidence) -> str:
-    """β and b over the late pair of blocks, and the power."""
+    """The outcome's words (the floor's start where one applies), β and b, the late excess, the power."""
     found = ev.result
     if not isinstance(found, GroupRate):
         return "-"
     r = found.rate
     if not r.per_seed:
         return f"no fit: T = {r.horizon} (a rate needs {MIN_HORIZON} steps)"
-    return f"{_figures(r)}; {_power(found)}"
+    return f"{_words(ev)}; {_figures(r)}; {_power(found)}".lstrip("; ")
 
 
 def _figures(r: RateDescription) -> str:
-    return f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)} (T = {r.horizon})"
+    return (f"beta = {_iv(r.beta, r.beta_point)}, b = {_iv(r.b, r.b_point)}; late fall minus the bound's over "
+            f"(T/2, T] = {_iv(r.late_excess, None)} (T = {r.horizon})")
 
 
 def measured(ev: Evidence) -> str:
@@ -201,9 +218,9 @@ def measured(ev: Evidence) -> str:
     if not r.per_seed:
         return short(ev)
     declines = (f"relative fall, blocks 1-2: {_iv(r.decline_early, None)}, blocks 3-4: "
-                f"{_iv(r.decline_late, None)}")
-    return (f"{_figures(r)}; {declines}; {r.seeds} seed(s), {found.group}; {_power(found)}; "
-            f"shuffled inside the window: {found.shuffled.outcome}")
+                f"{_iv(r.decline_late, None)}; slowing {_iv(r.slowing, None)}; window fall {_iv(r.window_fall, None)}")
+    return (f"{_words(ev)}; {_figures(r)}; {declines}; {r.seeds} seed(s), {found.group}; {_power(found)}; "
+            f"shuffled inside the window: {found.shuffled.outcome}").lstrip("; ")
 
 
 REASONS = {
@@ -218,49 +235,55 @@ def reason(ev: Evidence) -> str:
     if ev.reason in REASONS:
         return REASONS[ev.reason](ev)
     found = ev.result
-    sentence = RATE_SENTENCES[found.rate.outcome] if isinstance(found, GroupRate) else ""
+    sentence = found.rate.sentence if isinstance(found, GroupRate) else ""
     return {
         "no_seed": "no usable seed",
         "short_horizon": "the horizon is below the rule's minimum",
         "few_seeds": "fewer than 3 seeds with block levels",
-        "faster": "the level falls in both pairs of blocks, and b's interval lies at or below 0",
-        "undistinguished": "the level falls in both pairs of blocks; b's interval holds 0",
-        "slower": "the level falls in both pairs of blocks, and b's interval lies above 0",
+        "faster": "the level falls in both pairs of blocks, the late half shows no flattening, and b's interval lies "
+                  "at or below 0",
+        "undistinguished": "the level falls in both pairs of blocks, the late half shows no flattening; b's interval "
+                           "holds 0",
+        "slower": "the level falls in both pairs of blocks, the late half shows no flattening, and b's interval lies "
+                  "above 0",
+        "still_falling": "the level falls in both pairs of blocks and over every tail of the last half, more slowly "
+                         "than the bound there",
         "transient": "the level falls faster than 1/T over the late blocks: a transient, not a rate",
-        "slowing": "the fall slows within the window: a transient onto a floor is not excluded",
+        "slowing": "the fall slows significantly within the window and the last tail is flat within its interval",
+        "late_flat": "over the last half the level falls significantly less than at the bound's rate, and a tail of "
+                     "it is flat within its interval",
         "rising": "the level rises significantly over one pair of blocks (a warm-up peaking inside the window)",
-        "flat": "no significant fall over the late blocks, significantly slower than the bound there",
-        "ambiguous": "the intervals hold both a plateau and a decay (the power beside says how likely a decay "
+        "flat": f"no significant fall, and the window's fall lies below {NO_DECAY_FALL:.0%} of its mean level",
+        "ambiguous": "the intervals hold both a flat level and a fall (the power beside says how likely a fall "
                      "would have been seen)",
-    }.get(ev.reason, ev.reason) + (f": {sentence}" if sentence else "") + (LATE_FLOOR if ev.reason in DECAY_REASONS else "")
-
-
-DECAY_REASONS = ("faster", "undistinguished", "slower")
-LATE_FLOOR = ("; four block means cannot exclude a floor reached in the last block (the last half of the "
-              "window in log T; docs/THEOREM1.md)")
+    }.get(ev.reason, ev.reason) + (f": {sentence}" if sentence else "")
 
 
 OUTCOMES = {
-    "at the bound's rate or faster": Outcome(RATE_SENTENCES["at the bound's rate or faster"], "holds"),
-    "not distinguished from the bound": Outcome(RATE_SENTENCES["not distinguished from the bound"], "holds"),
-    "slower than the bound": Outcome(RATE_SENTENCES["slower than the bound"] + " at this horizon (not a refutation: "
-                                     "the bound's constant is unknown)", "mixed"),
-    "no decay": Outcome(RATE_SENTENCES["no decay"] + " (not a refutation of an asymptotic bound)", "fails"),
-    "not testable": Outcome("too short, too few seeds, a transient, or intervals that hold both a plateau and a decay",
-                            "none"),
+    FALLS_AT: Outcome(RATE_SENTENCES[FALLS_AT], "holds"),
+    FALLS_UNDISTINGUISHED: Outcome(RATE_SENTENCES[FALLS_UNDISTINGUISHED], "holds"),
+    FALLS_SLOWER: Outcome(RATE_SENTENCES[FALLS_SLOWER] + " (not a refutation: the bound's constant is unknown)", "mixed"),
+    FLATTENS: Outcome(RATE_SENTENCES[FLATTENS] + " from the T stated beside: over the last half the level falls "
+                      "less than at the bound's rate (not a refutation of an asymptotic bound)", "mixed"),
+    NO_DECAY: Outcome(RATE_SENTENCES[NO_DECAY] + f": the window's fall is below {NO_DECAY_FALL:.0%} of its level "
+                      "(not a refutation of an asymptotic bound)", "fails"),
+    NOT_TESTABLE: Outcome("too short, too few seeds, a transient or a warm-up, or intervals that hold both a flat "
+                          "level and a fall", "none"),
     NOT_CALIBRATED: Outcome("a control of the rule failed, so its answer is not a finding", "none"),
     "not measured": NOT_MEASURED,
 }
 PAPER = "Theorem 1: with eta_t = eta_0/sqrt(t+1), (1/T) sum_(t<T) E||grad R^t(omega^t)||^2 <= C log T / sqrt(T)."
 TESTS = ("tests/analyses/theorem1/test_analyses_rate.py::test_no_plateau_family_reads_the_bounds_rate",
-         "tests/analyses/theorem1/test_analyses_rate.py::test_decaying_families_read_a_decay_at_noise_one",
+         "tests/analyses/theorem1/test_rate_constructions.py::test_an_exponential_floor_never_reads_the_bounds_words",
+         "tests/analyses/theorem1/test_rate_constructions.py::test_one_over_root_t_still_reads_a_fall_toward_zero",
          "tests/analyses/theorem1/test_analyses_controls.py::test_toy_controls_pass_and_a_wrong_extra_control_is_reported_failed")
 
 
 def _claim(key: str, direction: str, surrogate: str) -> Claim:
     return register(Claim(
         key=key, title=f"Theorem 1 (a): the rate of {surrogate}, local G-hat_t ({direction})", paper=PAPER,
-        question=f"At which rate does the mean squared local gradient of {surrogate} decay in this run?",
+        question=f"Does the mean squared local gradient of {surrogate} fall toward zero in this run, at which rate, "
+                 "or onto a floor?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most seeds",
         outcomes=OUTCOMES, rule=_rule(key, direction), vocabulary=RATE_OUTCOMES, measured=measured, short=short,
         reason=reason,

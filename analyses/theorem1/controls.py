@@ -2,10 +2,10 @@
 
 With η_t = η_0/√(t+1) on a smooth convex loss the bound (1/T) Σ ‖∇F(w_t)‖² = O(log T/√T) is
 a textbook theorem, so the bound test of ``analyses.theorem1.convergence`` must come out "consistent" on
-it and the rate description of ``analyses.theorem1.rate`` must read a decay (``DECAYS``). The negative
-controls have a known answer by construction and must not read a decay: constant-step SGD (a
-noise ball), and each seed's own series shuffled inside the fit window (no trend at all;
-``shuffled``). The biased ‖g_t‖² (a floor plus a falling ‖∇F‖²) has no answer known by
+it and the rate description of ``analyses.theorem1.rate`` must read a fall (``DECAYS``). The negative
+controls have a known answer by construction and must read neither a fall nor a fall onto a floor
+(``NEGATIVE``): constant-step SGD (a noise ball), and each seed's own series shuffled inside the fit
+window (no trend at all; ``shuffled``). The biased ‖g_t‖² (a floor plus a falling ‖∇F‖²) has no answer known by
 construction and is descriptive. A rule that fails a control is not calibrated
 (``rate_controls``; registered in docs/THEOREM1.md before the suite's rerun).
 
@@ -33,7 +33,8 @@ from analyses.results import Result, declare, register
 from analyses.theorem1.convergence import series_from_table
 from analyses.theorem1.rate import (
     DECAYS,
-    RATE_OUTCOMES,
+    NO_DECAY,
+    NOT_TESTABLE,
     WINDOW,
     RateDescription,
     block_edges,
@@ -142,8 +143,9 @@ RATE_CONTROL_SEEDS = tuple(range(10))
 SHUFFLE_SEED = 20261203
 """Seed of the within-window permutation of the shuffled controls (fixed: re-analysing cannot change them)."""
 POSITIVE = DECAYS
-NEGATIVE = tuple(o for o in RATE_OUTCOMES if o not in DECAYS)
-"""What a negative control may read: anything but a decay ("no decay" or "not testable")."""
+NEGATIVE = (NO_DECAY, NOT_TESTABLE)
+"""What a negative control may read: "no decay" or "not testable"; neither a fall nor a fall onto a floor
+(both say the level fell)."""
 
 
 @dataclass(frozen=True)

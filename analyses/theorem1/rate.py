@@ -1,50 +1,75 @@
 """Theorem 1 (a): the rate of Ĝ_t's level described at this horizon (docs/THEOREM1.md).
 
 Theorem 1 bounds (1/T) Σ_{t<T} E‖∇R^t‖² by C·log T/√T with an unknown C. A finite run can
-describe the decay it shows; it cannot refute the bound. The rule reads the level of the
-per-step estimate Ĝ_t (unbiased for the squared gradient norm, possibly negative), T = step + 1.
+describe the decay it shows; it cannot refute the bound. Whether the level falls toward zero or
+settles onto a positive floor is the answer the row gives. The rule reads the level of the
+per-step estimate Ĝ_t (unbiased for the squared gradient norm, possibly negative), T = step + 1,
+with two tests: log-spaced blocks over the whole window (the rate), and a linear-time test of
+the last half of the run (a floor).
 
 **Blocks.** The fit window (T_0, T_max], T_0 = (1 − ``WINDOW``)·T_max, is cut into ``BLOCKS``
-blocks of equal width in log T (edges T_0·r^j, r = (T_max/T_0)^(1/BLOCKS)). Per seed, L_j is
-the mean of Ĝ_t over block j. For a power law E Ĝ_T = c·T^−β, L_j/L_{j+1} = r^β exactly in the
-continuum, whatever c.
+blocks of equal width in log T (``BLOCKS`` + 1 edges T_0·r^j, r = (T_max/T_0)^(1/BLOCKS)). Per
+seed, L_j is the mean of Ĝ_t over block j. For a power law E Ĝ_T = c·T^−β,
+L_j/L_{j+1} = r^β in the continuum, whatever c.
 
 **Per seed**, with m the seed's mean Ĝ over the window:
 
 * ``decline_early`` = (L_1 − L_2)/m and ``decline_late`` = (L_3 − L_4)/m: the relative fall of
   the level over two *disjoint* pairs of blocks;
-* β = log(L_3/L_4)/log r, the exponent of the level over the late pair (the rate at the
-  horizon); β_early the same over the early pair;
-* b = β_B − β, β_B the same exponent of the bound's exact level (the increments of
-  T·log(T+1)/√T) over the late pair: b ≤ 0 at the bound's rate or faster, b > 0 slower;
-* ``slowing`` = log(L_1/L_2) − log(L_3/L_4): how much the decay slows within the window
-  (0 for a power law; > 0 for a transient settling onto a floor).
+* β = log(L_3/L_4)/log r, the exponent of the level over the late pair; b = β_B − β, β_B the same
+  exponent of the bound's exact level (the increments of T·log(T+1)/√T; ``bound_beta``, 0.378 at
+  T = 1000): b ≤ 0 at the bound's rate or faster, b > 0 slower;
+* ``late_fall``: the fall of the level over the late half (``LATE_START``·T_max, T_max] in linear
+  time (``relative_fall``: minus the least-squares slope of Ĝ_t on T there, times the half's
+  length, over the half's mean level); ``tail_falls``: the same over (s, T_max] for each start s
+  of ``LATE_PARTS`` equal linear sub-windows of the late half (``late_starts``);
+* ``tail_excess``: each tail's fall minus the bound's own over the same tail
+  (``bound_tail_falls``); ``late_excess`` is the first (the whole late half): ≥ 0 at the bound's
+  rate or faster, < 0 when the level falls more slowly there than on the bound, as onto a floor;
+* ``slowing`` = log(L_2/L_3) − log(L_3/L_4): 0 for a power law, > 0 when the decay slows from the
+  middle pair of blocks to the late pair; ``late_shortfall`` = ``late_fall`` − the late fall of
+  T^−β (β the seed's own): 0 for a power law, < 0 when the late half falls less than the blocks'
+  rate says; ``bend`` = slowing − ``BEND_WEIGHT``·late_shortfall joins the two;
+* ``window_fall`` = (mean over the first half of the window − mean over its second half, in
+  linear time)/m.
 
-**Seed level**: t-intervals over seeds (``analyses.stats.seeds.seed_interval``) of each figure.
+**Seed level**: t-intervals over seeds (``analyses.stats.seeds.seed_interval``) of each figure: at
+``level`` (95%) for the declines, β, b and the tail falls; the bend's at ``BEND_LEVEL``, the late
+excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the window fall's at
+``NO_DECAY_LEVEL``.
 
-**Outcome** (``RATE_OUTCOMES``, reason codes ``RATE_REASONS``):
+**Outcome** (``RATE_OUTCOMES``, reason codes ``RATE_REASONS``), in this order:
 
-* *decays* when both declines' intervals lie above 0 (an intersection–union test: a fall
-  onto a plateau, a step drop or a transient ending anywhere in the window leaves one pair
-  flat). Then, from b's interval: ``at the bound's rate or faster`` (b_hi ≤ 0), ``slower
-  than the bound`` (b_lo > 0), ``not distinguished from the bound`` (b straddles 0) —
-  except ``not testable`` when β_lo > ``TRANSIENT_BETA`` (a fall faster than any rate:
-  a transient), or, in place of "not distinguished", when the decay slows significantly
-  (the slowing's interval at ``SLOWING_LEVEL`` above 0: a transient onto a floor is not
-  excluded);
-* ``not testable`` (``rising``) when either pair rises significantly (a warm-up peaking inside
-  the window is not a plateau);
-* ``no decay`` when the late pair shows no significant decline and b_lo > 0 there: over the
-  last half of the window (in log T) the level falls significantly slower than the bound;
-* ``not testable`` otherwise (too short, too few seeds, or intervals that hold both).
+* ``not testable`` with too short a horizon, too few seeds, or a pair of blocks that rises
+  significantly (``rising``: a warm-up peaking inside the window);
+* *flattening* is shown when the bend's interval lies above ``BEND_MARGIN`` (reason ``slowing``),
+  or the late excess's or a later tail excess's lies below −``LATE_MARGIN`` (``late_flat``); the
+  floor start is the first sub-window start s whose tail fall's interval reaches 0 while its
+  excess is negative (from s a flat level is not excluded, and the fall is less than the bound's);
+* ``falls toward zero at the bound's rate or faster`` (b_hi ≤ 0), ``falls, rate not distinguished
+  from the bound's`` (b straddles 0), ``falls, slower than the bound`` (b_lo > 0) when both declines'
+  intervals lie above 0 (an intersection–union test: a step or a transient ending anywhere in the
+  window leaves one pair flat) and no flattening is shown; ``not testable`` (``transient``) there
+  when β_lo > ``TRANSIENT_BETA`` (a fall faster than any rate);
+* ``flattens: a floor is not excluded`` (from the floor start, ``floor_from``) when the level fell
+  (both declines significant, or the window fall at ``level`` and one decline: two tests, as for
+  every word that says the level fell), flattening is shown and a floor start exists;
+  before it, ``falls, slower than the bound`` (``still_falling``) when both declines hold, b's
+  interval lies above 0, the late half still falls significantly and only the late test (not the
+  bend) shows the shortfall: a slow power law, not a floor; after it, the same words when no floor
+  start exists and the late test shows the shortfall;
+* ``no decay`` when no fall is significant and the window fall's upper end lies below
+  ``NO_DECAY_FALL`` (the level falls by less than that share of its mean over the window);
+* ``not testable`` otherwise (intervals that hold both a fall and a flat level).
 
-Under a plateau a decay word needs both declines significant: at most (1 − level)/2.
-Deterministic. The confusion tables, the power at the model's noise and the families that
-try to fool the rule are in docs/THEOREM1.md (``benchmarks/calibrate_rate.py``).
+No word says the level falls toward zero from the log blocks alone: the late test can always
+veto it. Deterministic. The confusion tables are in docs/THEOREM1.md
+(``scripts/rate_confusion.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -65,58 +90,105 @@ from analyses.stats.seeds import (
 from analyses.theorem1.convergence import seed_series
 
 __all__ = [
+    "BEND_LEVEL",
+    "BEND_MARGIN",
+    "BEND_WEIGHT",
     "BLOCKS",
+    "BOUND_WORDS",
+    "DECAYS",
+    "FALLS_AT",
+    "FALLS_SLOWER",
+    "FALLS_UNDISTINGUISHED",
+    "FLATTENS",
+    "LATE_LEVEL",
+    "LATE_MARGIN",
+    "LATE_PARTS",
+    "LATE_START",
     "MIN_BLOCK_POINTS",
     "MIN_HORIZON",
+    "NO_DECAY",
+    "NO_DECAY_FALL",
+    "NO_DECAY_LEVEL",
+    "NOT_TESTABLE",
     "RATE_OUTCOMES",
     "RATE_REASONS",
     "RATE_SENTENCES",
-    "SLOWING_LEVEL",
+    "TAIL_LEVEL",
     "TRANSIENT_BETA",
     "WINDOW",
     "WINDOWS",
-    "DECAYS",
     "RateDescription",
     "SeedRate",
     "block_edges",
+    "bound_beta",
+    "bound_late_fall",
+    "bound_tail_falls",
     "bound_level",
     "describe_rate",
+    "late_starts",
+    "noise_dependence",
     "noise_ratio",
     "rate_from_table",
     "rate_outcome",
+    "relative_fall",
     "seed_rate",
 ]
 
-RATE_OUTCOMES = ("at the bound's rate or faster", "not distinguished from the bound", "slower than the bound",
-                 "no decay", "not testable")
+FALLS_AT = "falls toward zero at the bound's rate or faster"
+FALLS_UNDISTINGUISHED = "falls, rate not distinguished from the bound's"
+FALLS_SLOWER = "falls, slower than the bound"
+FLATTENS = "flattens: a floor is not excluded"
+NO_DECAY = "no decay"
+NOT_TESTABLE = "not testable"
+RATE_OUTCOMES = (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER, FLATTENS, NO_DECAY, NOT_TESTABLE)
 DECAYS = RATE_OUTCOMES[:3]
-"""The outcomes that say the level decays in the window."""
+"""The outcomes that say the level falls over the window without a floor shown."""
+BOUND_WORDS = RATE_OUTCOMES[:2]
+"""The outcomes that say the level falls toward zero at, or not distinguished from, the bound's rate."""
 RATE_SENTENCES = {
-    "at the bound's rate or faster": "decays at the bound's rate or faster",
-    "not distinguished from the bound": "decays; its rate is not distinguished from the bound's",
-    "slower than the bound": "decays, slower than the bound",
-    "no decay": "no decay at this horizon",
-    "not testable": "not testable at this horizon",
+    FALLS_AT: "falls toward zero at the bound's rate or faster at this horizon",
+    FALLS_UNDISTINGUISHED: "falls; its rate is not distinguished from the bound's at this horizon",
+    FALLS_SLOWER: "falls, slower than the bound at this horizon",
+    FLATTENS: "flattens: a floor is not excluded",
+    NO_DECAY: "no decay at this horizon",
+    NOT_TESTABLE: "not testable at this horizon",
 }
 RATE_REASONS = ("no_seed", "short_horizon", "few_seeds", "faster", "undistinguished", "slower", "transient",
-                "slowing", "rising", "flat", "ambiguous")
+                "slowing", "late_flat", "still_falling", "rising", "flat", "ambiguous")
 WINDOW = 0.95
 """The fit window: the last 95% of the horizon (T_0 = T_max/20 skips the first steps' warm-up)."""
 WINDOWS = (WINDOW,)
 BLOCKS = 4
-"""Blocks of equal width in log T: the early pair is blocks 1–2, the late pair blocks 3–4."""
+"""Blocks of equal width in log T (five edges): the early pair is blocks 1–2, the late pair blocks 3–4."""
 MIN_HORIZON = 500
 """Steps: below this horizon the outcome is ``not testable`` (reason ``short_horizon``)."""
 MIN_BLOCK_POINTS = 5
-"""A seed needs this many observed steps in every block for its figures."""
+"""A seed needs this many observed steps in every block (and late sub-window) for its figures."""
 TRANSIENT_BETA = 1.0
 """β_lo above this: a fall faster than T^−1 in the level is a transient, not a rate."""
-SLOWING_LEVEL = 0.6
-"""Two-sided level of the slowing interval: "not distinguished from the bound" needs the slowing's
-interval at this level to reach 0 (one-sided 20%). A missed slowing lets a transient onto a floor
-read the bound's word; a false one only costs power (a power law is flagged in at most 20% of the
-repetitions that would read it). 0.8 (one-sided 10%) let the exponential transient read a bound's
-word in 5.9% of 1000 repetitions at noise 3×, over the 5% goal (docs/THEOREM1.md)."""
+BEND_WEIGHT = 0.25
+"""The bend = slowing − BEND_WEIGHT × late shortfall: the weight puts the late half's noisier evidence
+beside the blocks' (a larger weight adds more noise than signal on the exponential floors)."""
+BEND_LEVEL = 0.7
+"""Two-sided level of the bend's interval: flattening is shown when its lower end exceeds ``BEND_MARGIN``."""
+BEND_MARGIN = 0.02
+"""A power law has bend 0 (the bound's own level −0.01): a bend below this is not a flattening."""
+LATE_START = 0.5
+"""The late test reads (LATE_START·T_max, T_max]: the last half of the run, in linear time."""
+LATE_PARTS = 4
+"""Equal linear sub-windows of the late half; their left edges are the candidate floor starts."""
+LATE_LEVEL = 0.9
+"""Two-sided level of the late excess's interval (one-sided 5%): flattening is shown when its upper end
+lies below −``LATE_MARGIN``."""
+LATE_MARGIN = 0.02
+TAIL_LEVEL = 0.95
+"""Two-sided level of each later tail's excess (s > LATE_START·T_max): flattening is shown when one's upper
+end lies below −``LATE_MARGIN``."""
+"""T^−0.378 has late excess −0.004 against the bound's exact level: a shortfall below this is not a floor."""
+NO_DECAY_FALL = 0.1
+""""No decay" needs the window's fall (first half against second half, over the window's mean) below this."""
+NO_DECAY_LEVEL = 0.9
+"""Two-sided level of the window fall's interval for "no decay" (its upper end: one-sided 5%)."""
 
 
 def block_edges(horizon: int, window: float = WINDOW, blocks: int = BLOCKS) -> np.ndarray:
@@ -124,6 +196,11 @@ def block_edges(horizon: int, window: float = WINDOW, blocks: int = BLOCKS) -> n
     if not 0.0 < window < 1.0:
         raise ValueError(f"window must lie in (0, 1), got {window}")
     return np.exp(np.linspace(math.log((1.0 - window) * horizon), math.log(horizon), blocks + 1))
+
+
+def late_starts(horizon: int) -> np.ndarray:
+    """The left edges of the ``LATE_PARTS`` linear sub-windows of (LATE_START·horizon, horizon]."""
+    return LATE_START * horizon + np.arange(LATE_PARTS) * (1.0 - LATE_START) * horizon / LATE_PARTS
 
 
 def _block_means(t: np.ndarray, g: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -137,6 +214,20 @@ def _block_means(t: np.ndarray, g: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return out
 
 
+def relative_fall(t: np.ndarray, g: np.ndarray, start: float) -> float:
+    """The level's fall over (start, T_max] in linear time, relative to its mean there: minus the
+    least-squares slope of ``g`` on ``t`` times (T_max − start), over the mean of ``g``; NaN with
+    fewer than ``MIN_BLOCK_POINTS`` steps or a mean that is not positive."""
+    keep = t > start
+    x, y = t[keep], g[keep]
+    mean = float(y.mean()) if y.size else math.nan
+    if y.size < MIN_BLOCK_POINTS or not mean > 0:
+        return math.nan
+    dx = x - x.mean()
+    slope = float((dx * (y - mean)).sum() / (dx * dx).sum())
+    return -slope * (float(t[-1]) - start) / mean
+
+
 def bound_level(t: np.ndarray) -> np.ndarray:
     """E[Ĝ] on the bound's curve at the observed T: increments of T·log(T+1)/√T over the steps."""
     t = np.asarray(t, dtype=float)
@@ -146,12 +237,32 @@ def bound_level(t: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def _bound_beta(horizon: int, window: float) -> float:
-    """β_B: the late pair's exponent of the bound's exact level at T = 1..horizon."""
+def bound_beta(horizon: int, window: float = WINDOW) -> float:
+    """β_B: the late pair's exponent of the bound's exact level at T = 1..horizon (0.378 at T = 1000)."""
     t = np.arange(1.0, horizon + 1.0)
     edges = block_edges(horizon, window)
     levels = _block_means(t, bound_level(t), edges)
     return float(math.log(levels[-2] / levels[-1]) / math.log(edges[1] / edges[0]))
+
+
+@functools.lru_cache(maxsize=64)
+def bound_tail_falls(horizon: int) -> tuple[float, ...]:
+    """The bound's own relative fall over (s, horizon] for each of ``late_starts``."""
+    t = np.arange(1.0, horizon + 1.0)
+    return tuple(relative_fall(t, bound_level(t), float(s)) for s in late_starts(horizon))
+
+
+def bound_late_fall(horizon: int) -> float:
+    """The bound's own ``late_fall`` at T = 1..horizon (0.263 at T = 1000)."""
+    return bound_tail_falls(horizon)[0]
+
+
+def _power_late_fall(horizon: int, beta: float) -> float:
+    """``late_fall`` of the power law T^−β at T = 1..horizon (NaN for an undefined β)."""
+    if not math.isfinite(beta):
+        return math.nan
+    t = np.arange(1.0, horizon + 1.0)
+    return relative_fall(t, t ** -beta, LATE_START * horizon)
 
 
 def _log_ratio(a: float, b: float) -> float:
@@ -172,12 +283,25 @@ class SeedRate:
     b: float
     slowing: float
     noise: float
+    late_fall: float = math.nan
+    late_excess: float = math.nan
+    tail_falls: list[float] = dataclasses.field(default_factory=list)
+    window_fall: float = math.nan
+    phi: float = math.nan
+    late_shortfall: float = math.nan
+    tail_excess: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def bend(self) -> float:
+        """slowing − ``BEND_WEIGHT`` × late shortfall: 0 for a power law, > 0 as the fall settles onto a floor."""
+        return self.slowing - BEND_WEIGHT * self.late_shortfall
 
 
 def noise_ratio(t: np.ndarray, g: np.ndarray, window: float = WINDOW) -> float:
     """Ĝ_t's noise as a multiple of its mean level over the run: the standard deviation of Ĝ_t about
-    its block means in the window, over the mean of Ĝ_t over every step (the convention of the
-    calibration families, ``analyses.theorem1.families``). NaN when the run's mean is not positive."""
+    its 16 sub-block means (in log T) in the window, over the mean of Ĝ_t over every step (the
+    convention of the calibration families, ``analyses.theorem1.families``). NaN when the run's mean
+    is not positive. Under dependent noise the short sub-blocks absorb part of it: ``noise_dependence``."""
     t, g = np.asarray(t, dtype=float), np.asarray(g, dtype=float)
     edges = block_edges(int(t[-1]), window, blocks=4 * BLOCKS)
     which = np.searchsorted(edges, t, side="left") - 1
@@ -188,20 +312,50 @@ def noise_ratio(t: np.ndarray, g: np.ndarray, window: float = WINDOW) -> float:
     return float(centred.std(ddof=1) / g.mean())
 
 
+def noise_dependence(t: np.ndarray, g: np.ndarray, window: float = WINDOW) -> tuple[float, float]:
+    """``(noise, phi)`` of one series: the residuals of Ĝ_t about a cubic in log T fitted over the
+    window; noise = their standard deviation over the mean of Ĝ_t over every step (the families'
+    convention), phi = their lag-1 autocorrelation (an AR(1) coefficient; the steps as observed).
+    NaN when undefined."""
+    t, g = np.asarray(t, dtype=float), np.asarray(g, dtype=float)
+    inside = t > (1.0 - window) * t[-1]
+    if inside.sum() < 4 * MIN_BLOCK_POINTS or not g.mean() > 0:
+        return math.nan, math.nan
+    x = np.log(t[inside])
+    basis = np.vander((x - x.mean()) / max(float(x.std()), 1e-12), 4)
+    coef, *_ = np.linalg.lstsq(basis, g[inside], rcond=None)
+    r = g[inside] - basis @ coef
+    sd = float(r.std(ddof=basis.shape[1]))
+    phi = float((r[1:] * r[:-1]).sum() / (r * r).sum()) if sd > 0 else math.nan
+    return sd / float(g.mean()), phi
+
+
 def seed_rate(t: np.ndarray, g: np.ndarray, name: str = "", window: float = WINDOW) -> SeedRate:
     """The per-seed figures of one series ``(T, Ĝ_T)`` (T = step + 1, sorted); module docstring."""
     t, g = np.asarray(t, dtype=float), np.asarray(g, dtype=float)
     horizon = int(t[-1])
     edges = block_edges(horizon, window)
     levels = _block_means(t, g, edges)
-    mean = float(g[(t > edges[0]) & (t <= edges[-1])].mean()) if np.isfinite(levels).all() else math.nan
+    inside = (t > edges[0]) & (t <= edges[-1])
+    mean = float(g[inside].mean()) if np.isfinite(levels).all() else math.nan
     rel = mean if mean > 0 else math.nan
     step = math.log(edges[1] / edges[0])
     early, late = _log_ratio(levels[0], levels[1]), _log_ratio(levels[2], levels[3])
     beta = late / step
+    middle = (edges[0] + edges[-1]) / 2.0
+    halves = g[inside & (t <= middle)], g[inside & (t > middle)]
+    window_fall = ((halves[0].mean() - halves[1].mean()) / rel
+                   if min(h.size for h in halves) >= MIN_BLOCK_POINTS else math.nan)
+    late_fall = relative_fall(t, g, LATE_START * horizon)
+    noise, phi = noise_dependence(t, g, window)
+    tails = [relative_fall(t, g, float(s)) for s in late_starts(horizon)]
     return SeedRate(name, horizon, [float(x) for x in levels], (levels[0] - levels[1]) / rel,
                     (levels[2] - levels[3]) / rel, beta, early / step,
-                    _bound_beta(horizon, float(window)) - beta, early - late, noise_ratio(t, g, window))
+                    bound_beta(horizon, float(window)) - beta, _log_ratio(levels[1], levels[2]) - late, noise,
+                    late_fall, late_fall - bound_late_fall(horizon),
+                    tails, float(window_fall), phi,
+                    late_fall - _power_late_fall(horizon, beta),
+                    [x - b for x, b in zip(tails, bound_tail_falls(horizon), strict=True)])
 
 
 def _p_positive(values: Sequence[float]) -> float:
@@ -211,31 +365,63 @@ def _p_positive(values: Sequence[float]) -> float:
     return math.nan if p is None else p
 
 
-def rate_outcome(decline_early: Interval | None, decline_late: Interval | None, beta: Interval | None,
-                 b: Interval | None, slowing: Interval | None, horizon: int, seeds: int,
-                 min_horizon: int = MIN_HORIZON) -> tuple[str, str]:
-    """The outcome and its reason code (``RATE_REASONS``) from the seed intervals (module docstring)."""
+@dataclass(frozen=True)
+class RateFigures:
+    """The seed intervals the rule reads (``None``: fewer than ``MIN_SEEDS`` finite values)."""
+
+    decline_early: Interval | None
+    decline_late: Interval | None
+    beta: Interval | None
+    b: Interval | None
+    slowing: Interval | None
+    late_excess: Interval | None
+    window_fall: Interval | None
+    tail_falls: Sequence[Interval | None] = ()
+    late_shortfall: Interval | None = None
+    bend: Interval | None = None
+    tail_excess: Sequence[Interval | None] = ()
+    window_drop: Interval | None = None  # the window fall at ``level``: whether the level fell
+
+
+def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, seeds: int,
+                 min_horizon: int = MIN_HORIZON) -> tuple[str, str, int | None]:
+    """The outcome, its reason code (``RATE_REASONS``) and the floor start (the T from which a floor
+    is not excluded; ``None`` unless the outcome is ``FLATTENS``), from the seed intervals."""
+    f = figures
     if seeds == 0:
-        return "not testable", "no_seed"
+        return NOT_TESTABLE, "no_seed", None
     if horizon < min_horizon:
-        return "not testable", "short_horizon"
-    if None in (decline_early, decline_late, beta, b):
-        return "not testable", "few_seeds"
-    if decline_early.low > 0 and decline_late.low > 0:
-        if beta.low > TRANSIENT_BETA:
-            return "not testable", "transient"
-        if b.low > 0:
-            return "slower than the bound", "slower"
-        if b.high <= 0:
-            return "at the bound's rate or faster", "faster"
-        if slowing is not None and slowing.low > 0:
-            return "not testable", "slowing"
-        return "not distinguished from the bound", "undistinguished"
-    if decline_late.high < 0 or decline_early.high < 0:
-        return "not testable", "rising"
-    if decline_late.low <= 0 and b.low > 0:
-        return "no decay", "flat"
-    return "not testable", "ambiguous"
+        return NOT_TESTABLE, "short_horizon", None
+    if None in (f.decline_early, f.decline_late, f.beta, f.b, f.late_excess, f.window_fall):
+        return NOT_TESTABLE, "few_seeds", None
+    if f.decline_late.high < 0 or f.decline_early.high < 0:
+        return NOT_TESTABLE, "rising", None
+    falls = f.decline_early.low > 0 and f.decline_late.low > 0
+    fell = falls or (f.window_drop is not None and f.window_drop.low > 0
+                     and (f.decline_early.low > 0 or f.decline_late.low > 0))
+    slowing = f.bend is not None and f.bend.low > BEND_MARGIN
+    tail_flat = any(iv is not None and iv.high < -LATE_MARGIN for iv in f.tail_excess[1:])
+    late_flat = tail_flat or f.late_excess.high < -LATE_MARGIN
+    floor_from = next((int(round(s)) for s, fall, excess in zip(starts, f.tail_falls, f.tail_excess, strict=True)
+                       if fall is not None and excess is not None and fall.low <= 0 and excess.estimate < 0), None)
+    if falls and not (slowing or late_flat):
+        if f.beta.low > TRANSIENT_BETA:
+            return NOT_TESTABLE, "transient", None
+        if f.b.low > 0:
+            return FALLS_SLOWER, "slower", None
+        if f.b.high <= 0:
+            return FALLS_AT, "faster", None
+        return FALLS_UNDISTINGUISHED, "undistinguished", None
+    still = bool(f.tail_falls) and f.tail_falls[0] is not None and f.tail_falls[0].low > 0
+    if falls and late_flat and not slowing and f.b.low > 0 and still:
+        return FALLS_SLOWER, "still_falling", None
+    if fell and (slowing or late_flat) and floor_from is not None:
+        return FLATTENS, "late_flat" if late_flat else "slowing", floor_from
+    if falls and (late_flat or f.b.low > 0):
+        return FALLS_SLOWER, "still_falling", None
+    if not fell and f.window_fall.high < NO_DECAY_FALL:
+        return NO_DECAY, "flat", None
+    return NOT_TESTABLE, "ambiguous", None
 
 
 @register
@@ -260,51 +446,80 @@ class RateDescription(Result):
     beta_point: float | None  # mean over seeds (also with one seed); None: undefined
     b_point: float | None
     bound_beta: float | None
-    noise: float | None  # median over seeds of ``noise_ratio``
+    noise: float | None  # median over seeds of ``noise_dependence``'s noise
     p_value: float | None  # two-sided p of the test that decided the outcome; None when undecided
     per_seed: list[SeedRate]
     level: float = 0.95
+    late_excess: Interval | None = None
+    window_fall: Interval | None = None
+    tail_falls: list[Interval | None] = dataclasses.field(default_factory=list)
+    starts: list[float] = dataclasses.field(default_factory=list)
+    floor_from: int | None = None  # FLATTENS: the T from which a floor is not excluded
+    bound_late_fall: float | None = None
+    phi: float | None = None  # median over seeds of the residuals' lag-1 autocorrelation
+    bend: Interval | None = None
+    tail_excess: list[Interval | None] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.outcome not in RATE_OUTCOMES:
             raise ValueError(f"rate outcome must be one of {RATE_OUTCOMES}, got {self.outcome!r}")
         if self.reason not in RATE_REASONS:
             raise ValueError(f"rate reason must be one of {RATE_REASONS}, got {self.reason!r}")
+        if (self.outcome == FLATTENS) != (self.floor_from is not None):
+            raise ValueError("floor_from is set exactly when the outcome is a floor")
 
     @property
     def sentence(self) -> str:
-        """The report's words for the outcome."""
-        return RATE_SENTENCES[self.outcome]
+        """The outcome's words with the caveat that applies (the floor's start)."""
+        return outcome_words(self.outcome, self.floor_from)
 
     @property
     def decays(self) -> bool:
         return self.outcome in DECAYS
 
     def to_cli(self) -> dict:
-        """``rate: {outcome, sentence, reason, beta, b, declines, slowing, noise, p_value, ...}``."""
+        """``rate: {outcome, sentence, reason, floor_from, beta, b, declines, late_excess, ...}``."""
         def iv(x: Interval | None, values: list[float]) -> dict:
-            return interval_dict(x, finite_mean(values), self.level)
+            return interval_dict(x, finite_mean(values), x.level if x is not None else self.level)
         seeds = self.per_seed
         return {
-            "outcome": self.outcome, "sentence": self.sentence, "reason": self.reason,
+            "outcome": self.outcome, "sentence": self.sentence, "reason": self.reason, "floor_from": self.floor_from,
             "beta": iv(self.beta, [s.beta for s in seeds]), "b": iv(self.b, [s.b for s in seeds]),
             "decline_early": iv(self.decline_early, [s.decline_early for s in seeds]),
             "decline_late": iv(self.decline_late, [s.decline_late for s in seeds]),
             "slowing": iv(self.slowing, [s.slowing for s in seeds]),
-            "bound_beta": self.bound_beta, "noise": self.noise, "p_value": self.p_value, "horizon": self.horizon, "seeds": self.seeds,
+            "bend": iv(self.bend, [s.bend for s in seeds]),
+            "late_excess": iv(self.late_excess, [s.late_excess for s in seeds]),
+            "window_fall": iv(self.window_fall, [s.window_fall for s in seeds]),
+            "tail_falls": [{"from": s, **iv(x, [p.tail_falls[j] for p in seeds if p.tail_falls])}
+                           for j, (s, x) in enumerate(zip(self.starts, self.tail_falls, strict=True))],
+            "bound_beta": self.bound_beta, "bound_late_fall": self.bound_late_fall, "noise": self.noise,
+            "phi": self.phi, "p_value": self.p_value, "horizon": self.horizon, "seeds": self.seeds,
             "window": self.window, "edges": self.edges, "column": self.column,
             "per_seed": [{"name": s.name, "beta": finite_or_none(s.beta), "b": finite_or_none(s.b),
+                          "late_excess": finite_or_none(s.late_excess),
                           "levels": [finite_or_none(x) for x in s.levels], "horizon": s.horizon} for s in seeds],
         }
 
 
-def _decisive_p(outcome: str, fits: list[SeedRate]) -> float:
-    """The p-value of the test behind ``outcome``: the larger of the two declines' (a decay, an
-    intersection–union test), or b's over the late pair (no decay); NaN when undecided."""
+def outcome_words(outcome: str, floor_from: int | None = None) -> str:
+    """The report's words for an outcome: the floor's start is part of a floor's words."""
+    if outcome == FLATTENS and floor_from is not None:
+        return f"{RATE_SENTENCES[FLATTENS]} from T = {floor_from}"
+    return RATE_SENTENCES[outcome]
+
+
+def _decisive_p(outcome: str, reason: str, fits: list[SeedRate]) -> float:
+    """The p-value of the test behind ``outcome``: the larger of the two declines' (a fall, an
+    intersection–union test), the late excess's or the slowing's (a floor), the window fall's
+    against ``NO_DECAY_FALL`` (no decay); NaN when undecided."""
     if outcome in DECAYS:
         return max(_p_positive([f.decline_early for f in fits]), _p_positive([f.decline_late for f in fits]))
-    if outcome == "no decay":
-        return _p_positive([f.b for f in fits])
+    if outcome == FLATTENS:
+        key = "late_excess" if reason == "late_flat" else "bend"
+        return _p_positive([getattr(f, key) for f in fits])
+    if outcome == NO_DECAY:
+        return _p_positive([f.window_fall - NO_DECAY_FALL for f in fits])
     return math.nan
 
 
@@ -319,8 +534,9 @@ def describe_rate(
     min_horizon: int = MIN_HORIZON,
 ) -> RateDescription:
     """Theorem 1 (a) over seeds: one ``(T, Ĝ_T)`` per seed, cut at the shortest seed's horizon.
-    Guarantees: ``outcome`` in ``RATE_OUTCOMES``; intervals are ``seed_interval`` of the finite
-    per-seed values (``None`` below ``MIN_SEEDS``, point estimates kept); deterministic."""
+    Guarantees: ``outcome`` in ``RATE_OUTCOMES``; a word that the level falls toward zero only when
+    the late test shows no flattening; intervals are ``seed_interval`` of the finite per-seed values
+    (``None`` below ``MIN_SEEDS``, point estimates kept); deterministic."""
     names = list(names) if names is not None else [f"seed {i}" for i in range(len(series))]
     horizon = min((int(np.asarray(t)[-1]) for t, _ in series), default=0)
     fits = []
@@ -328,18 +544,34 @@ def describe_rate(
         for (t, g), name in zip(series, names, strict=True):
             keep = np.asarray(t) <= horizon
             fits.append(seed_rate(np.asarray(t)[keep], np.asarray(g)[keep], name, window))
-    figures = {key: seed_interval([getattr(f, key) for f in fits], level)
-               for key in ("decline_early", "decline_late", "beta", "b")}
-    figures["slowing"] = seed_interval([f.slowing for f in fits], SLOWING_LEVEL)
-    outcome, reason = rate_outcome(**figures, horizon=horizon, seeds=len(series), min_horizon=min_horizon)
-    edges = block_edges(horizon, window).tolist() if fits else []
+    intervals = {key: seed_interval([getattr(f, key) for f in fits], level)
+                 for key in ("decline_early", "decline_late", "beta", "b")}
+    starts = late_starts(horizon).tolist() if fits else []
+    figures = RateFigures(
+        **intervals, slowing=seed_interval([f.slowing for f in fits], BEND_LEVEL),
+        late_excess=seed_interval([f.late_excess for f in fits], LATE_LEVEL),
+        late_shortfall=seed_interval([f.late_shortfall for f in fits], LATE_LEVEL),
+        tail_excess=[seed_interval([f.tail_excess[j] for f in fits], TAIL_LEVEL) for j in range(len(starts))],
+        bend=seed_interval([f.bend for f in fits], BEND_LEVEL),
+        window_fall=seed_interval([f.window_fall for f in fits], NO_DECAY_LEVEL),
+        window_drop=seed_interval([f.window_fall for f in fits], level),
+        tail_falls=[seed_interval([f.tail_falls[j] for f in fits], level) for j in range(len(starts))])
+    outcome, reason, floor_from = rate_outcome(figures, starts, horizon, len(series), min_horizon)
+
+    def median(key: str) -> float | None:
+        values = [getattr(f, key) for f in fits if math.isfinite(getattr(f, key))]
+        return float(np.median(values)) if values else None
+
     return RateDescription(
         label=label, column=column, outcome=outcome, reason=reason, horizon=horizon, seeds=len(series),
-        window=float(window), edges=edges, **figures, beta_point=finite_or_none(finite_mean([f.beta for f in fits])),
+        window=float(window), edges=block_edges(horizon, window).tolist() if fits else [], **intervals,
+        slowing=figures.slowing, beta_point=finite_or_none(finite_mean([f.beta for f in fits])),
         b_point=finite_or_none(finite_mean([f.b for f in fits])),
-        bound_beta=_bound_beta(horizon, float(window)) if fits else None,
-        noise=float(np.nanmedian([f.noise for f in fits])) if any(math.isfinite(f.noise) for f in fits) else None,
-        p_value=finite_or_none(_decisive_p(outcome, fits)), per_seed=fits, level=level)
+        bound_beta=bound_beta(horizon, float(window)) if fits else None, noise=median("noise"),
+        p_value=finite_or_none(_decisive_p(outcome, reason, fits)), per_seed=fits, level=level,
+        late_excess=figures.late_excess, window_fall=figures.window_fall, tail_falls=list(figures.tail_falls),
+        starts=starts, floor_from=floor_from, bound_late_fall=bound_late_fall(horizon) if fits else None,
+        phi=median("phi"), bend=figures.bend, tail_excess=list(figures.tail_excess))
 
 
 def rate_from_table(

@@ -5,9 +5,8 @@ Two forms, told apart by the first positional argument:
 * ``zerolock analyze RUN_DIR... --out DIR`` — every analysis (``analyses.suite``), saved as one
   JSON per analysis plus ``analysis.json``; the verdicts are printed.
 * ``zerolock analyze rate --table FILE --column NAME [--seed-column NAME] [--window W]`` —
-  Theorem 1 (a), the decay of the column's level described
-  (``analyses.theorem1.rate.rate_from_table``), beside the earlier bound test
-  (``analyses.theorem1.convergence.bound_from_table``): one series, or one per seed.
+  Theorem 1 (a), the fall of the column's level described, toward zero or onto a floor
+  (``analyses.theorem1.rate.rate_from_table``): one series, or one per seed.
 * ``zerolock analyze drift --table FILE --column DRIFT --lr-column LR [--seed-column NAME]
   [--descent-column NAME]`` — Theorem 1 (b), the proof's drift budget
   (``analyses.theorem1.drift_budget.drift_from_table``).
@@ -42,15 +41,18 @@ forms:
   RUN_DIR...  analyse run directories (config.json + metrics.jsonl each); a directory
               holding only systems.json is read as the systems benchmark output.
   rate        Theorem 1 (a) on the per-step column NAME of FILE (.csv, .jsonl, .json or
-              .parquet): the fit window (the last --window of the horizon, 0.95 by
-              default) cut into four blocks of equal width in log T; per seed, the
-              fall of the mean level over blocks 1-2 and over blocks 3-4, beta over
-              blocks 3-4 and b = beta_B - beta against the bound's own level, then
-              seed-level t-intervals. Outcome: "at the bound's rate or faster", "not
-              distinguished from the bound", "slower than the bound" (each a decay:
-              both falls significant), "no decay" or "not testable" (fewer than 3
-              seeds: point estimates only). The earlier bound test is printed beside
-              it ("bound").
+              .parquet), two tests with seed-level t-intervals: the fit window (the
+              last --window of the horizon, 0.95 by default) cut into four blocks of
+              equal width in log T (per seed the fall over blocks 1-2 and 3-4, beta
+              over blocks 3-4, b = beta_B - beta against the bound's own level, the
+              bend of the decay), and the last half of the run in linear time (the
+              fall over each tail from T/2, 5T/8, 3T/4, 7T/8 against the bound's own).
+              Outcome: "falls toward zero at the bound's rate or faster", "falls, rate
+              not distinguished from the bound's", "falls, slower than the bound",
+              "flattens: a floor is not excluded" (printed with the T it starts from),
+              "no decay" (the window's fall below 10% of its level) or "not testable"
+              (fewer than 3 seeds: point estimates only). Descriptions of a bound
+              with an unknown constant: never a refutation.
   drift       Theorem 1 (b), descriptive: per seed the slope s of log(D+_T / sum eta_t^2)
               on log T after a burn-in (D+_T = sum max(drift_t, 0)), then a seed
               t-interval. Outcome: "outgrows", "within" or "not testable": a trend over
@@ -244,9 +246,6 @@ def _window(value: float | None) -> float:
 
 
 def _rate(args: argparse.Namespace) -> int:
-    from analyses.text import bound_reason, bound_summary
-    from analyses.theorem1.convergence import MIN_HORIZON as BOUND_HORIZON
-    from analyses.theorem1.convergence import bound_from_table
     from analyses.theorem1.rate import MIN_HORIZON, rate_from_table
 
     if args.lr_column is not None or args.descent_column is not None:
@@ -256,15 +255,10 @@ def _rate(args: argparse.Namespace) -> int:
     common = {"where": str(args.table), "level": args.level}
     rate = rate_from_table(frame, args.column, args.step_column, args.seed_column, window=window,
                            min_horizon=args.min_horizon or MIN_HORIZON, **common)
-    test = bound_from_table(frame, args.column, args.step_column, args.seed_column,
-                            min_horizon=args.min_horizon or BOUND_HORIZON, **common)
     if args.json:
-        old = test.to_cli()
-        old["bound"]["reason"] = bound_reason(test.figures())
-        print(json.dumps({"rate": rate.to_cli(), "bound": old["bound"]}, indent=2, allow_nan=False))
+        print(json.dumps({"rate": rate.to_cli()}, indent=2, allow_nan=False))
     else:
         print(_rate_line(rate))
-        print(bound_summary(test.figures()))
     return 0
 
 
@@ -279,10 +273,12 @@ def _iv(data: dict) -> str:
 def _rate_line(rate) -> str:
     cli = rate.to_cli()
     noise = "undefined" if cli["noise"] is None else f"{cli['noise']:.2g} x its mean level"
+    phi = "undefined" if cli["phi"] is None else f"{cli['phi']:.2g}"
     return (f"{rate.label}: {rate.sentence} (reason {rate.reason}); fall over blocks 1-2 = "
             f"{_iv(cli['decline_early'])}, over blocks 3-4 = {_iv(cli['decline_late'])}; beta = {_iv(cli['beta'])}, "
-            f"b = {_iv(cli['b'])}; noise {noise}; window {rate.window:.3g}, horizon T = {rate.horizon}, "
-            f"{rate.seeds} seed(s)")
+            f"b = {_iv(cli['b'])}; bend = {_iv(cli['bend'])}; late fall minus the bound's over (T/2, T] = "
+            f"{_iv(cli['late_excess'])}; window fall = {_iv(cli['window_fall'])}; noise {noise}, lag-1 "
+            f"autocorrelation {phi}; window {rate.window:.3g}, horizon T = {rate.horizon}, {rate.seeds} seed(s)")
 
 
 def _drift(args: argparse.Namespace) -> int:
