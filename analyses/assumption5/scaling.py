@@ -55,6 +55,7 @@ import pandas as pd
 
 from analyses.assumption5.along_run import AlongRun, SeedAlong, along_run, seed_along_from_frame
 from analyses.assumption5.drift_order import DriftOrder, drift_order, seed_order_from_frame
+from analyses.assumption5.drift_sum import DriftSum, drift_sum, seed_drift_sum_from_frame
 from analyses.assumption5.step_limits import (
     MIN_FACTORS,
     MIN_STEPS,
@@ -259,6 +260,7 @@ class GroupScaling:
     antithetic_pairs: int = 0
     antithetic_one_positive: int = 0
     order: DriftOrder | None = None  # the drift's order over the same runs (Theorem 1 (b))
+    drift_sum: DriftSum | None = None  # Σ drift at the step taken against Σ η_t² along the run (Theorem 1 (b))
 
     @property
     def p_value(self) -> float | None:
@@ -290,7 +292,7 @@ def group_scaling(
     if obj not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {obj!r}")
 
-    seeds, along, orders, reasons = [], [], [], []
+    seeds, along, orders, sums, reasons = [], [], [], [], []
     for name, frame in runs:
         try:
             seeds.append(seed_scaling(frame, obj, name, min_steps=min_steps))
@@ -298,6 +300,7 @@ def group_scaling(
             reasons.append(str(exc))
             continue
         orders.append(seed_order_from_frame(frame, obj, name))
+        sums.append(seed_drift_sum_from_frame(frame, obj, name))
         try:
             along.append(seed_along_from_frame(frame, obj, name, min_steps=min_steps))
         except NotMeasured as exc:
@@ -305,7 +308,8 @@ def group_scaling(
     if not seeds:
         raise NotMeasured("; ".join(reasons) or f"no run for probe/scaling/{obj}")
     found = group_from_seeds(seeds, group=group, trained=trained, level=level, min_steps=min_steps, along=along)
-    return replace(found, order=drift_order(orders, level, min_steps=min_steps))
+    return replace(found, order=drift_order(orders, level, min_steps=min_steps),
+                   drift_sum=drift_sum(sums, level, min_steps=min_steps))
 
 
 def group_from_seeds(
