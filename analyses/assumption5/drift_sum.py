@@ -53,7 +53,7 @@ from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from zerolock_theory.records import LR, SCALING
 
 __all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "NEEDED_SLOPE", "SLOPE_MARGIN", "SUM_OUTCOMES", "WITNESS_OUTCOMES",
-           "DriftSum", "SeedDriftSum", "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame"]
+           "DriftSum", "SeedDriftSum", "agreement", "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame"]
 
 WITHIN, NOT_WITHIN = "within Σ η_t² along the run", "not within Σ η_t² along the run"
 SUM_OUTCOMES: tuple[str, ...] = (WITHIN, NOT_WITHIN, "not distinguished", "not testable")
@@ -184,3 +184,21 @@ def drift_sum(seeds: Sequence[SeedDriftSum], level: float = 0.95, *, min_steps: 
         return result("not testable", "few_slopes")
     outcome = _decide(slope, (WITHIN, NOT_WITHIN))
     return result(outcome, {WITHIN: "slope_above", NOT_WITHIN: "slope_below"}.get(outcome, "slope_straddles"))
+
+
+def agreement(assumption5: str, outcome: str) -> str:
+    """The sentence that says why Assumption 5's row (``assumption5``, ρ_t along the run) and this
+    sum (``outcome``) point different ways; empty when they do not.
+
+    ρ_t ≈ a_t/(η_t·b_t) stays bounded when a_t shrinks like η_t, while the sum needs η_t²: "no
+    growth" beside "not within" is consistent. "grows" beside "within" comes from the warm-up,
+    which the sum leaves out."""
+    if assumption5 == "no growth" and outcome == NOT_WITHIN:
+        return ("Assumption 5 reads no growth and Theorem 1 (b) not within: rho_t ~ a_t/(eta_t b_t) stays bounded "
+                "when the drift's first-order coefficient a_t shrinks like eta_t, while the drift's sum along the "
+                "run needs a_t to shrink like eta_t^2; both hold on this run")
+    if assumption5 == "grows" and outcome == WITHIN:
+        return ("Assumption 5 reads growth and Theorem 1 (b) within: rho_t rises where the drift's size grows "
+                "(the warm-up, which Theorem 1 (b) leaves out); after it the drift's first-order coefficient "
+                "shrinks like eta_t^2 or faster, or is zero")
+    return ""

@@ -21,8 +21,16 @@ import math
 from dataclasses import dataclass
 
 from analyses.assumption5.drift_order import DriftOrder
-from analyses.assumption5.drift_sum import NEEDED_SLOPE, NOT_WITHIN, SLOPE_MARGIN, SUM_OUTCOMES, WITHIN, DriftSum
-from analyses.assumption5.scaling import GroupScaling, StepScaling
+from analyses.assumption5.drift_sum import (
+    NEEDED_SLOPE,
+    NOT_WITHIN,
+    SLOPE_MARGIN,
+    SUM_OUTCOMES,
+    WITHIN,
+    DriftSum,
+    agreement,
+)
+from analyses.assumption5.scaling import StepScaling
 from analyses.groups import primary_group
 from analyses.registry import (
     NOT_MEASURED,
@@ -40,7 +48,7 @@ from analyses.verdict import Evidence, Verdict
 from zerolock_theory.records import LR, PROOF
 from zerolock_theory.vocab import objective_of
 
-__all__ = ["GroupDrift", "ProofDrift", "agreement", "group_drift"]
+__all__ = ["GroupDrift", "ProofDrift", "group_drift"]
 
 LR_COLUMN = LR
 
@@ -89,23 +97,6 @@ class ProofDrift(Result):
     agreement: str = ""
 
 
-def agreement(outcome: str, primary: GroupScaling) -> str:
-    """The sentence that says why this row and Assumption 5's point different ways (empty when they do not).
-
-    ρ_t ≈ a_t/(η_t·b_t) stays bounded when a_t shrinks like η_t; Lemma 4's sum needs η_t². So
-    "no growth" beside "not within" is consistent, and "grows" beside "within" is a warm-up of
-    the drift's size (or of a coefficient that still shrinks like η_t² afterwards)."""
-    if primary.outcome == "no growth" and outcome == NOT_WITHIN:
-        return ("Assumption 5 reads no growth and this row not within: rho_t ~ a_t/(eta_t b_t) stays bounded "
-                "when a_t shrinks like eta_t, while the sum of the drift along the run needs a_t to shrink like "
-                "eta_t^2; both hold here")
-    if primary.outcome == "grows" and outcome == WITHIN:
-        return ("Assumption 5 reads growth and this row within: rho_t rises over the warm-up (the drift's size "
-                "grows while LoRA leaves B = 0), which this row leaves out; after it the drift's first-order "
-                "coefficient shrinks like eta_t^2 or is zero")
-    return ""
-
-
 def _rule(key: str, name: str, direction: str):
     def rule(inputs: ClaimInputs) -> Verdict:
         objective = objective_of(direction)
@@ -118,7 +109,7 @@ def _rule(key: str, name: str, direction: str):
         primary = scaling.primary
         found = primary.drift_sum
         row = ProofDrift(objective, primary.group, primary.order, None if budget is None else budget.budget,
-                         found, primary.outcome, agreement(found.outcome, primary))
+                         found, primary.outcome, agreement(primary.outcome, found.outcome))
         return Verdict(key, found.outcome, Evidence(found.reason, excluded=run_names(scaling.excluded),
                                                     result=row, p_value=found.p_value))
     return rule

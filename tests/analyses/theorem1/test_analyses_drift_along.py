@@ -90,3 +90,18 @@ def test_every_registered_family_at_200_groups(name):
     if name in ("a = 0.5 eta^2 > 0 (A5 holds along the run)", "a = 0.5 eta (first order, shrinking like eta)",
                 "second order, warm-up tau = 30", "second order, warm-up tau = 100", "zero drift"):
         assert shares.get(truth, 0.0) >= 0.95
+
+
+def test_the_rows_point_apart_only_with_a_sentence():
+    """a_t = 0.5·η_t² reads within here and no growth in Assumption 5: no sentence needed. A first-order
+    coefficient that shrinks like η_t beside a bounded ρ_t needs one; a warm-up's growth beside within too."""
+    from analyses.assumption5.drift_sum import agreement
+
+    row = _verdict("a = 0.5 eta^2 > 0 (A5 holds along the run)")
+    assert row.evidence.result.assumption5 == "no growth" and row.evidence.result.agreement == ""
+    assert "both hold" in agreement("no growth", NOT_WITHIN)
+    assert "warm-up" in agreement("grows", WITHIN)
+    assert agreement("grows", NOT_WITHIN) == agreement("no growth", WITHIN) == ""
+    warm = _verdict("second order, warm-up tau = 10", every=1)
+    a5 = warm.evidence.result.assumption5
+    assert warm.outcome == WITHIN and (a5 != "grows" or "warm-up" in warm.evidence.result.agreement)
