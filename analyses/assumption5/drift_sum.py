@@ -45,7 +45,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.assumption5.step_limits import MIN_STEPS, phi_prime, scaled_rows, scaling_table, step_signs
+from analyses.assumption5.step_limits import (
+    MIN_STEPS,
+    phi_prime,
+    scaled_rows,
+    scaling_table,
+    step_signs,
+)
 from analyses.io import numeric_column
 from analyses.results import Interval
 from analyses.stats.multiplicity import t_test_p

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from analyses.assumption5.claim import measured
-from analyses.assumption5.scaling import StepScaling, chance_outcome, group_from_seeds, seed_from_arrays
+from analyses.assumption5.scaling import (
+    StepScaling,
+    chance_outcome,
+    group_from_seeds,
+    seed_from_arrays,
+)
 from analyses.verdict import Evidence
 
 FACTORS = np.array([2.0**-i for i in range(7)])
