@@ -105,3 +105,18 @@ def test_the_rows_point_apart_only_with_a_sentence():
     warm = _verdict("second order, warm-up tau = 10", every=1)
     a5 = warm.evidence.result.assumption5
     assert warm.outcome == WITHIN and (a5 != "grows" or "warm-up" in warm.evidence.result.agreement)
+
+
+def test_the_docs_state_the_rules_constants():
+    """docs/THEOREM1.md names every constant of the rule with the code's value."""
+    import re
+    from pathlib import Path
+
+    from analyses.assumption5 import drift_sum
+
+    text = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[3] / "docs" / "THEOREM1.md").read_text("utf-8"))
+    for phrase in (f"| `NEEDED_SLOPE` | {drift_sum.NEEDED_SLOPE:g} |", f"| `SLOPE_MARGIN` | {drift_sum.SLOPE_MARGIN:g} |",
+                   f"| `BLOCKS`, `BURN_IN` | {drift_sum.BLOCKS}, {drift_sum.BURN_IN} |",
+                   f"| `MIN_BLOCKS` | {drift_sum.MIN_BLOCKS} |",
+                   f"2 − {drift_sum.SLOPE_MARGIN:g} = {drift_sum.NEEDED_SLOPE - drift_sum.SLOPE_MARGIN:g}"):
+        assert phrase in text, phrase
