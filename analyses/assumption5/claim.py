@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from analyses.assumption5.drift_sum import agreement
 from analyses.assumption5.scaling import OUTCOMES as SCALING_OUTCOMES
 from analyses.assumption5.scaling import SCALING, GroupScaling, StepScaling
 from analyses.registry import (
@@ -80,9 +81,19 @@ def measured(ev: Evidence) -> str:
     pairs = (f"antithetic check {g.antithetic_one_positive}/{g.antithetic_pairs} pairs with exactly one positive"
              if g.antithetic_pairs else "no antithetic directions recorded")
     chance_p = "" if g.chance_p is None else f", p = {g.chance_p:.2g}"
-    return (f"{_gamma(g)}; at fixed iterates: phi' > 0 at {_pct(g.share_positive)} of {g.n_resolved} resolved "
-            f"scaled steps ({g.chance}{chance_p}; uniform in the step: {g.uniform}); {pairs}; "
-            f"{len(g.seeds)} seed(s), {g.n_unresolved} unresolved; {g.group}")
+    return (f"{_gamma(g)}; at fixed iterates: phi' > 0 at {_pct(g.share_positive)} of the "
+            f"{g.n_resolved - g.n_zero} resolved scaled steps with a non-zero phi' ({g.n_zero} with phi' = 0 left out; "
+            f"this share is the one tested against 1/2: {g.chance}{chance_p}; uniform in the step: {g.uniform}); "
+            f"{pairs}; "
+            f"{len(g.seeds)} seed(s), {g.n_unresolved} unresolved; {g.group}{_beside(g)}")
+
+
+def _beside(g: GroupScaling) -> str:
+    """Theorem 1 (b)'s sum on the same runs, with the sentence that says why where the rows point apart."""
+    if g.drift_sum is None:
+        return ""
+    why = agreement(g.outcome, g.drift_sum.outcome)
+    return f"; Theorem 1 (b) on these runs: {g.drift_sum.outcome}" + (f" ({why})" if why else "")
 
 
 def _p_value(ev: Evidence) -> float | None:

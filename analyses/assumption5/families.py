@@ -12,8 +12,10 @@ rows read a family through the same code as a model run (``analyses.assumption5.
 ``analyses.assumption5.along_run``, ``analyses.assumption5.drift_order``).
 
 ``FAMILIES`` names each family with its known answers: the trend of ρ_t along the run
-(``along``), whether φ′ > 0 more often than chance (``chance``) and the drift's order at fixed
-iterates (``order``). ``docs/ASSUMPTION5_PROPOSITION1.md`` gives the confusion tables
+(``along``), whether φ′ > 0 more often than chance (``chance``), the drift's order at fixed
+iterates (``order``) and whether the drift at the step actually taken (c = 1) sums within
+O(Σ η_t²) along the run, as Lemma 4 needs (``budget``: "within" / "not within"; a first-order
+coefficient a_t that shrinks like η_t² is within, one that shrinks like η_t is not). ``docs/ASSUMPTION5_PROPOSITION1.md`` gives the confusion tables
 (``benchmarks/calibrate_a5.py``).
 """
 
@@ -42,6 +44,8 @@ class Family:
     along: str | None  # "grows" / "no growth"
     chance: str | None  # "more often than chance" / "not distinguished from chance" / "less often than chance"
     order: str  # "first order" / "second order"
+    budget: str | None = None  # "within" / "not within": Σ drift_t(c = 1) = O(Σ η_t²) along the run
+    drift_noise: float = 1.0  # scale of the zero-mean c²·η_t² term frame adds to drift(c) (0: an exact zero drift)
 
 
 def _warm(t: np.ndarray, tau: float) -> np.ndarray:
@@ -59,20 +63,28 @@ def _second(tau: float) -> Coefficients:
 FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("a = 0.5 eta^2 > 0 (A5 holds along the run)",
            lambda t, eta, rng: (0.5 * eta**2, 0.1 * eta**2 * np.ones_like(t)), "no growth", "more often than chance",
-           "first order"),
+           "first order", "within"),
     Family("a = 0.5 eta^2, random sign", lambda t, eta, rng: (0.5 * eta**2 * rng.choice([-1.0, 1.0], t.size),
                                                                0.1 * eta**2 * np.ones_like(t)),
-           "no growth", "not distinguished from chance", "first order"),
-    Family("a = eta (positive first order)", _gauss(1.0, 0.0), "grows", "more often than chance", "first order"),
+           "no growth", "not distinguished from chance", "first order", "within"),
+    Family("a = eta (positive first order)", _gauss(1.0, 0.0), "grows", "more often than chance", "first order",
+           "not within"),
+    Family("a = 0.5 eta (first order, shrinking like eta)", _gauss(0.5, 0.0), "grows", "more often than chance",
+           "first order", "not within"),
+    Family("a = 0.5 (constant first order)", lambda t, eta, rng: (0.5 * np.ones_like(t), 0.5 * eta**2),
+           "grows", "more often than chance", "first order", "not within"),
     *[Family(f"a = eta (mu + sigma xi), mu = +1, sigma/mu = {r:g}", _gauss(1.0, r), "grows",
-             "more often than chance", "first order") for r in (0.3, 1.0, 3.0, 10.0)],
+             "more often than chance", "first order", "not within") for r in (0.3, 1.0, 3.0, 10.0)],
     *[Family(f"a = eta (mu + sigma xi), mu = -1, sigma/|mu| = {r:g}", _gauss(-1.0, r), "grows" if r >= 1 else None,
-             "less often than chance", "first order") for r in (0.3, 1.0, 3.0)],
+             "less often than chance", "first order", "not within" if r >= 1 else None) for r in (0.3, 1.0, 3.0)],
+    # noise only: zero-mean first-order noise; its positive part sums like Σ η_t along the path
     Family("a = eta sigma xi (zero-mean first order)", _gauss(0.0, 1.0), "grows", "not distinguished from chance",
-           "first order"),
-    Family("second order, stationary", _second(0), "no growth", None, "second order"),
+           "first order", "not within"),
+    Family("zero drift", lambda t, eta, rng: (np.zeros_like(t), np.zeros_like(t)), "no growth", None,
+           "second order", "within", drift_noise=0.0),
+    Family("second order, stationary", _second(0), "no growth", None, "second order", "within"),
     # a warm-up makes a bounded ρ_t rise along a short run: the trend has no answer by construction
-    *[Family(f"second order, warm-up tau = {tau:g}", _second(tau), None, None, "second order")
+    *[Family(f"second order, warm-up tau = {tau:g}", _second(tau), None, None, "second order", "within")
       for tau in (10, 30, 100)],
 ]}
 
@@ -93,7 +105,8 @@ def frame(family: Family, seed: int, *, steps: int = 31, every: int = 1, eta0: f
         return x + 1e-12 * np.abs(x[:, :1]) * rng.normal(size=x.shape)
 
     phi = noisy(c * a[:, None] + c**2 * b[:, None] + c**3 * d)
-    drift = noisy(c * a[:, None] + c**2 * (b[:, None] + eta[:, None] ** 2 * rng.normal(size=(steps, 1))))
+    extra = family.drift_noise * eta[:, None] ** 2 * rng.normal(size=(steps, 1))
+    drift = noisy(c * a[:, None] + c**2 * (b[:, None] + extra))
     a_u = eta * rng.normal(size=steps)
     b_u = 0.1 * eta**2 * rng.normal(size=steps)
     directions = {"actual": (phi, drift), "random": (noisy(c * a_u[:, None] + c**2 * b_u[:, None]), None)}

@@ -35,7 +35,8 @@ where recorded, the antithetic −u_t), the paired indicator differences 1[actua
   (fewer than ``MIN_SEEDS`` counted seeds; or no positive step but some unresolved);
 * **more often than chance?** φ′(−u) = −φ′(u), so a random direction's share is ½ exactly:
   the pooled share of φ′ > 0 among the steps with a sign (zero limits left out; seed-respecting
-  Clopper–Pearson, ``analyses.stats.shares``) against ½, ``CHANCE_OUTCOMES``; ``chance_p`` is its two-sided p (the same interval's duality).
+  Clopper–Pearson, ``analyses.stats.shares``) against ½, ``CHANCE_OUTCOMES``. ``share_positive``
+  is that same share (the one shown is the one tested), ``n_zero`` the resolved steps left out; ``chance_p`` is its two-sided p (the same interval's duality).
   The antithetic pairs check the classifier: at steps where both ±u resolve non-zero,
   exactly one must be positive (``antithetic_pairs``, ``antithetic_one_positive``).
 
@@ -55,6 +56,7 @@ import pandas as pd
 
 from analyses.assumption5.along_run import AlongRun, SeedAlong, along_run, seed_along_from_frame
 from analyses.assumption5.drift_order import DriftOrder, drift_order, seed_order_from_frame
+from analyses.assumption5.drift_sum import DriftSum, drift_sum, seed_drift_sum_from_frame
 from analyses.assumption5.step_limits import (
     MIN_FACTORS,
     MIN_STEPS,
@@ -244,7 +246,7 @@ class GroupScaling:
     n_resolved: int  # over the counted seeds
     n_positive: int
     n_unresolved: int  # over every seed with scaled steps
-    share_positive: Interval | None  # pooled share, seed-respecting Clopper–Pearson
+    share_positive: Interval | None  # pooled share among the steps with a non-zero φ′ (the one tested against ½)
     random_share: Interval | None  # descriptive: ½ by symmetry
     difference: Interval | None  # descriptive: actual − random, paired by seed and step
     slope: Interval | None  # descriptive: slope of log ρ(c) on log c
@@ -259,6 +261,8 @@ class GroupScaling:
     antithetic_pairs: int = 0
     antithetic_one_positive: int = 0
     order: DriftOrder | None = None  # the drift's order over the same runs (Theorem 1 (b))
+    drift_sum: DriftSum | None = None  # Σ drift at the step taken against Σ η_t² along the run (Theorem 1 (b))
+    n_zero: int = 0  # resolved steps of the counted seeds with φ′ zero at the resolution (left out of the share)
 
     @property
     def p_value(self) -> float | None:
@@ -294,7 +298,7 @@ def group_scaling(
     if obj not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {obj!r}")
 
-    seeds, along, orders, reasons = [], [], [], []
+    seeds, along, orders, sums, reasons = [], [], [], [], []
     for name, frame in runs:
         try:
             seeds.append(seed_scaling(frame, obj, name, min_steps=min_steps))
@@ -302,6 +306,7 @@ def group_scaling(
             reasons.append(str(exc))
             continue
         orders.append(seed_order_from_frame(frame, obj, name))
+        sums.append(seed_drift_sum_from_frame(frame, obj, name))
         try:
             along.append(seed_along_from_frame(frame, obj, name, min_steps=min_steps))
         except NotMeasured as exc:
@@ -309,7 +314,8 @@ def group_scaling(
     if not seeds:
         raise NotMeasured("; ".join(reasons) or f"no run for probe/scaling/{obj}")
     found = group_from_seeds(seeds, group=group, trained=trained, level=level, min_steps=min_steps, along=along)
-    return replace(found, order=drift_order(orders, level, min_steps=min_steps))
+    return replace(found, order=drift_order(orders, level, min_steps=min_steps),
+                   drift_sum=drift_sum(sums, level, min_steps=min_steps))
 
 
 def group_from_seeds(
@@ -320,9 +326,8 @@ def group_from_seeds(
     seeds = list(seeds)
     counted = [s for s in seeds if s.counted]
     x, n = [s.actual.n_positive for s in counted], [s.actual.n_resolved for s in counted]
-    share = cluster_share_interval(x, n, level)
-    signed = [s.actual.n_signed for s in counted]  # against ½: the steps with a sign (zero limits left out)
-    share_signed = cluster_share_interval(x, signed, level)
+    signed = [s.actual.n_signed for s in counted]  # the steps with a sign (zero limits left out)
+    share = cluster_share_interval(x, signed, level)  # the share shown is the share tested against ½
     baseline = [s for s in counted if s.random is not None and s.paired_random]
     random = cluster_share_interval([s.random.n_positive for s in baseline],  # type: ignore[union-attr]
                                     [s.random.n_resolved for s in baseline], level)  # type: ignore[union-attr]
@@ -339,7 +344,8 @@ def group_from_seeds(
     return GroupScaling(
         group, trained, seeds, len(counted), sum(n), positive, unresolved, share, random, difference, slope,
         outcome, reason, min_steps, along=trend, uniform=uniform, uniform_reason=uniform_reason,
-        chance=chance_outcome(share_signed), chance_p=cluster_share_p(x, signed, level=level),
+        chance=chance_outcome(share), chance_p=cluster_share_p(x, signed, level=level),
+        n_zero=sum(s.actual.n_zero for s in counted),
         antithetic_pairs=sum(s.antithetic_pairs for s in seeds),
         antithetic_one_positive=sum(s.antithetic_one_positive for s in seeds),
     )

@@ -1,15 +1,18 @@
 """Theorem 1 (b): the proof's drift step, for R (reverse) and R̄ (forward) (docs/THEOREM1.md).
 
-Lemma 4 needs the drift of the surrogate's targets to be of second order in the step. The row
-decides that order where it is identified, at fixed iterates: the step-scaling probe's
-drift(c)/c as c → 0 at each scaled step of the objective's own primary group
-(``analyses.assumption5.drift_order``, read from ``analyses.assumption5.scaling``'s ``GroupScaling.order``): "second
-order", "first order" with the sign of its limit against chance, or "not testable". It never
-says the proof "fails on this run": the bound has an unknown constant.
+Lemma 4 needs the drift at the step actually taken to add up like Σ η_t² along the run. The row
+decides that from the step-scaling probe of the objective's own primary group
+(``analyses.assumption5.drift_sum``, read from ``analyses.assumption5.scaling``'s
+``GroupScaling.drift_sum``): the first-order coefficient a_t of drift(c) at each scaled iterate
+(zero where the drift is second order), and the seeds' slopes of log|a_t| on log η_t after the
+warm-up against 2: "within Σ η_t² along the run", "not within Σ η_t² along the run", "not
+distinguished", "not testable". The drift at c = 1 (its positive part against η_t²) is the second
+witness. It never says the proof "fails on this run": the bound has an unknown constant.
 
-Beside it, descriptively, the proof probe's pathwise sums (``analyses.theorem1.drift_budget``): the
-trend s of D⁺_T/Σ η_t² over the run, the share of the progress the drift takes back and the
-signed Σ drift_t against Σ η_t² (what a proof in expectation needs).
+Beside it, descriptively: the order at fixed iterates (``analyses.assumption5.drift_order``: is the
+limit of drift(c)/c non-zero, and its sign against chance), and the proof probe's pathwise sums
+(``analyses.theorem1.drift_budget``). Where Assumption 5's row and this one point different ways,
+``agreement`` gives the sentence that says why.
 """
 
 from __future__ import annotations
@@ -17,7 +20,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analyses.assumption5.drift_order import ORDER_OUTCOMES, DriftOrder
+from analyses.assumption5.drift_order import DriftOrder
+from analyses.assumption5.drift_sum import (
+    NEEDED_SLOPE,
+    NOT_WITHIN,
+    SLOPE_MARGIN,
+    SUM_OUTCOMES,
+    WITHIN,
+    DriftSum,
+    agreement,
+)
 from analyses.assumption5.scaling import SCALING
 from analyses.groups import primary_group
 from analyses.registry import (
@@ -36,7 +48,7 @@ from analyses.verdict import Evidence, Verdict
 from zerolock_theory.records import LR, PROOF
 from zerolock_theory.vocab import objective_of
 
-__all__ = ["GroupDrift", "group_drift"]
+__all__ = ["GroupDrift", "ProofDrift", "group_drift"]
 
 LR_COLUMN = LR
 
@@ -75,13 +87,18 @@ def group_drift(inputs: SuiteInputs, direction: str) -> GroupDrift:
 @register_result
 @dataclass(frozen=True)
 class ProofDrift(Result):
-    """The row's evidence: the order at fixed iterates and, beside it, the pathwise budget (or None)."""
+    """The row's evidence: the sum along the run (``drift_sum``) and, beside it, the order at fixed
+    iterates, the pathwise budget of the proof probe (or None) and the sentence relating the row to
+    Assumption 5's (empty when they agree)."""
 
     kind = "proof_drift"
     objective: str
     group: str
     order: DriftOrder
     budget: DriftBudget | None
+    drift_sum: DriftSum | None = None
+    assumption5: str = ""  # Assumption 5's row outcome on the same runs
+    agreement: str = ""
 
 
 def _rule(key: str, direction: str):
@@ -89,13 +106,16 @@ def _rule(key: str, direction: str):
         objective = objective_of(direction)
         scaling = inputs.get(SCALING[objective])
         budget = inputs.get(DRIFT_BUDGET[direction])
-        if scaling is None or scaling.primary.trained != direction or scaling.primary.order is None:
+        if (scaling is None or scaling.primary.trained != direction or scaling.primary.order is None
+                or scaling.primary.drift_sum is None):
             why = inputs.why(SCALING[objective]) or f"no step-scaling data of ZeroLock {direction} runs"
             return Verdict(key, "not measured", Evidence("skipped", skipped=why))
         primary = scaling.primary
-        found = ProofDrift(objective, primary.group, primary.order, None if budget is None else budget.budget)
-        return Verdict(key, primary.order.outcome, Evidence(primary.order.reason, excluded=run_names(scaling.excluded),
-                                                            result=found, p_value=primary.order.p_value))
+        found = primary.drift_sum
+        row = ProofDrift(objective, primary.group, primary.order, None if budget is None else budget.budget,
+                         found, primary.outcome, agreement(primary.outcome, found.outcome))
+        return Verdict(key, found.outcome, Evidence(found.reason, excluded=run_names(scaling.excluded),
+                                                    result=row, p_value=found.p_value))
     return rule
 
 
@@ -103,13 +123,31 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{x.estimate:.0%} [{x.low:.0%}, {x.high:.0%}]"
 
 
+def _slope_text(d: DriftSum) -> str:
+    if d.slope is not None:
+        return f"slope of |a_t| on eta_t s = {d.slope}"
+    if d.reason == "all_zero":
+        return "a_t = 0 at every scaled step after the warm-up (second order)"
+    return "slope of |a_t| on eta_t not estimated"
+
+
 def short(ev: Evidence) -> str:
     found = ev.result
-    if not isinstance(found, ProofDrift):
+    if not isinstance(found, ProofDrift) or found.drift_sum is None:
         return "-"
-    o = found.order
-    return (f"drift(c)/c -> non-zero at {_pct(o.share_nonzero)} of scaled steps; positive at {_pct(o.share_positive)} "
-            "of those")
+    return f"{_slope_text(found.drift_sum)} (within needs > {NEEDED_SLOPE - SLOPE_MARGIN:g})"
+
+
+def _order(o: DriftOrder) -> str:
+    p = "" if o.p_value is None else f", sign against 1/2: p = {o.p_value:.2g}"
+    source = "drift(c)" if o.source == "drift" else "phi(c) (same limit; drift(c) not recorded by these runs)"
+    return (f"described at fixed iterates: drift(c)/c -> non-zero at {_pct(o.share_nonzero)} of scaled steps, "
+            f"positive at {_pct(o.share_positive)} of those ({o.outcome}{p}; from {source})")
+
+
+def _witness(d: DriftSum) -> str:
+    w = "n/a" if d.witness is None else str(d.witness)
+    return f"witness, the drift at c = 1: slope of its positive part on eta_t {w} ({d.witness_outcome})"
 
 
 def _budget(b: DriftBudget | None) -> str:
@@ -131,22 +169,26 @@ def measured(ev: Evidence) -> str:
     found = ev.result
     if not isinstance(found, ProofDrift):
         return "-"
-    o = found.order
-    source = "drift(c)" if o.source == "drift" else "phi(c) (same limit; drift(c) not recorded by these runs)"
-    p = "" if o.p_value is None else f", sign against 1/2: p = {o.p_value:.2g}"
-    return (f"{short(ev)}{p}; from {source}; {o.n_counted} counted seed(s); {_budget(found.budget)}; "
-            f"{found.group}")
+    parts = []
+    if found.drift_sum is not None:
+        d = found.drift_sum
+        parts += [f"{_slope_text(d)}{'' if d.p_value is None else f', p = {d.p_value:.2g}'}", _witness(d),
+                  f"{d.n_counted} counted seed(s)"]
+    parts += [_order(found.order), _budget(found.budget)]
+    if found.agreement:
+        parts.append(found.agreement)
+    return "; ".join(parts + [found.group])
 
 
 REASONS = {
     "skipped": "no step-scaling data",
     "few_seeds": "fewer than 3 seeds with enough resolved scaled steps",
-    "unresolved": "no non-zero limit, but some scaled steps unresolved",
-    "all_zero": "drift(c)/c -> 0 at every scaled step (zero at the design's resolution)",
-    "positive": "non-zero limits, positive more often than chance (interval above 1/2)",
-    "negative": "non-zero limits, negative more often than chance (interval below 1/2)",
-    "sign_chance": "non-zero limits, their sign not distinguished from chance",
-    "few_signed_seeds": "non-zero limits in fewer than 3 seeds: their sign cannot be tested",
+    "unresolved": "no non-zero first-order coefficient, but some scaled steps after the warm-up unresolved",
+    "all_zero": "drift(c)/c -> 0 at every scaled step after the warm-up: the drift is second order there",
+    "few_slopes": "non-zero first-order coefficients, but fewer than 3 seeds with a slope",
+    "slope_above": f"the seed interval of the slope of |a_t| on eta_t lies above {NEEDED_SLOPE - SLOPE_MARGIN:g}",
+    "slope_below": f"the seed interval of the slope of |a_t| on eta_t lies below {NEEDED_SLOPE - SLOPE_MARGIN:g}",
+    "slope_straddles": f"the seed interval of the slope of |a_t| on eta_t holds {NEEDED_SLOPE - SLOPE_MARGIN:g}",
 }
 
 
@@ -157,26 +199,25 @@ def reason(ev: Evidence) -> str:
 
 
 OUTCOMES = {
-    "second order": Outcome("drift(c)/c -> 0 at every scaled iterate of this run, at the design's resolution (a "
-                            "first-order term below 1e-3 of max_c |drift(c)/c| reads as zero): second order, as Lemma 4 "
-                            "needs", "holds"),
-    "first order, positive more often than chance": Outcome(
-        "the drift is of first order in the step at the scaled iterates, and positive more often than chance: "
-        "what a second-order drift step cannot absorb (a description; the bound's constant is unknown)", "fails"),
-    "first order, negative more often than chance": Outcome(
-        "the drift is of first order at the scaled iterates, and negative more often than chance (it helps "
-        "the descent)", "mixed"),
-    "first order, sign not distinguished from chance": Outcome(
-        "the drift is of first order at the scaled iterates; its sign not distinguished from chance at this "
-        "design (a proof in expectation needs its mean)", "mixed"),
-    "not testable": Outcome("too few seeds with resolved scaled steps, or unresolved steps without a non-zero "
-                            "limit", "none"),
+    WITHIN: Outcome("the drift at the step actually taken sums within O(sum eta_t^2) along this run: after the "
+                    "warm-up its first-order coefficient shrinks like eta_t^2 or faster, or is zero, as Lemma 4 needs "
+                    "(a description; the bound's constant is unknown)", "holds"),
+    NOT_WITHIN: Outcome("the drift's first-order coefficient shrinks more slowly than eta_t^2 along this run: the "
+                        "drift at the step taken outgrows sum eta_t^2, which Lemma 4's pathwise drift step does not "
+                        "absorb (a description; the bound's constant is unknown, and a proof in expectation needs "
+                        "the drift's mean)", "mixed"),
+    "not distinguished": Outcome("the slope of the first-order coefficient on eta_t is not distinguished from "
+                                 f"{NEEDED_SLOPE - SLOPE_MARGIN:g} at this design", "none"),
+    "not testable": Outcome("too few seeds with resolved scaled steps or with a slope, or unresolved steps "
+                            "without a non-zero coefficient", "none"),
     "not measured": NOT_MEASURED,
 }
 PAPER = ("Lemma 4 / Theorem 1's proof: the drift of the surrogate's targets is second order in the step, so the "
          "telescoped sum stays within C log T.")
-TESTS = ("tests/analyses/assumption5/test_analyses_a5_families.py::test_second_order_drift_with_warm_up_never_reads_first_order",
-         "tests/analyses/assumption5/test_analyses_a5_families.py::test_stationary_first_order_drift_reads_first_order",
+TESTS = ("tests/analyses/theorem1/test_analyses_drift_along.py::test_first_order_coefficient_shrinking_like_eta_squared_reads_within",
+         "tests/analyses/theorem1/test_analyses_drift_along.py::test_first_order_coefficient_shrinking_like_eta_reads_not_within",
+         "tests/analyses/theorem1/test_analyses_drift_along.py::test_second_order_drift_warming_up_reads_within",
+         "tests/analyses/assumption5/test_analyses_a5_families.py::test_second_order_drift_with_warm_up_never_reads_first_order",
          "tests/analyses/theorem1/test_analyses_drift_budget.py::test_each_family_gets_its_outcome_at_the_documented_rate",
          "tests/probes/test_probes_proof.py::test_surrogate_telescopes_and_descent_matches_a_direct_evaluation")
 
@@ -184,10 +225,10 @@ TESTS = ("tests/analyses/assumption5/test_analyses_a5_families.py::test_second_o
 def _claim(key: str, direction: str, surrogate: str) -> Claim:
     return register(Claim(
         key=key, title=f"Theorem 1 (b): the proof's drift step on {surrogate} ({direction})", paper=PAPER,
-        question=f"Is the drift of {surrogate}'s targets of second order in the step at the scaled iterates, as "
-        "Lemma 4 needs?",
+        question=f"Does the drift of {surrogate}'s targets at the step actually taken sum within O(sum eta_t^2) "
+        "along the run, as Lemma 4 needs?",
         primary=f"ZeroLock {direction}, SGD with eta_t ~ 1/sqrt(t), the group with the most seeds",
-        outcomes=OUTCOMES, rule=_rule(key, direction), vocabulary=ORDER_OUTCOMES, measured=measured,
+        outcomes=OUTCOMES, rule=_rule(key, direction), vocabulary=SUM_OUTCOMES, measured=measured,
         short=short, reason=reason, tests=TESTS,
         analyses={DRIFT_BUDGET[direction]: lambda inputs: group_drift(inputs, direction)},
     ))

@@ -40,7 +40,8 @@ def test_bounded_phi_holds_with_every_step_resolved():
     assert (group.uniform, group.uniform_reason) == ("holds", "resolved")
     assert (group.outcome, group.reason) == ("not testable", "no_along")  # no train/lr: no trend along the run
     assert group.n_counted == 5 and group.n_resolved == 150 and group.n_positive == group.n_unresolved == 0
-    assert group.share_positive.estimate == 0.0 and 0.0 < group.share_positive.high < 0.06
+    # every φ′ zero: no step has a sign, so no share (shown or tested) against ½
+    assert group.share_positive is None and group.n_zero == 150 and group.chance == "not testable"
     assert group.slope is None  # no positive step: no slope to show
 
 
