@@ -74,6 +74,21 @@ NULL_TOLERANCE = 1e-10
 """Bisection tolerance (log τ) of the entropy-matched null."""
 NULL_PERMUTATIONS = 4
 """Label permutations among the batch's positions whose targets give the label part's D̃_d."""
+ARM_OUTCOMES: tuple[str, ...] = ("toward its own optimum", "toward the other's", "no difference detected", "not testable")
+"""One arm's outcome (the CE arm's own optimum is m_k, the reverse arm's g_k)."""
+
+
+def label_free_move(log_start: torch.Tensor, log_prev: torch.Tensor, step: float, kind: str) -> torch.Tensor:
+    """log of the move from p^0 toward p_{k-1} that uses no label: "arithmetic" (1−s)·p^0 + s·p_{k-1},
+    "geometric" ∝ (p^0)^{1−s}·p_{k-1}^s (s = ``step`` in [0, 1])."""
+    start, prev = log_start.double(), log_prev.double()
+    if kind == "arithmetic":
+        if step >= 1.0:
+            return prev.clone()
+        return torch.logaddexp(start + math.log1p(-step), prev + math.log(step)) if step > 0 else start.clone()
+    if kind == "geometric":
+        return torch.log_softmax((1.0 - step) * start + step * prev, dim=-1)
+    raise ValueError(f"kind must be 'arithmetic' or 'geometric', got {kind!r}")
 
 
 @dataclass(frozen=True)
