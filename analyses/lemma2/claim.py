@@ -14,7 +14,7 @@
    alone on a fixed batch with each loss until its local loss stops falling) with its controls
    (``controls.json``: ``analyses.lemma2.fixed_point_controls``): each arm decided on its own (the CE
    arm toward m_k rather than g_k, the reverse arm toward g_k rather than m_k: the label part of the
-   signed projection along the m_k − g_k axis, against the label-free floor, Holm over the two arms);
+   change in TV(·, m_k) − TV(·, g_k), against the label-free floor, Holm over the two arms);
    the row's word follows from the two arms (``analyses.lemma2.fixed_point.row_word``); "not
    calibrated" when a control's arm finds a direction, or when no controls were run. The lowest chunk
    decides, the others are shown.
@@ -167,8 +167,8 @@ def _main(ev: Evidence) -> FixedPointResult | None:
     return r.main if isinstance(r, FixedPointControls) else r if isinstance(r, FixedPointResult) else None
 
 
-def _signed(x: Interval | None, target: str) -> str:
-    return "n/a" if x is None else f"{x.estimate:+.2f} [{x.low:+.2f}, {x.high:+.2f}] toward {target}"
+def _share(x: Interval | None) -> str:
+    return "n/a" if x is None else f"{x.estimate:.0%} [{x.low:.0%}, {x.high:.0%}]"
 
 
 def _fixed_short(ev: Evidence) -> str:
@@ -179,23 +179,22 @@ def _fixed_short(ev: Evidence) -> str:
 
 
 def _moved(r: FixedPointResult) -> str:
-    """The signed progress of each training along the m_k - g_k axis (gap units, probability space)."""
+    """How far each training went toward each target: the move's coefficients on m_k - p^0 and g_k - p^0."""
     if r.progress_forward is None or r.progress_reverse is None:
-        return "progress along the m_k - g_k axis: not recorded"
-    where = f"; the start sits at {r.start_axis.estimate:.2f}" if r.start_axis is not None else ""
-    return (f"signed progress along the m_k - g_k axis (projection in probability space, units of the gap; "
-            f"g_k at 0, m_k at 1{where}): CE training {_signed(r.progress_forward, 'm_k')}, reverse training "
-            f"{_signed(r.progress_reverse, 'g_k')}")
+        return "progress: not recorded"
+    return (f"progress (the move p^d - p^0 ~ x (m_k - p^0) + y (g_k - p^0), probability space, signed): CE training "
+            f"{_share(r.progress_forward)} of the way toward m_k and {_share(r.forward_other)} toward g_k; reverse "
+            f"training {_share(r.progress_reverse)} toward g_k and {_share(r.reverse_other)} toward m_k")
 
 
 def _fixed(ev: Evidence) -> str:
     r = _main(ev)
     if r is None:
         return "-"
-    text = (f"chunk {r.chunk}: {_arms_text(r)} ({r.statistic}, floor {fmt(r.arm_floor)} of the gap); {_moved(r)}; "
-            f"{r.counted} seed(s) counted, {len(r.label_blind)} label-blind left out, {r.converged} of "
-            f"{2 * len(r.seeds)} trainings converged; descriptive: C = {r.contrast or 'n/a'} "
-            f"([TV(.,m) - TV(.,g)] forward minus reverse)")
+    text = (f"chunk {r.chunk}: {_arms_text(r)} ({r.statistic} of the change in TV(.,m_k) - TV(.,g_k), > 0 toward "
+            f"the arm's own optimum, floor {fmt(r.arm_floor)}); {_moved(r)}; {r.counted} seed(s) counted, "
+            f"{len(r.label_blind)} label-blind left out, {r.converged} of {2 * len(r.seeds)} trainings converged; "
+            f"descriptive: C = {r.contrast or 'n/a'} ([TV(.,m) - TV(.,g)] forward minus reverse)")
     if isinstance(ev.result, FixedPointControls):
         c = ev.result
         text += (f". Controls: labels permuted: {c.permuted.outcome} ({_arms_text(c.permuted)}); label-free move "
@@ -208,9 +207,9 @@ REASONS = {
     "computed": lambda ev: "exact computation (no runs)",
     "mismatch": lambda ev: "the seed intervals of TV(m_k, g_k) against the threshold, per chunk (a distance "
     "between the two targets, not what training reaches)",
-    "arms": lambda ev: "each arm on its own: the seed interval of its label part along the m_k - g_k axis against "
-    "the label-free floor, Holm over the two arms; the row's word follows from the two; both controls read as "
-    "they must",
+    "arms": lambda ev: "each arm on its own: the seed interval of the label part of its change in TV(.,m_k) - "
+    "TV(.,g_k) against the label-free floor, Holm over the two arms; the row's word follows from the two arms; "
+    "both controls read as they must",
     "controls_failed": lambda ev: "a control of the rule failed: " + "; ".join(ev.uncalibrated),
     "no_controls": lambda ev: "no controls run (controls.json): no label-free floor, and no check that trainings "
     "on permuted labels or a move without labels find no direction",
@@ -279,8 +278,8 @@ MISMATCH = register(Claim(
 FIXED = register(Claim(
     key="lemma2_fixed_point", title="Lemma 2: which target does training move toward?", paper=PAPER,
     question="Trained alone on a fixed batch, does a chunk move toward m_k with the CE loss, and toward g_k with the "
-    "reverse loss? Each arm decided on its own, beyond what a move without labels gives (the signed progress of "
-    "each along the m_k - g_k axis is shown)",
+    "reverse loss? Each arm decided on its own, beyond what a move without labels gives (how far each training "
+    "went toward each target is shown)",
     primary="the fixed-point experiment on the lowest chunk run, the suite's seeds, with its two controls",
     outcomes={FIXED_OUTCOMES[0]: Outcome("the CE arm moves toward m_k and the reverse arm toward g_k: the implemented "
                                          "loss aims at m_k, not Lemma 2's g_k", "fails"),

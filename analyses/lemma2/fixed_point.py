@@ -1,5 +1,5 @@
 """Which target does training move toward? The fixed-point experiment's decision, one arm at a time
-(docs/MATH.md, "Lemma 2"; docs/LEMMA2.md, row 4).
+(docs/LEMMA2.md, row 4).
 
 One chunk k is trained alone (the other chunks frozen) on a fixed batch, its inputs h_{k-1}
 and readouts p_{k-1} computed once, with the forward (CE) loss ℓ^F_k and, separately from the
@@ -7,33 +7,24 @@ same start p^0 (chunk k's readout before training), with the reverse loss ℓ^R_
 until the local loss stops falling (``zerolock_theory.app.workflows.fixed_point``). The CE arm's
 own optimum is m_k, the reverse arm's g_k. Each arm is decided on its own.
 
-Progress along the m_k–g_k axis (probability space). Per position u = m_k − g_k; a reached
-readout p^d (d ∈ {F, R}) moved by p^d − p^0. Its signed projection, pooled over positions and
-in units of the gap,
+The arm's statistic. For a readout p, D(p) = TV(p, m_k) − TV(p, g_k) (exact, full vocabulary,
+means over the batch's positions). A training d ∈ {F, R} that reached p^d changed it by
+E_d = D(p^d) − D(p^0): E_d < 0 when it came closer to m_k relative to g_k than the start was,
+E_d > 0 when closer to g_k. A move that uses no label also changes D (an arithmetic move toward
+p_{k-1} shares m_k's p_{k-1} part; a flattening one nears g_k, which is p_{k-1} at temperature
+1/(1−α) up to the label), so each readout is also measured against the targets built from the
+batch's labels permuted among its positions (``NULL_PERMUTATIONS`` seeded permutations, mean): Ẽ_d.
+The arm's statistic is the label part, signed so that > 0 means "toward its own optimum":
 
-    P_d = Σ_n ⟨p^d_n − p^0_n, u_n⟩ / Σ_n ‖u_n‖²,
+    A_F = −(E_F − Ẽ_F),        A_R = E_R − Ẽ_R.
 
-is > 0 when the training moved toward m_k more than toward g_k (exactly: it shrank the squared
-Euclidean distance to m_k by more than that to g_k, since ‖p−g‖² − ‖p−m‖² = 2⟨p, u⟩ + const), < 0
-the other way, 0 for a move orthogonal to the axis. On the axis g_k sits at 0 and m_k at 1; the
-start sits at λ_0 = Σ⟨p^0 − g_k, u⟩ / Σ‖u‖² (``start_axis``). A CE training that reaches m_k has
-P_F = 1 − λ_0, a reverse one that reaches g_k P_R = −λ_0, so P_F − P_R = 1. The progress figures are
-``progress_forward`` = P_F (toward m_k) and ``progress_reverse`` = −P_R (toward g_k): signed, so a
-reverse training that moved toward m_k shows a negative progress toward g_k.
-
-Label part. A move that uses no label also has a projection (an arithmetic move toward p_{k-1}
-shares m_k's p_{k-1} part). Each reached readout is also projected onto the axes built from the
-batch's labels permuted among its positions (``NULL_PERMUTATIONS`` seeded permutations, mean): P̃_d.
-The arm's statistic, signed so that > 0 means "toward its own optimum", is
-
-    A_F = P_F − P̃_F,        A_R = −(P_R − P̃_R).
-
-Records without the permuted projections use P_F and −P_R (``statistic`` "projection").
+The two split the contrast's label part of the TV contrast: C_label = −(A_F + A_R). Records without
+the permuted distances use −E_F and E_R (``statistic`` "change").
 
 The floor. On a real model p^0 and p_{k-1} already lean toward the labels, so a label-free move
 has a small label part of its own. Per seed, the label-free moves from p^0 toward p_{k-1}
-(arithmetic and geometric, s ∈ ``ARM_FLOOR_STEPS``) give |P − P̃|; their largest is the seed's
-floor (``Reached.free_floor``). The arms' floor is the mean over the counted seeds, never below
+(arithmetic and geometric, s ∈ ``ARM_FLOOR_STEPS``) give |E − Ẽ|; their largest is the seed's
+floor (``Reached.free_floor``). The arms' floor is its mean over the counted seeds, never below
 ``ARM_FLOOR``.
 
 Label-blind guard. A readout that merely flattens (p^0 at some temperature) carries no label
@@ -44,10 +35,11 @@ label-blind).
 
 Decision per arm (``ArmDecision``), over the counted seeds: the t-interval of A_d
 (``analyses.stats.seeds.seed_interval``) and its p-value, the two-sided t-test of the mean against
-the floor on the side of the estimate (+floor above 0, −floor below). Holm over the two arms: an
-arm is decided when its Holm-adjusted p is below 1 − level (then its interval clears the floor):
-"toward its own optimum" (estimate > 0) or "toward the other's" (estimate < 0); otherwise "no
-difference detected"; "not testable" with fewer than ``MIN_SEEDS`` counted seeds.
+the floor on the side of the estimate (+floor above 0, −floor below; 1 when the estimate lies within
+the floor). Holm over the two arms: an arm is decided when its Holm-adjusted p is below 1 − level
+(its interval then clears the floor): "toward its own optimum" (estimate > 0) or "toward the
+other's" (estimate < 0); otherwise "no difference detected"; "not testable" with fewer than
+``MIN_SEEDS`` counted seeds.
 
 The row's word follows from the two arms (``row_word``): both own → "each loss moves toward its
 own optimum"; CE own and reverse the other's → "both move toward m_k"; CE the other's and reverse
@@ -56,10 +48,18 @@ neither → "no difference detected"; no arm testable → "not testable". Its p-
 for the table's multiplicity correction): the largest Holm-adjusted p of the decided arms (every
 decided arm must hold), the smallest of the two when none is decided.
 
-Descriptive, decides nothing: the TV contrast C = D_F − D_R with D_d = TV(p^d, m_k) − TV(p^d, g_k),
-and its label part C_label (the same against the permuted labels' targets), over the counted seeds.
-C reads "each toward its own" whenever the CE training moved further toward m_k than the reverse
-one, wherever the reverse one went; it is shown, not used.
+Progress (descriptive, decides nothing). The move p^d − p^0 is decomposed on the two directions
+toward the targets, least squares pooled over positions, in probability space:
+
+    p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0)      (``move_coefficients``)
+
+x_F is the share of the way from p^0 to m_k the CE training went (1: reached m_k), y_R the share
+of the way to g_k the reverse training went; x_d − y_d is the signed component of the move along
+m_k − g_k once the common move toward both targets is taken out (> 0: toward m_k rather than g_k).
+The coefficients have a sign: a reverse training that moved toward m_k has y_R ≈ 0 and x_R > 0.
+They are shown without the label-free correction; a label-free move has coefficients of its own.
+
+Also descriptive: the contrast C = D_F − D_R (= E_F − E_R) over the counted seeds and C_label.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ from zerolock_theory.theory.lemma2 import (
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
 
 __all__ = ["ARM_FLOOR", "ARM_FLOOR_STEPS", "ARM_OUTCOMES", "CONTRAST_FLOOR", "NULL_PERMUTATIONS", "OUTCOMES",
-           "RESIDUAL_FLOOR", "ArmDecision", "FixedPointResult", "FixedPointSeed", "Reached", "axis_projections",
+           "RESIDUAL_FLOOR", "ArmDecision", "FixedPointResult", "FixedPointSeed", "Reached", "move_coefficients",
            "fixed_point_decision", "label_free_move", "label_permutations", "reached", "row_word"]
 
 ARM_OUTCOMES: tuple[str, ...] = ("toward its own optimum", "toward the other's", "no difference detected", "not testable")
@@ -117,7 +117,7 @@ def label_free_move(log_start: torch.Tensor, log_prev: torch.Tensor, step: float
     raise ValueError(f"kind must be 'arithmetic' or 'geometric', got {kind!r}")
 
 
-def axis_projections(log_prev: torch.Tensor, log_start: torch.Tensor, reads: Sequence[torch.Tensor],
+def move_coefficients(log_prev: torch.Tensor, log_start: torch.Tensor, reads: Sequence[torch.Tensor],
                      label_sets: Sequence[torch.Tensor], alpha: float, epsilon: float) -> torch.Tensor:
     """[label set j, readout i, 2]: the coefficients (x, y) of the move p_i − p^0 ≈ x·(m − p^0) + y·(g − p^0),
     least squares pooled over positions, m and g built from the labels of set j (module docstring).
@@ -148,7 +148,7 @@ def axis_projections(log_prev: torch.Tensor, log_start: torch.Tensor, reads: Seq
 
 @dataclass(frozen=True)
 class Reached:
-    """One training of one seed: where it stopped, the reached readout's distances and projections,
+    """One training of one seed: where it stopped, the reached readout's distances and move coefficients,
     its null residual."""
 
     direction: str
@@ -237,7 +237,7 @@ def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log
     tv_null = [readout_distances(log_prev, log_p, other, alpha, epsilon) for other in permuted]
     tv_m_null = sum(float(d["tv_m"].mean()) for d in tv_null) / len(tv_null) if tv_null else math.nan
     tv_g_null = sum(float(d["tv_g"].mean()) for d in tv_null) / len(tv_null) if tv_null else math.nan
-    coef = axis_projections(log_prev, log_start, [log_p], [labels], alpha, epsilon)[0, 0]
+    coef = move_coefficients(log_prev, log_start, [log_p], [labels], alpha, epsilon)[0, 0]
     floor = _free_floor(log_prev, log_start, labels, permuted, alpha, epsilon) if permuted else math.nan
     return Reached(direction, steps, converged, loss_start, loss_end, float(dist["tv_m"].mean()),
                    float(dist["tv_g"].mean()), float(residual), tau, tv_m_null, tv_g_null, float(diff[0, 1]),
@@ -375,11 +375,11 @@ class FixedPointResult(Result):
     residual_floor: float
     converged: int  # trainings (two per seed) that met the stopping criterion
     settings: dict[str, str] = field(default_factory=dict)
-    statistic: str = "projection"  # what the arms decided on: "label part" (A_d) or "projection" (P_F, −P_R)
+    statistic: str = "change"  # what the arms decided on: "label part" (A_d) or "change" (−E_F, E_R)
     label_contrast: Interval | None = None  # C_label over the counted seeds, when recorded (descriptive)
     forward_arm: ArmDecision | None = None
     reverse_arm: ArmDecision | None = None
-    arm_floor: float = math.nan  # the arms' floor (gap units)
+    arm_floor: float = math.nan  # the arms' floor (TV units)
     progress_forward: Interval | None = None  # x_F over the counted seeds (share of the way to m_k)
     progress_reverse: Interval | None = None  # y_R (share of the way to g_k)
     forward_other: Interval | None = None  # y_F: the CE training's share of the way to g_k
@@ -411,7 +411,7 @@ def fixed_point_decision(seeds: Sequence[FixedPointSeed], chunk: int, alpha: flo
     return FixedPointResult(
         row_word(forward_arm.outcome, reverse_arm.outcome), int(chunk), float(alpha), float(epsilon), list(seeds),
         over([s.contrast for s in counted]), len(counted), blind, float(floor), float(residual_floor), converged,
-        dict(settings or {}), "label part" if labelled else "projection",
+        dict(settings or {}), "label part" if labelled else "change",
         over([s.label_contrast for s in counted]) if with_null else None, forward_arm, reverse_arm, float(arm_floor),
         over([s.progress_forward for s in counted]), over([s.progress_reverse for s in counted]),
         over([s.forward.toward_g for s in counted]), over([s.reverse.toward_m for s in counted]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from analyses.lemma2.families import CONSTRUCTIONS, POWER, construction, decide, seed_records, shares
-from analyses.lemma2.fixed_point import ARM_OUTCOMES, fixed_point_decision, row_word
+from analyses.lemma2.fixed_point import ARM_OUTCOMES, OUTCOMES, fixed_point_decision, row_word
 from analyses.results import load_result
 from analyses.stats.multiplicity import holm
 
@@ -87,6 +87,10 @@ def test_the_row_word_from_every_pair_of_arms():
     assert row_word(OWN, NONE) == row_word(NONE, OTHER) == "one arm decided"
     assert row_word(NONE, NONE) == row_word(NONE, UNTESTABLE) == "no difference detected"
     assert row_word(UNTESTABLE, UNTESTABLE) == "not testable"
+
+
+def test_every_row_word_is_reached_by_the_catalogue():
+    assert {c.row for c in CONSTRUCTIONS} == set(OUTCOMES)
 
 
 def test_the_result_round_trips():
