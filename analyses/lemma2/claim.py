@@ -295,7 +295,7 @@ FIXED = register(Claim(
               "not testable": NOT_TESTABLE, "not measured": NOT_MEASURED},
     rule=_fixed_rule, measured=_fixed, short=_fixed_short, reason=_reason, vocabulary=FIXED_OUTCOMES,
     tests=("tests/analyses/lemma2/test_analyses_fixed_point_arms.py::test_each_construction_reads_its_truth_per_arm",
-           "tests/analyses/lemma2/test_analyses_fixed_point_arms.py::test_the_referees_case_reads_reverse_toward_the_others_optimum",
+           "tests/analyses/lemma2/test_analyses_fixed_point_arms.py::test_the_referees_case_never_reads_each_toward_its_own",
            "tests/analyses/lemma2/test_analyses_fixed_point.py::test_flattened_readouts_never_give_a_verdict",
            "tests/analyses/lemma2/test_analyses_fixed_point_controls.py::test_a_label_free_move_does_not_pass",
            "tests/analyses/lemma2/test_analyses_fixed_point_controls.py::test_trainings_on_permuted_labels_find_no_direction"),
