@@ -35,7 +35,12 @@ from analyses.lemma2.fixed_point import (
     reached,
 )
 from zerolock_theory.theory.lemma2 import readout_distances
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 
 __all__ = ["ALPHA", "CONSTRUCTIONS", "POWER", "EPS", "N", "SEEDS", "SHAPES", "V", "Batch", "Construction", "Move",
            "construction", "decide", "jitter", "label_free", "optimum", "seed_records", "shares", "stays",

@@ -79,7 +79,12 @@ from zerolock_theory.theory.lemma2 import (
     readout_distances,
     temper,
 )
-from zerolock_theory.theory.targets import arithmetic_target, geometric_target, label_smooth, one_hot
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 
 __all__ = ["ARM_FLOOR", "ARM_FLOOR_STEPS", "ARM_OUTCOMES", "CONTRAST_FLOOR", "NULL_PERMUTATIONS", "OUTCOMES",
            "RESIDUAL_FLOOR", "ArmDecision", "FixedPointResult", "FixedPointSeed", "Reached", "move_coefficients",

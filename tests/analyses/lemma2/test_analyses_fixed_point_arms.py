@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from analyses.lemma2.families import CONSTRUCTIONS, POWER, construction, decide, seed_records, shares
+from analyses.lemma2.families import (
+    CONSTRUCTIONS,
+    POWER,
+    construction,
+    decide,
+    seed_records,
+    shares,
+)
 from analyses.lemma2.fixed_point import ARM_OUTCOMES, OUTCOMES, fixed_point_decision, row_word
 from analyses.results import load_result
 from analyses.stats.multiplicity import holm
