@@ -9,7 +9,8 @@ from analyses.descriptive.movement import MINIMIZERS, MinimizerTable, ToyCheck
 from analyses.descriptive.proposition_pairs import PROPOSITION, PropositionSet
 from analyses.descriptive.stability import STABILITY_SUMMARY, StabilitySummary
 from analyses.descriptive.toy import TOY_CHECK
-from analyses.lemma2.fixed_point import FIXED_POINT
+from analyses.lemma2.fixed_point import FIXED_POINT, ArmDecision, FixedPointResult
+from analyses.lemma2.fixed_point_controls import CONTROLS, FixedPointControls
 from analyses.lemma2.targets import MISMATCH, Lemma2Mismatch, Lemma2Tracking
 from analyses.lemma2.targets import TRACKING as LEMMA2_TRACKING
 from analyses.proposition1.identity import IDENTITY, Proposition1Identity
@@ -252,18 +253,7 @@ def _tracking_blocks(suite: SuiteAnalysis) -> list[Block]:
                          for c in mismatch.chunks]))
     else:
         out.append(Block("p", f"Not measured: {suite.why(MISMATCH, 'no data')}."))
-    fixed = sorted(suite.each(FIXED_POINT), key=lambda r: r.chunk)
-    out.append(Block("h3", "Which target does training reach? One chunk trained alone on a fixed batch"))
-    if fixed:
-        rows = [[r.chunk, s.seed, fmt(s.forward.tv_m), fmt(s.forward.tv_g), fmt(s.reverse.tv_m), fmt(s.reverse.tv_g),
-                 fmt(s.contrast), "yes" if s.label_blind(r.residual_floor) else "no"]
-                for r in fixed for s in r.seeds]
-        out.append(grid(["chunk", "seed", "forward: TV to m_k", "forward: TV to g_k", "reverse: TV to m_k",
-                         "reverse: TV to g_k", "contrast", "label-blind (left out)"], rows))
-        out.extend(Block("p", f"Chunk {r.chunk}: {r.outcome}; contrast {r.contrast or 'n/a'} over {r.counted} "
-                              f"seed(s).") for r in fixed)
-    else:
-        out.append(Block("p", "Not measured: no fixed_point.json given."))
+    out.extend(_fixed_point_blocks(suite))
     tracking = suite.get(LEMMA2_TRACKING)
     out.append(Block("h3", "Descriptive only: r(m) - r(g) against its entropy-matched null"))
     if isinstance(tracking, Lemma2Tracking) and tracking.runs:
@@ -277,6 +267,57 @@ def _tracking_blocks(suite: SuiteAnalysis) -> list[Block]:
                               f"{tracking.null_difference or 'n/a'}, excess {tracking.excess or 'n/a'}."))
     else:
         out.append(Block("p", f"Not measured: {suite.why(LEMMA2_TRACKING, 'no entropy-matched null')}."))
+    return out
+
+
+def _fixed_points(suite: SuiteAnalysis) -> list[tuple[FixedPointResult, FixedPointControls | None]]:
+    """Per chunk, the experiment (with its controls when run), lowest chunk first."""
+    found: dict[int, tuple[FixedPointResult, FixedPointControls | None]] = {}
+    for r in suite.each(FIXED_POINT):
+        found.setdefault(r.chunk, (r, None))
+    for r in suite.each(CONTROLS):
+        found[r.chunk] = (r.main, r)
+    return [found[k] for k in sorted(found)]
+
+
+def _arm(a: ArmDecision | None) -> str:
+    if a is None:
+        return "not recorded"
+    holm = f", Holm p {a.adjusted:.2g}" if a.adjusted is not None else ""
+    return f"{a.outcome} ({a.interval or 'n/a'}{holm})"
+
+
+def _fixed_point_blocks(suite: SuiteAnalysis) -> list[Block]:
+    """The fixed-point experiment per chunk: each arm's outcome, each seed's arm statistics and progress."""
+    out = [Block("h3", "Which target does training move toward? One chunk trained alone on a fixed batch")]
+    fixed = _fixed_points(suite)
+    if not fixed:
+        return [*out, Block("p", "Not measured: no fixed_point.json or controls.json given.")]
+    out.append(Block("p", "Each arm is decided on its own: the CE arm toward m_k rather than g_k, the reverse arm "
+                          "toward g_k rather than m_k (the part of the change in TV(.,m_k) - TV(.,g_k) that the "
+                          "labels add, > 0 toward the arm's own optimum, against the floor that label-free moves "
+                          "reach; Holm over the two arms). Progress: the move p^d - p^0 written as x (m_k - p^0) + "
+                          "y (g_k - p^0) in probability space; x = 1 is m_k reached, y = 1 is g_k reached, and a "
+                          "coefficient can be negative."))
+    out.append(grid(["chunk", "row", "CE arm (own: m_k)", "reverse arm (own: g_k)", "floor", "seeds counted"],
+                    [[r.chunk, r.outcome, _arm(r.forward_arm), _arm(r.reverse_arm), fmt(r.arm_floor), r.counted]
+                     for r, _ in fixed]))
+    rows = [[r.chunk, s.seed, fmt(s.arm("forward")), fmt(s.arm("reverse")), pct(s.progress_forward),
+             pct(s.forward.toward_g), pct(s.progress_reverse), pct(s.reverse.toward_m), fmt(s.contrast),
+             "yes" if s.label_blind(r.residual_floor) else "no"]
+            for r, _ in fixed for s in r.seeds]
+    out.append(grid(["chunk", "seed", "CE arm statistic", "reverse arm statistic", "CE: toward m_k",
+                     "CE: toward g_k", "reverse: toward g_k", "reverse: toward m_k", "contrast C (descriptive)",
+                     "label-blind (left out)"], rows))
+    for r, controls in fixed:
+        if controls is None:
+            out.append(Block("p", f"Chunk {r.chunk}: no controls run (not calibrated)."))
+            continue
+        state = "calibrated" if controls.calibrated else "NOT calibrated: " + "; ".join(controls.failed_controls)
+        out.append(Block("p", f"Chunk {r.chunk} controls ({state}): labels permuted: {controls.permuted.outcome} "
+                              f"(CE arm {_arm(controls.permuted.forward_arm)}; reverse arm "
+                              f"{_arm(controls.permuted.reverse_arm)}); label-free move at s = "
+                              f"{controls.label_free_step:g}: {controls.label_free.outcome}."))
     return out
 
 

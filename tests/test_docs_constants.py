@@ -33,7 +33,6 @@ def _frac(x: float) -> str:
     f"a horizon below {rate.MIN_HORIZON} steps",  # Theorem 1 (a)
     f"The fit window (T/{round(1 / (1 - rate.WINDOW))}, T]",
     f"cut into {rate.BLOCKS} blocks of equal width in log T",
-    f"the slowing's {round(100 * rate.SLOWING_LEVEL)}% interval reaches 0",
     f"a fall faster than T^{{−1}} over blocks 3–4 (β_lo > {rate.TRANSIENT_BETA:g}",
     f"s's interval above {_g(drift_budget.S_THRESHOLD)}",  # Theorem 1 (b)
     f"a burn-in of max({drift_budget.BURN_IN_MIN}, T/{round(1 / drift_budget.BURN_IN_SHARE)}) steps",
@@ -47,7 +46,7 @@ def _frac(x: float) -> str:
     f"round-off allowed {proposition_identity.IDENTITY_TOL:.0e}".replace("e-0", "e-"),  # Proposition 1
     f"α ∈ {{{', '.join(_g(a) for a in proposition_identity.ALPHAS)}}}",
     f"V ∈ {{{', '.join(str(v) for v in proposition_identity.VOCABS)}}}",
-    f"with at least {systems.MIN_MAP_POINTS} sizes the row decides on the map",  # Systems
+    f"least {systems.MIN_MAP_POINTS} sizes the row decides from where the total ratio crosses 0.735",  # Systems
     f"{', '.join(str(f) for f in memory_map.FACTORS[:-1])} and {memory_map.FACTORS[-1]} times its own sequences",
     f"how many within {round(100 * systems_throughput.VALIDATED_WITHIN)}% is shown",
 ])

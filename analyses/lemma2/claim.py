@@ -12,10 +12,11 @@
    targets, never a statement that the mismatch "matters" for what training reaches.
 4. **Which target does training move toward?** The fixed-point experiment (one chunk trained
    alone on a fixed batch with each loss until its local loss stops falling) with its controls
-   (``controls.json``: ``analyses.lemma2.fixed_point_controls``): the label part of the contrast over
-   seeds decides, the contrast C and its fraction of −2·TV(m_k, g_k) (what reaching would give)
-   and how far each training moved are shown; "not calibrated" when the label-permutation control
-   finds a direction or the label-free move passes, or when no controls were run. The lowest chunk
+   (``controls.json``: ``analyses.lemma2.fixed_point_controls``): each arm decided on its own (the CE
+   arm toward m_k rather than g_k, the reverse arm toward g_k rather than m_k: the label part of the
+   change in TV(·, m_k) − TV(·, g_k), against the label-free floor, Holm over the two arms);
+   the row's word follows from the two arms (``analyses.lemma2.fixed_point.row_word``); "not
+   calibrated" when a control's arm finds a direction, or when no controls were run. The lowest chunk
    decides, the others are shown.
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analyses.groups import primary_group
-from analyses.lemma2.fixed_point import FIXED_POINT, FixedPointResult
+from analyses.lemma2.fixed_point import FIXED_POINT, ArmDecision, FixedPointResult
 from analyses.lemma2.fixed_point import OUTCOMES as FIXED_OUTCOMES
 from analyses.lemma2.fixed_point_controls import CONTROLS, FixedPointControls
 from analyses.lemma2.targets import IMPLEMENTED as IMPLEMENTED_RESULT
@@ -54,7 +55,7 @@ from analyses.registry import (
     register,
     result_rule,
 )
-from analyses.results import NotMeasured
+from analyses.results import Interval, NotMeasured
 from analyses.text import fmt
 from analyses.verdict import Evidence, Verdict
 
@@ -126,16 +127,16 @@ def _controls(inputs: ClaimInputs) -> list[FixedPointControls]:
 
 
 def _fixed_rule(inputs: ClaimInputs) -> Verdict:
-    """The lowest chunk with controls: the label part's outcome when both controls read as they
-    must, else "not calibrated"; a chunk without controls is "not calibrated" (C alone is fooled by
-    a label-free move), its C shown."""
+    """The lowest chunk with controls: the row's word from its two arms when both controls read as
+    they must, else "not calibrated"; a chunk without controls is "not calibrated" (no label-free
+    floor, no check that a move without labels finds nothing)."""
     key, controls, plain = "lemma2_fixed_point", _controls(inputs), _fixed_points(inputs)
     if controls:
         first, beside = controls[0], tuple(_other_chunk(c) for c in controls[1:])
         if not first.calibrated:
             return Verdict(key, "not calibrated", Evidence("controls_failed", result=first, beside=beside,
                                                            uncalibrated=tuple(first.failed_controls)))
-        return Verdict(key, first.main.outcome, Evidence("label_part", result=first, p_value=first.main.p_value,
+        return Verdict(key, first.main.outcome, Evidence("arms", result=first, p_value=first.main.p_value,
                                                          beside=beside))
     if plain:
         return Verdict(key, "not calibrated", Evidence("no_controls", result=plain[0]))
@@ -143,11 +144,22 @@ def _fixed_rule(inputs: ClaimInputs) -> Verdict:
                    Evidence("skipped", skipped="no fixed_point.json or controls.json given (zerolock verify)"))
 
 
+def _arm_cell(a: ArmDecision | None) -> str:
+    """"CE arm: toward its own optimum (label part 0.12 [0.08, 0.16], Holm p 0.002)"."""
+    if a is None:
+        return "arm not recorded"
+    p = f", Holm p {a.adjusted:.2g}" if a.adjusted is not None else ""
+    return f"{a.arm} arm: {a.outcome} ({a.interval or 'n/a'}{p})"
+
+
+def _arms_text(r: FixedPointResult) -> str:
+    return "; ".join(_arm_cell(a) for a in (r.forward_arm, r.reverse_arm))
+
+
 def _other_chunk(c: FixedPointControls) -> str:
     """A chunk above the row's, beside it (not decided on, no Holm): its outcome and its controls."""
-    label = f"label part {c.main.label_contrast}" if c.main.label_contrast is not None else "label part n/a"
     controls = "controls calibrated" if c.calibrated else "controls NOT calibrated: " + "; ".join(c.failed_controls)
-    return f"chunk {c.chunk} (beside the row, not decided): {c.main.outcome} ({label}); {controls}"
+    return f"chunk {c.chunk} (beside the row, not decided): {c.main.outcome} ({_arms_text(c.main)}); {controls}"
 
 
 def _main(ev: Evidence) -> FixedPointResult | None:
@@ -155,36 +167,38 @@ def _main(ev: Evidence) -> FixedPointResult | None:
     return r.main if isinstance(r, FixedPointControls) else r if isinstance(r, FixedPointResult) else None
 
 
+def _share(x: Interval | None) -> str:
+    return "n/a" if x is None else f"{x.estimate:.0%} [{x.low:.0%}, {x.high:.0%}]"
+
+
 def _fixed_short(ev: Evidence) -> str:
     r = _main(ev)
-    if r is None or r.contrast is None:
+    if r is None or r.forward_arm is None or r.reverse_arm is None:
         return "-"
-    head = f"label part {r.label_contrast}" if r.label_contrast is not None else f"contrast {r.contrast}"
-    fraction = f", {r.fraction.estimate:.0%} of reaching" if r.fraction is not None else ""
-    return f"chunk {r.chunk}: {head}{fraction}"
+    return f"chunk {r.chunk}: CE arm {r.forward_arm.outcome}, reverse arm {r.reverse_arm.outcome}"
 
 
 def _moved(r: FixedPointResult) -> str:
+    """How far each training went toward each target: the move's coefficients on m_k - p^0 and g_k - p^0."""
     if r.progress_forward is None or r.progress_reverse is None:
-        return "how far each training moved: not recorded"
-    return (f"CE training moved {r.progress_forward.estimate:.0%} of the way toward m_k, reverse training "
-            f"{r.progress_reverse.estimate:.0%} toward g_k" + (
-                "; neither reaches it" if max(r.progress_forward.high, r.progress_reverse.high) < 0.99 else ""))
+        return "progress: not recorded"
+    return (f"progress (the move p^d - p^0 ~ x (m_k - p^0) + y (g_k - p^0), probability space, signed): CE training "
+            f"{_share(r.progress_forward)} of the way toward m_k and {_share(r.forward_other)} toward g_k; reverse "
+            f"training {_share(r.progress_reverse)} toward g_k and {_share(r.reverse_other)} toward m_k")
 
 
 def _fixed(ev: Evidence) -> str:
     r = _main(ev)
     if r is None:
         return "-"
-    text = (f"{_fixed_short(ev)}; C = {r.contrast or 'n/a'} ([TV(.,m) - TV(.,g)] forward minus reverse), as a "
-            f"fraction of -2 TV(m_k, g_k): {r.fraction or 'n/a'}; {_moved(r)}; {r.counted} seed(s) counted, "
-            f"{len(r.label_blind)} label-blind left out, {r.converged} of {2 * len(r.seeds)} trainings converged")
+    text = (f"chunk {r.chunk}: {_arms_text(r)} ({r.statistic} of the change in TV(.,m_k) - TV(.,g_k), > 0 toward "
+            f"the arm's own optimum, floor {fmt(r.arm_floor)}); {_moved(r)}; {r.counted} seed(s) counted, "
+            f"{len(r.label_blind)} label-blind left out, {r.converged} of {2 * len(r.seeds)} trainings converged; "
+            f"descriptive: C = {r.contrast or 'n/a'} ([TV(.,m) - TV(.,g)] forward minus reverse)")
     if isinstance(ev.result, FixedPointControls):
         c = ev.result
-        text += (f". Controls: labels permuted: {c.permuted.outcome} (label part {c.permuted.label_contrast or 'n/a'}, "
-                 f"C {c.permuted.contrast or 'n/a'}); label-free move (s = {c.label_free_step:g}): "
-                 f"{c.label_free.outcome} (label part {c.label_free.label_contrast or 'n/a'}, "
-                 f"C {c.label_free.contrast or 'n/a'})")
+        text += (f". Controls: labels permuted: {c.permuted.outcome} ({_arms_text(c.permuted)}); label-free move "
+                 f"(s = {c.label_free_step:g}): {c.label_free.outcome} ({_arms_text(c.label_free)})")
     return text + "".join(f". {line}" for line in ev.beside)
 
 
@@ -193,11 +207,12 @@ REASONS = {
     "computed": lambda ev: "exact computation (no runs)",
     "mismatch": lambda ev: "the seed intervals of TV(m_k, g_k) against the threshold, per chunk (a distance "
     "between the two targets, not what training reaches)",
-    "label_part": lambda ev: "the seed interval of the contrast's label part (below 0: each loss moves toward its "
-    "own optimum, beyond what a label-free move gives); both controls read as they must",
+    "arms": lambda ev: "each arm on its own: the seed interval of the label part of its change in TV(.,m_k) - "
+    "TV(.,g_k) against the label-free floor, Holm over the two arms; the row's word follows from the two arms; "
+    "both controls read as they must",
     "controls_failed": lambda ev: "a control of the rule failed: " + "; ".join(ev.uncalibrated),
-    "no_controls": lambda ev: "no controls run (controls.json): the contrast C alone also reads 'toward its own "
-    "optimum' for a move toward p_(k-1) that uses no label",
+    "no_controls": lambda ev: "no controls run (controls.json): no label-free floor, and no check that trainings "
+    "on permuted labels or a move without labels find no direction",
 }
 
 
@@ -262,19 +277,25 @@ MISMATCH = register(Claim(
 ))
 FIXED = register(Claim(
     key="lemma2_fixed_point", title="Lemma 2: which target does training move toward?", paper=PAPER,
-    question="Trained alone on a fixed batch, does a chunk move toward m_k with the CE loss and toward g_k with the "
-    "reverse loss, beyond what a move without labels gives? (how far each gets is shown)",
+    question="Trained alone on a fixed batch, does a chunk move toward m_k with the CE loss, and toward g_k with the "
+    "reverse loss? Each arm decided on its own, beyond what a move without labels gives (how far each training "
+    "went toward each target is shown)",
     primary="the fixed-point experiment on the lowest chunk run, the suite's seeds, with its two controls",
-    outcomes={FIXED_OUTCOMES[0]: Outcome("CE training moves toward m_k, reverse training toward g_k (the label part "
-                                         "of the contrast): the implemented loss aims at m_k, not Lemma 2's g_k; how "
-                                         "far each gets is in the figure", "fails"),
-              "opposite": Outcome("each loss moves toward the other's optimum", "mixed"),
-              "no difference detected": Outcome("the label part's interval does not clear the floor", "mixed"),
-              "not calibrated": Outcome("a control failed (labels permuted: a direction found; label-free move: "
-                                        "passes), or no controls were run", "none"),
+    outcomes={FIXED_OUTCOMES[0]: Outcome("the CE arm moves toward m_k and the reverse arm toward g_k: the implemented "
+                                         "loss aims at m_k, not Lemma 2's g_k", "fails"),
+              FIXED_OUTCOMES[1]: Outcome("both arms move toward m_k (the reverse arm toward the other's optimum)",
+                                         "mixed"),
+              FIXED_OUTCOMES[2]: Outcome("both arms move toward g_k (the CE arm toward the other's optimum)", "mixed"),
+              FIXED_OUTCOMES[3]: Outcome("each arm moves toward the other's optimum", "mixed"),
+              FIXED_OUTCOMES[4]: Outcome("one arm's direction is decided, the other's interval does not clear the "
+                                         "floor (the arms say which)", "mixed"),
+              FIXED_OUTCOMES[5]: Outcome("neither arm's interval clears the floor", "mixed"),
+              "not calibrated": Outcome("a control failed (labels permuted or a label-free move: an arm finds a "
+                                        "direction), or no controls were run", "none"),
               "not testable": NOT_TESTABLE, "not measured": NOT_MEASURED},
     rule=_fixed_rule, measured=_fixed, short=_fixed_short, reason=_reason, vocabulary=FIXED_OUTCOMES,
-    tests=("tests/analyses/lemma2/test_analyses_fixed_point.py::test_each_loss_toward_its_own_target_and_swapped",
+    tests=("tests/analyses/lemma2/test_analyses_fixed_point_arms.py::test_each_construction_reads_its_truth_per_arm",
+           "tests/analyses/lemma2/test_analyses_fixed_point_arms.py::test_the_referees_case_never_reads_each_toward_its_own",
            "tests/analyses/lemma2/test_analyses_fixed_point.py::test_flattened_readouts_never_give_a_verdict",
            "tests/analyses/lemma2/test_analyses_fixed_point_controls.py::test_a_label_free_move_does_not_pass",
            "tests/analyses/lemma2/test_analyses_fixed_point_controls.py::test_trainings_on_permuted_labels_find_no_direction"),

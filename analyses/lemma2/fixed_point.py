@@ -1,52 +1,65 @@
-"""Which target does training reach? The fixed-point experiment's decision (docs/MATH.md, "Lemma 2").
+"""Which target does training move toward? The fixed-point experiment's decision, one arm at a time
+(docs/LEMMA2.md, row 4).
 
 One chunk k is trained alone (the other chunks frozen) on a fixed batch, its inputs h_{k-1}
-and readouts p_{k-1} computed once, with the forward loss ℓ^F_k and, separately from the
+and readouts p_{k-1} computed once, with the forward (CE) loss ℓ^F_k and, separately from the
 same start p^0 (chunk k's readout before training), with the reverse loss ℓ^R_k (ε > 0),
-until the local loss stops falling (``zerolock_theory.app.workflows.fixed_point``). For each
-training d ∈ {F, R}, the reached readout p^d is compared with both targets, exactly (full
-vocabulary, one ε; means over the batch's positions):
+until the local loss stops falling (``zerolock_theory.app.workflows.fixed_point``). The CE arm's
+own optimum is m_k, the reverse arm's g_k. Each arm is decided on its own.
 
-    D_d = TV(p^d, m_k) − TV(p^d, g_k),      per seed  C = D_F − D_R
-        = (TV(p^F, m) − TV(p^R, m)) + (TV(p^R, g) − TV(p^F, g))
+The arm's statistic. For a readout p, D(p) = TV(p, m_k) − TV(p, g_k) (exact, full vocabulary,
+means over the batch's positions). A training d ∈ {F, R} that reached p^d changed it by
+E_d = D(p^d) − D(p^0): E_d < 0 when it came closer to m_k relative to g_k than the start was,
+E_d > 0 when closer to g_k. A move that uses no label also changes D (an arithmetic move toward
+p_{k-1} shares m_k's p_{k-1} part; a flattening one nears g_k, which is p_{k-1} at temperature
+1/(1−α) up to the label), so each readout is also measured against the targets built from the
+batch's labels permuted among its positions (``NULL_PERMUTATIONS`` seeded permutations, mean): Ẽ_d.
+The arm's statistic is the label part, signed so that > 0 means "toward its own optimum":
 
-(C < 0: the forward-trained readout is the closer one to m_k and the reverse-trained one
-the closer one to g_k.) Levels of D_d alone say little (m_k puts mass ≈ α on the label,
-which a chunk rarely reaches); the contrast cancels what both trainings share. C detects the
-direction of movement, not arrival: when each training reaches its own target exactly, C =
-−2·TV(m_k, g_k) (mean over positions), so ``FixedPointSeed.fraction`` = C / (−2·TV(m_k, g_k)) says
-how much of that C shows, and ``progress_forward`` = 1 − TV(p^F, m_k)/TV(p^0, m_k) (reverse: with
-g_k) how far each training moved toward its own loss's minimizer (1: reached it).
+    A_F = −(E_F − Ẽ_F),        A_R = E_R − Ẽ_R.
 
-Label part. A move that uses no label also gives C < 0: an arithmetic move from p^0 toward
-p_{k-1} nears m_k = α·p_y^ε + (1−α)·p_{k-1} and a geometric one nears g_k. So each reached readout
-is also compared with the targets built from the batch's labels permuted among its positions
-(``NULL_PERMUTATIONS`` seeded permutations, mean): D̃_d. The label part of a training is
-D_d − D̃_d, and of a seed C_label = (D_F − D̃_F) − (D_R − D̃_R): what the labels add. A label-free
-move has C_label ≈ 0 (its distances to true-label and permuted-label targets agree). Records
-with the permuted distances (``zerolock_theory.app.workflows.fixed_point_controls``) decide on
-C_label (``statistic`` "label part"); older records without them on C ("contrast").
+The two split the contrast's label part of the TV contrast: C_label = −(A_F + A_R). Records without
+the permuted distances use −E_F and E_R (``statistic`` "change").
 
-Label-blind guard. TV(·, g_k) also falls when a readout merely flattens (g_k ∝
-(p_y^ε)^α·p_{k-1}^{1-α} is p_{k-1} at temperature 1/(1-α) up to the label), so two trainings
-that flatten by different amounts could move C either way without any label information.
-Each reached readout is therefore compared with its entropy-matched null p̃^d, the start p^0
-at the temperature τ_d whose mean entropy equals that of p^d: the residual
-ρ_d = TV(p^d, p̃^d) is 0 for a readout that is the start at some temperature, and a seed
-counts only when ρ_F and ρ_R both exceed ``RESIDUAL_FLOOR`` (the others are listed as
+The floor. On a real model p^0 and p_{k-1} already lean toward the labels, so a label-free move
+has a small label part of its own. Per seed, the label-free moves from p^0 toward p_{k-1}
+(arithmetic and geometric, s ∈ ``ARM_FLOOR_STEPS``) give |E − Ẽ|; their largest is the seed's
+floor (``Reached.free_floor``). The arms' floor is its mean over the counted seeds, never below
+``ARM_FLOOR``.
+
+Label-blind guard. A readout that merely flattens (p^0 at some temperature) carries no label
+information. Each reached readout is compared with its entropy-matched null p̃^d, the start p^0
+at the temperature τ_d whose mean entropy equals that of p^d: the residual ρ_d = TV(p^d, p̃^d);
+a seed counts only when ρ_F and ρ_R both exceed ``RESIDUAL_FLOOR`` (the others are listed as
 label-blind).
 
-Decision, with a t-interval of the statistic over the counted seeds (``analyses.stats.seeds.seed_interval``):
+Decision per arm (``ArmDecision``), over the counted seeds: the t-interval of A_d
+(``analyses.stats.seeds.seed_interval``) and its p-value, the two-sided t-test of the mean against
+the floor on the side of the estimate (+floor above 0, −floor below; 1 when the estimate lies within
+the floor). Holm over the two arms: an arm is decided when its Holm-adjusted p is below 1 − level
+(its interval then clears the floor): "toward its own optimum" (estimate > 0) or "toward the
+other's" (estimate < 0); otherwise "no difference detected"; "not testable" with fewer than
+``MIN_SEEDS`` counted seeds.
 
-* "each loss moves toward its own optimum": the interval lies below −``CONTRAST_FLOOR``;
-* "opposite": the interval lies above +``CONTRAST_FLOOR``;
-* "no difference detected": otherwise;
-* "not testable": fewer than ``MIN_SEEDS`` counted seeds (too few seeds, or label-blind
-  reached readouts: a flattened readout never gives a verdict for either target).
+The row's word follows from the two arms (``row_word``): both own → "each loss moves toward its
+own optimum"; CE own and reverse the other's → "both move toward m_k"; CE the other's and reverse
+own → "both move toward g_k"; both the other's → "opposite"; one arm decided → "one arm decided";
+neither → "no difference detected"; no arm testable → "not testable". Its p-value (``p_value``,
+for the table's multiplicity correction): the largest Holm-adjusted p of the decided arms (every
+decided arm must hold), the smallest of the two when none is decided.
 
-Its p-value (``p_value``, for the table's multiplicity correction) is the two-sided t-test of
-the statistic's mean against the floor on the side of its estimate (−``CONTRAST_FLOOR`` below 0,
-+``CONTRAST_FLOOR`` above): p < 1 − level exactly when the interval clears that floor.
+Progress (descriptive, decides nothing). The move p^d − p^0 is decomposed on the two directions
+toward the targets, least squares pooled over positions, in probability space:
+
+    p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0)      (``move_coefficients``)
+
+x_F is the share of the way from p^0 to m_k the CE training went (1: reached m_k), y_R the share
+of the way to g_k the reverse training went; x_d − y_d is the signed component of the move along
+m_k − g_k once the common move toward both targets is taken out (> 0: toward m_k rather than g_k).
+The coefficients have a sign: a reverse training that moved toward m_k has y_R ≈ 0 and x_R > 0.
+They are shown without the label-free correction; a label-free move has coefficients of its own.
+
+Also descriptive: the contrast C = D_F − D_R (= E_F − E_R) over the counted seeds and C_label.
 """
 
 from __future__ import annotations
@@ -58,27 +71,90 @@ from dataclasses import dataclass, field
 import torch
 
 from analyses.results import Interval, Result, declare_family, register
-from analyses.stats.multiplicity import t_test_p
+from analyses.stats.multiplicity import holm, t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
-from zerolock_theory.theory.lemma2 import entropy_matching_temperature, readout_distances, temper
+from zerolock_theory.theory.lemma2 import (
+    BLOCK_ELEMS,
+    entropy_matching_temperature,
+    readout_distances,
+    temper,
+)
+from zerolock_theory.theory.targets import (
+    arithmetic_target,
+    geometric_target,
+    label_smooth,
+    one_hot,
+)
 
-__all__ = ["CONTRAST_FLOOR", "NULL_PERMUTATIONS", "OUTCOMES", "RESIDUAL_FLOOR", "label_permutations", "FixedPointResult", "FixedPointSeed", "Reached", "fixed_point_decision",
-           "reached"]
+__all__ = ["ARM_FLOOR", "ARM_FLOOR_STEPS", "ARM_OUTCOMES", "CONTRAST_FLOOR", "NULL_PERMUTATIONS", "OUTCOMES",
+           "RESIDUAL_FLOOR", "ArmDecision", "FixedPointResult", "FixedPointSeed", "Reached", "move_coefficients",
+           "fixed_point_decision", "label_free_move", "label_permutations", "reached", "row_word"]
 
-OUTCOMES: tuple[str, ...] = ("each loss moves toward its own optimum", "opposite", "no difference detected", "not testable")
+ARM_OUTCOMES: tuple[str, ...] = ("toward its own optimum", "toward the other's", "no difference detected", "not testable")
+"""One arm's outcome (the CE arm's own optimum is m_k, the reverse arm's g_k)."""
+OUTCOMES: tuple[str, ...] = ("each loss moves toward its own optimum", "both move toward m_k", "both move toward g_k",
+                             "opposite", "one arm decided", "no difference detected", "not testable")
+"""The row's word, from the two arms (``row_word``)."""
+ARM_FLOOR = 1e-3
+"""TV units: the least floor an arm's label part must clear."""
+ARM_FLOOR_STEPS: tuple[float, ...] = (0.25, 0.5, 1.0)
+"""Steps s of the label-free moves whose label part sets each seed's floor (``Reached.free_floor``)."""
 CONTRAST_FLOOR = 1e-3
-"""TV units: a contrast whose interval does not clear this margin is "no difference detected"."""
+"""TV units: the least floor of the (descriptive) contrast's label part."""
 RESIDUAL_FLOOR = 1e-2
 """TV units: a reached readout within this of its entropy-matched null carries no label information."""
 NULL_TOLERANCE = 1e-10
 """Bisection tolerance (log τ) of the entropy-matched null."""
 NULL_PERMUTATIONS = 4
-"""Label permutations among the batch's positions whose targets give the label part's D̃_d."""
+"""Label permutations among the batch's positions whose targets give the label parts' nulls."""
+
+
+def label_free_move(log_start: torch.Tensor, log_prev: torch.Tensor, step: float, kind: str) -> torch.Tensor:
+    """log of the move from p^0 toward p_{k-1} that uses no label: "arithmetic" (1−s)·p^0 + s·p_{k-1},
+    "geometric" ∝ (p^0)^{1−s}·p_{k-1}^s (s = ``step`` in [0, 1])."""
+    start, prev = log_start.double(), log_prev.double()
+    if kind == "arithmetic":
+        if step >= 1.0:
+            return prev.clone()
+        return torch.logaddexp(start + math.log1p(-step), prev + math.log(step)) if step > 0 else start.clone()
+    if kind == "geometric":
+        return torch.log_softmax((1.0 - step) * start + step * prev, dim=-1)
+    raise ValueError(f"kind must be 'arithmetic' or 'geometric', got {kind!r}")
+
+
+def move_coefficients(log_prev: torch.Tensor, log_start: torch.Tensor, reads: Sequence[torch.Tensor],
+                     label_sets: Sequence[torch.Tensor], alpha: float, epsilon: float) -> torch.Tensor:
+    """[label set j, readout i, 2]: the coefficients (x, y) of the move p_i − p^0 ≈ x·(m − p^0) + y·(g − p^0),
+    least squares pooled over positions, m and g built from the labels of set j (module docstring).
+    Exact, full vocabulary, in blocks of positions; float64. NaN where m = g at every position."""
+    n, vocab = log_prev.shape
+    size = max(1, BLOCK_ELEMS // max(1, vocab))
+    gram = torch.zeros(len(label_sets), 3, dtype=torch.float64)  # Σ⟨a,a⟩, Σ⟨a,b⟩, Σ⟨b,b⟩
+    right = torch.zeros(len(label_sets), len(reads), 2, dtype=torch.float64)  # Σ⟨δ,a⟩, Σ⟨δ,b⟩
+    for first in range(0, n, size):
+        rows = slice(first, min(n, first + size))
+        prev = log_prev[rows].double().exp()
+        p0 = log_start[rows].double().exp()
+        moves = [r[rows].double().exp() - p0 for r in reads]
+        for j, labels in enumerate(label_sets):
+            p_y = label_smooth(one_hot(labels[rows].long().to(prev.device), vocab, torch.float64), epsilon)
+            to_m = arithmetic_target(p_y, prev, alpha) - p0
+            to_g = geometric_target(p_y, prev, alpha)[0].exp() - p0
+            gram[j] += torch.stack([(to_m * to_m).sum(), (to_m * to_g).sum(), (to_g * to_g).sum()]).cpu()
+            for i, move in enumerate(moves):
+                right[j, i] += torch.stack([(move * to_m).sum(), (move * to_g).sum()]).cpu()
+    aa, ab, bb = gram.unbind(-1)
+    det = aa * bb - ab * ab
+    det = torch.where(det > 1e-12 * aa * bb, det, torch.full_like(det, math.nan))
+    x = (bb[:, None] * right[..., 0] - ab[:, None] * right[..., 1]) / det[:, None]
+    y = (aa[:, None] * right[..., 1] - ab[:, None] * right[..., 0]) / det[:, None]
+    return torch.stack([x, y], dim=-1)
 
 
 @dataclass(frozen=True)
 class Reached:
-    """One training of one seed: where it stopped, the reached readout's distances, its null residual."""
+    """One training of one seed: where it stopped, the reached readout's distances and move coefficients,
+    its null residual."""
 
     direction: str
     steps: int
@@ -91,6 +167,11 @@ class Reached:
     temperature: float  # τ_d
     tv_m_permuted: float = math.nan  # TV(p^d, m_k) with the labels permuted (mean over NULL_PERMUTATIONS)
     tv_g_permuted: float = math.nan
+    start_difference: float = math.nan  # D_0 = TV(p^0, m_k) − TV(p^0, g_k)
+    start_difference_permuted: float = math.nan  # D̃_0: the same with the permuted labels (mean)
+    toward_m: float = math.nan  # x_d: p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0) (progress, descriptive)
+    toward_g: float = math.nan  # y_d
+    free_floor: float = math.nan  # largest |E − Ẽ| of the label-free moves at ARM_FLOOR_STEPS
 
     @property
     def difference(self) -> float:
@@ -102,11 +183,48 @@ class Reached:
         """D_d − D̃_d: the part of D_d the labels add (NaN without the permuted distances)."""
         return self.difference - (self.tv_m_permuted - self.tv_g_permuted)
 
+    @property
+    def change(self) -> float:
+        """E_d = D_d − D_0: < 0 when the training came closer to m_k relative to g_k than the start was."""
+        return self.difference - self.start_difference
+
+    @property
+    def label_change(self) -> float:
+        """E_d − Ẽ_d: the part of E_d the labels add (NaN without the permuted distances)."""
+        return self.change - (self.tv_m_permuted - self.tv_g_permuted - self.start_difference_permuted)
+
+    @property
+    def along(self) -> float:
+        """x_d − y_d: the move's signed component along m_k − g_k (> 0: toward m_k rather than g_k)."""
+        return self.toward_m - self.toward_g
+
 
 def label_permutations(labels: torch.Tensor, seed: int, count: int = NULL_PERMUTATIONS) -> list[torch.Tensor]:
-    """``count`` seeded permutations of ``labels`` among their positions (the label part's null)."""
+    """``count`` seeded permutations of ``labels`` among their positions (the label parts' null)."""
     gen = torch.Generator().manual_seed(10_000 + int(seed))
     return [labels[torch.randperm(labels.numel(), generator=gen).to(labels.device)] for _ in range(count)]
+
+
+def _differences(log_prev: torch.Tensor, reads: Sequence[torch.Tensor], label_sets: Sequence[torch.Tensor],
+                 alpha: float, epsilon: float) -> torch.Tensor:
+    """[label set, readout]: TV(p, m) − TV(p, g), means over positions, targets from each label set."""
+    out = torch.zeros(len(label_sets), len(reads), dtype=torch.float64)
+    for j, labels in enumerate(label_sets):
+        for i, read in enumerate(reads):
+            dist = readout_distances(log_prev, read, labels, alpha, epsilon)
+            out[j, i] = float(dist["tv_m"].mean() - dist["tv_g"].mean())
+    return out
+
+
+def _free_floor(log_prev: torch.Tensor, log_start: torch.Tensor, labels: torch.Tensor,
+                permuted: Sequence[torch.Tensor], alpha: float, epsilon: float) -> float:
+    """The largest label part |E − Ẽ| over the label-free moves at ``ARM_FLOOR_STEPS`` (arithmetic and
+    geometric)."""
+    moves = [log_start] + [label_free_move(log_start, log_prev, s, kind) for s in ARM_FLOOR_STEPS
+                           for kind in ("arithmetic", "geometric")]
+    diff = _differences(log_prev, moves, [labels, *permuted], alpha, epsilon)
+    change = diff[:, 1:] - diff[:, :1]  # E per label set and move
+    return float((change[0] - change[1:].mean(0)).abs().max())
 
 
 def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log_p: torch.Tensor,
@@ -114,15 +232,21 @@ def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log
             loss_start: float = float("nan"), loss_end: float = float("nan"),
             permuted: Sequence[torch.Tensor] = ()) -> Reached:
     """``Reached`` from log p_{k-1}, the start log p^0 and the reached log p^d ([N, V], full vocabulary);
-    ``permuted``: label permutations (``label_permutations``) whose targets give the label part's null."""
+    ``permuted``: label permutations (``label_permutations``) whose targets give the label parts' nulls
+    and, with the label-free moves, the seed's floor."""
     dist = readout_distances(log_prev, log_p, labels, alpha, epsilon)
     tau = entropy_matching_temperature(log_start, float(dist["entropy"].mean()), tol=NULL_TOLERANCE)
     residual = 0.5 * (log_p.double().exp() - temper(log_start, tau).exp()).abs().sum(-1).mean()
-    null = [readout_distances(log_prev, log_p, other, alpha, epsilon) for other in permuted]
-    tv_m_null = sum(float(d["tv_m"].mean()) for d in null) / len(null) if null else math.nan
-    tv_g_null = sum(float(d["tv_g"].mean()) for d in null) / len(null) if null else math.nan
+    diff = _differences(log_prev, [log_p, log_start], [labels, *permuted], alpha, epsilon)
+    null = diff[1:].mean(0) if permuted else torch.full((2,), math.nan, dtype=torch.float64)
+    tv_null = [readout_distances(log_prev, log_p, other, alpha, epsilon) for other in permuted]
+    tv_m_null = sum(float(d["tv_m"].mean()) for d in tv_null) / len(tv_null) if tv_null else math.nan
+    tv_g_null = sum(float(d["tv_g"].mean()) for d in tv_null) / len(tv_null) if tv_null else math.nan
+    coef = move_coefficients(log_prev, log_start, [log_p], [labels], alpha, epsilon)[0, 0]
+    floor = _free_floor(log_prev, log_start, labels, permuted, alpha, epsilon) if permuted else math.nan
     return Reached(direction, steps, converged, loss_start, loss_end, float(dist["tv_m"].mean()),
-                   float(dist["tv_g"].mean()), float(residual), tau, tv_m_null, tv_g_null)
+                   float(dist["tv_g"].mean()), float(residual), tau, tv_m_null, tv_g_null, float(diff[0, 1]),
+                   float(null[1]), float(coef[0]), float(coef[1]), floor)
 
 
 @dataclass(frozen=True)
@@ -139,38 +263,109 @@ class FixedPointSeed:
 
     @property
     def contrast(self) -> float:
-        """C = D_F − D_R."""
+        """C = D_F − D_R (descriptive)."""
         return self.forward.difference - self.reverse.difference
 
     @property
     def label_contrast(self) -> float:
-        """C_label = (D_F − D̃_F) − (D_R − D̃_R) (NaN without the permuted distances)."""
+        """C_label = (D_F − D̃_F) − (D_R − D̃_R) (NaN without the permuted distances; descriptive)."""
         return self.forward.label_difference - self.reverse.label_difference
 
     @property
-    def fraction(self) -> float:
-        """C / (−2·TV(m_k, g_k)): 1 when each training reaches its own target exactly."""
-        return self.contrast / (-2.0 * self.tv_m_g) if self.tv_m_g > 0 else math.nan
-
-    @property
     def progress_forward(self) -> float:
-        """1 − TV(p^F, m_k)/TV(p^0, m_k): how far the CE training moved toward m_k (1: reached)."""
-        return 1.0 - self.forward.tv_m / self.start_tv_m if self.start_tv_m > 0 else math.nan
+        """x_F: the share of the way from p^0 to m_k the CE training moved (1: reached m_k)."""
+        return self.forward.toward_m
 
     @property
     def progress_reverse(self) -> float:
-        """1 − TV(p^R, g_k)/TV(p^0, g_k): how far the reverse training moved toward g_k."""
-        return 1.0 - self.reverse.tv_g / self.start_tv_g if self.start_tv_g > 0 else math.nan
+        """y_R: the share of the way from p^0 to g_k the reverse training moved (1: reached g_k)."""
+        return self.reverse.toward_g
+
+    def arm(self, direction: str, labelled: bool = True) -> float:
+        """A_d: the arm's statistic, > 0 toward its own optimum: −(E_F − Ẽ_F) for the CE arm,
+        E_R − Ẽ_R for the reverse arm (E_d itself with ``labelled`` False)."""
+        r = self.forward if direction == "forward" else self.reverse
+        value = r.label_change if labelled else r.change
+        return -value if direction == "forward" else value
+
+    @property
+    def free_floor(self) -> float:
+        """The seed's floor: the largest label part of the label-free moves (NaN without the null)."""
+        return max(self.forward.free_floor, self.reverse.free_floor)
 
     def label_blind(self, floor: float = RESIDUAL_FLOOR) -> bool:
         """Whether a reached readout is within ``floor`` of its entropy-matched null."""
         return min(self.forward.residual, self.reverse.residual) <= floor
 
 
+@dataclass(frozen=True)
+class ArmDecision:
+    """One arm's decision: its statistic's interval over the counted seeds, its p and Holm-adjusted p."""
+
+    arm: str  # "CE" (own optimum m_k) or "reverse" (own optimum g_k)
+    outcome: str  # one of ARM_OUTCOMES
+    interval: Interval | None  # A_d over the counted seeds (> 0: toward its own optimum)
+    floor: float
+    p_value: float | None = None  # two-sided t-test of A_d against the floor on its estimate's side
+    adjusted: float | None = None  # Holm over the two arms
+
+    @property
+    def decided(self) -> bool:
+        return self.outcome in ARM_OUTCOMES[:2]
+
+
+def row_word(forward: str, reverse: str) -> str:
+    """The row's word from the CE arm's and the reverse arm's outcomes (module docstring)."""
+    own, other = ARM_OUTCOMES[:2]
+    words = {(own, own): OUTCOMES[0], (own, other): OUTCOMES[1], (other, own): OUTCOMES[2], (other, other): OUTCOMES[3]}
+    if (forward, reverse) in words:
+        return words[(forward, reverse)]
+    decided = [w for w in (forward, reverse) if w in (own, other)]
+    if decided:
+        return OUTCOMES[4]
+    if forward == reverse == ARM_OUTCOMES[3]:
+        return OUTCOMES[6]
+    return OUTCOMES[5]
+
+
+def _arms(counted: Sequence[FixedPointSeed], labelled: bool, floor: float, level: float) -> list[ArmDecision]:
+    """Both arms, Holm over the two (module docstring)."""
+    found = []
+    for direction, name in (("forward", "CE"), ("reverse", "reverse")):
+        values = [s.arm(direction, labelled) for s in counted]
+        interval = seed_interval(values, level, min_seeds=MIN_SEEDS)
+        p = None
+        if interval is not None:  # nothing to reject while the estimate lies within the floor
+            side = floor if interval.estimate > 0 else -floor
+            p = t_test_p(values, side) if abs(interval.estimate) > floor else 1.0
+        found.append((name, interval, p))
+    tested = [i for i, (_, _, p) in enumerate(found) if p is not None]
+    adjusted = dict(zip(tested, holm([found[i][2] for i in tested]), strict=True))
+    out = []
+    for i, (name, interval, p) in enumerate(found):
+        if interval is None:
+            outcome = ARM_OUTCOMES[3]
+        elif adjusted[i] < 1.0 - level:
+            outcome = ARM_OUTCOMES[0] if interval.estimate > 0 else ARM_OUTCOMES[1]
+        else:
+            outcome = ARM_OUTCOMES[2]
+        out.append(ArmDecision(name, outcome, interval, floor, p, adjusted.get(i)))
+    return out
+
+
+def _row_p(arms: Sequence[ArmDecision]) -> float | None:
+    """The largest adjusted p of the decided arms; the smallest adjusted p when none is decided."""
+    decided = [a.adjusted for a in arms if a.decided and a.adjusted is not None]
+    if decided:
+        return max(decided)
+    tested = [a.adjusted for a in arms if a.adjusted is not None]
+    return min(tested) if tested else None
+
+
 @register
 @dataclass(frozen=True)
 class FixedPointResult(Result):
-    """The fixed-point experiment on one chunk: per-seed records, the contrast's interval, the outcome."""
+    """The fixed-point experiment on one chunk: per-seed records, each arm's decision, the row's word."""
 
     kind = "fixed_point"
     outcome: str
@@ -178,24 +373,27 @@ class FixedPointResult(Result):
     alpha: float
     epsilon: float
     seeds: list[FixedPointSeed]
-    contrast: Interval | None  # over the counted seeds
+    contrast: Interval | None  # C over the counted seeds (descriptive)
     counted: int
     label_blind: list[int]  # seeds left out by the guard
-    floor: float
+    floor: float  # the contrast's floor (TV units, descriptive)
     residual_floor: float
     converged: int  # trainings (two per seed) that met the stopping criterion
     settings: dict[str, str] = field(default_factory=dict)
-    statistic: str = "contrast"  # what decided: "label part" (C_label) or "contrast" (C, older records)
-    label_contrast: Interval | None = None  # C_label over the counted seeds, when recorded
-    fraction: Interval | None = None  # C / (−2·TV(m_k, g_k)) over the counted seeds
-    progress_forward: Interval | None = None  # 1 − TV(p^F, m_k)/TV(p^0, m_k) over the counted seeds
-    progress_reverse: Interval | None = None  # 1 − TV(p^R, g_k)/TV(p^0, g_k)
-    p_value: float | None = None  # two-sided t-test of the deciding statistic against the floor on its side
+    statistic: str = "change"  # what the arms decided on: "label part" (A_d) or "change" (−E_F, E_R)
+    label_contrast: Interval | None = None  # C_label over the counted seeds, when recorded (descriptive)
+    forward_arm: ArmDecision | None = None
+    reverse_arm: ArmDecision | None = None
+    arm_floor: float = math.nan  # the arms' floor (TV units)
+    progress_forward: Interval | None = None  # x_F over the counted seeds (share of the way to m_k)
+    progress_reverse: Interval | None = None  # y_R (share of the way to g_k)
+    forward_other: Interval | None = None  # y_F: the CE training's share of the way to g_k
+    reverse_other: Interval | None = None  # x_R: the reverse training's share of the way to m_k
+    p_value: float | None = None  # the row's p (module docstring)
 
     @property
-    def decisive(self) -> Interval | None:
-        """The interval that decided (C_label or C)."""
-        return self.label_contrast if self.statistic == "label part" else self.contrast
+    def arms(self) -> tuple[ArmDecision, ...]:
+        return tuple(a for a in (self.forward_arm, self.reverse_arm) if a is not None)
 
 
 FIXED_POINT = declare_family("fixed_point_chunk", FixedPointResult)
@@ -205,29 +403,25 @@ FIXED_POINT = declare_family("fixed_point_chunk", FixedPointResult)
 def fixed_point_decision(seeds: Sequence[FixedPointSeed], chunk: int, alpha: float, epsilon: float,
                          level: float = 0.95, settings: dict[str, str] | None = None,
                          floor: float = CONTRAST_FLOOR, residual_floor: float = RESIDUAL_FLOOR) -> FixedPointResult:
-    """The decision of the module docstring over the seeds' records."""
+    """The decision of the module docstring over the seeds' records (``floor``: the descriptive contrast's)."""
     blind = [s.seed for s in seeds if s.label_blind(residual_floor)]
     counted = [s for s in seeds if not s.label_blind(residual_floor)]
-    raw = seed_interval([s.contrast for s in counted], level, min_seeds=MIN_SEEDS)
-    labelled = bool(counted) and all(math.isfinite(s.label_contrast) for s in counted)
-    values = [s.label_contrast if labelled else s.contrast for s in counted]
-    interval = seed_interval(values, level, min_seeds=MIN_SEEDS)
-    p_value = None
-    if interval is not None:
-        p_value = t_test_p(values, -floor if interval.estimate < 0 else floor)
-    if interval is None:
-        outcome = "not testable"
-    elif interval.high < -floor:
-        outcome = OUTCOMES[0]
-    elif interval.low > floor:
-        outcome = "opposite"
-    else:
-        outcome = "no difference detected"
+    labelled = bool(counted) and all(math.isfinite(s.arm("forward")) and math.isfinite(s.arm("reverse"))
+                                     for s in counted)
+    floors = [s.free_floor for s in counted if math.isfinite(s.free_floor)]
+    arm_floor = max(ARM_FLOOR, sum(floors) / len(floors)) if labelled and floors else ARM_FLOOR
+    forward_arm, reverse_arm = _arms(counted, labelled, arm_floor, level)
     converged = sum(int(s.forward.converged) + int(s.reverse.converged) for s in seeds)
-    def over(name: str) -> Interval | None:
-        return seed_interval([getattr(s, name) for s in counted], level, min_seeds=MIN_SEEDS)
 
-    return FixedPointResult(outcome, int(chunk), float(alpha), float(epsilon), list(seeds), raw, len(counted),
-                            blind, float(floor), float(residual_floor), converged, dict(settings or {}),
-                            "label part" if labelled else "contrast", interval if labelled else None,
-                            over("fraction"), over("progress_forward"), over("progress_reverse"), p_value)
+    def over(values: list[float]) -> Interval | None:
+        return seed_interval(values, level, min_seeds=MIN_SEEDS)
+
+    with_null = bool(counted) and all(math.isfinite(s.label_contrast) for s in counted)
+    return FixedPointResult(
+        row_word(forward_arm.outcome, reverse_arm.outcome), int(chunk), float(alpha), float(epsilon), list(seeds),
+        over([s.contrast for s in counted]), len(counted), blind, float(floor), float(residual_floor), converged,
+        dict(settings or {}), "label part" if labelled else "change",
+        over([s.label_contrast for s in counted]) if with_null else None, forward_arm, reverse_arm, float(arm_floor),
+        over([s.progress_forward for s in counted]), over([s.progress_reverse for s in counted]),
+        over([s.forward.toward_g for s in counted]), over([s.reverse.toward_m for s in counted]),
+        _row_p((forward_arm, reverse_arm)))

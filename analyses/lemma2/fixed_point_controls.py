@@ -1,23 +1,24 @@
 """The fixed-point experiment with its controls (docs/MATH.md, "Lemma 2"; ``analyses.lemma2.fixed_point``).
 
 Three decisions through the SAME rule (``analyses.lemma2.fixed_point.fixed_point_decision``), each on
-per-seed records whose distances carry the label-permutation null (so the label part C_label
-decides):
+per-seed records whose projections carry the label-permutation null (so each arm decides on its
+label part A_d):
 
 * ``main``: chunk k trained alone with each loss on the batch's labels (the experiment);
 * ``permuted``: both trainings re-run on the labels permuted among the batch's positions, the
   reached readouts measured against the TRUE labels' targets: training carried no information
-  about those labels, so the rule must not find a direction ("no difference detected" or "not
-  testable"; "each loss moves toward its own optimum" or "opposite" is a failed control);
+  about those labels, so neither arm may find a direction (row word "no difference detected" or
+  "not testable"; any decided arm is a failed control);
 * ``label_free``: no training and no label: the forward "reached" readout is the arithmetic
   move (1−s)·p^0 + s·p_{k-1}, the reverse one the geometric move ∝ (p^0)^{1−s}·p_{k-1}^s
-  (s = ``LABEL_FREE_STEP``), which near m_k and g_k respectively without any label; the rule must
-  not read "each loss moves toward its own optimum".
+  (s = ``LABEL_FREE_STEP``), which near m_k and g_k respectively without any label; neither arm
+  may find a direction either.
 
-The floor of all three decisions (``main.floor``) is the label part that label-free moves reach on
-the same batches at other steps (``floor_steps``; ``zerolock_theory.app.workflows.fixed_point_controls``),
-never below ``analyses.lemma2.fixed_point.CONTRAST_FLOOR``: on a real model p^0 and p_{k-1} already lean
-toward the labels, so a label-free move has a small label part of its own.
+The arms' floor of each decision (``arm_floor``) is the label part that label-free moves reach on
+the same batches at other steps (``analyses.lemma2.fixed_point.ARM_FLOOR_STEPS``, computed with each
+record), never below ``analyses.lemma2.fixed_point.ARM_FLOOR``: on a real model p^0 and p_{k-1}
+already lean toward the labels, so a label-free move has a small label part of its own. ``floor_steps``
+and ``seed_floors`` record the (descriptive) TV contrast's floor.
 
 ``calibrated`` is True when both controls read as they must; the Lemma 2 row reports "not
 calibrated" otherwise (and without controls).
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analyses.lemma2.fixed_point import OUTCOMES, FixedPointResult
+from analyses.lemma2.fixed_point import FixedPointResult
 from analyses.results import Result, declare_family, register
 
 __all__ = ["LABEL_FREE_STEP", "PERMUTED_ALLOWED", "FixedPointControls"]
@@ -35,7 +36,7 @@ __all__ = ["LABEL_FREE_STEP", "PERMUTED_ALLOWED", "FixedPointControls"]
 LABEL_FREE_STEP = 0.75
 """s: how far the label-free control moves p^0 toward p_{k-1} (arithmetic forward, geometric reverse)."""
 PERMUTED_ALLOWED: tuple[str, ...] = ("no difference detected", "not testable")
-"""What the label-permutation control may read: the rule finds no direction in it."""
+"""What the controls may read: neither arm finds a direction."""
 
 
 @register
@@ -49,17 +50,17 @@ class FixedPointControls(Result):
     permuted: FixedPointResult
     label_free: FixedPointResult
     label_free_step: float = LABEL_FREE_STEP
-    floor_steps: list[float] = field(default_factory=list)  # s of the label-free moves that set the floor
+    floor_steps: list[float] = field(default_factory=list)  # s of the label-free moves of the contrast's floor
     seed_floors: list[float] = field(default_factory=list)  # per seed, the largest |C_label| over floor_steps
 
     @property
     def failed_controls(self) -> list[str]:
         """The controls that read what they must not (empty: calibrated)."""
         failed = []
-        if self.permuted.outcome not in PERMUTED_ALLOWED:
-            failed.append(f"label permutation reads {self.permuted.outcome!r}")
-        if self.label_free.outcome == OUTCOMES[0]:
-            failed.append(f"label-free move reads {self.label_free.outcome!r}")
+        for name, found in (("label permutation", self.permuted), ("label-free move", self.label_free)):
+            if found.outcome not in PERMUTED_ALLOWED:
+                arms = "; ".join(f"{a.arm} arm {a.outcome}" for a in found.arms if a.decided)
+                failed.append(f"{name} reads {found.outcome!r} ({arms})")
         return failed
 
     @property

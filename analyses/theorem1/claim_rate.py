@@ -273,7 +273,7 @@ OUTCOMES = {
     "not measured": NOT_MEASURED,
 }
 PAPER = "Theorem 1: with eta_t = eta_0/sqrt(t+1), (1/T) sum_(t<T) E||grad R^t(omega^t)||^2 <= C log T / sqrt(T)."
-TESTS = ("tests/analyses/theorem1/test_analyses_rate.py::test_no_plateau_family_reads_the_bounds_rate",
+TESTS = ("tests/analyses/theorem1/test_analyses_rate.py::test_no_floor_family_reads_the_bounds_words",
          "tests/analyses/theorem1/test_rate_constructions.py::test_an_exponential_floor_never_reads_the_bounds_words",
          "tests/analyses/theorem1/test_rate_constructions.py::test_one_over_root_t_still_reads_a_fall_toward_zero",
          "tests/analyses/theorem1/test_analyses_controls.py::test_toy_controls_pass_and_a_wrong_extra_control_is_reported_failed")

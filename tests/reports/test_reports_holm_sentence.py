@@ -9,7 +9,7 @@ from analyses.verdict import Evidence, Verdict
 from reports.wording import CORRECTION, bottom_line, verdict_markdown
 
 ROWS = [  # (claim, outcome, p): two decided rows, a not-testable row whose test ran, one without a test
-    ("theorem1_rate_reverse", "at the bound's rate or faster", 0.001),
+    ("theorem1_rate_reverse", "falls toward zero at the bound's rate or faster", 0.001),
     ("versus_backprop", "forward: no difference detected; reverse: no difference detected", 0.30),
     ("assumption5_paper", "not testable", 0.62),
     ("assumption5_implemented", "not testable", None),

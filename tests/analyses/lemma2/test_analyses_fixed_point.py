@@ -1,4 +1,6 @@
-"""Calibration of the fixed-point decision on synthetic reached readouts with known answers.
+"""Calibration of the fixed-point decision on synthetic reached readouts with known answers, recorded
+without the label-permutation null (the arms then decide on the change E_d itself; the catalogue
+with the null is ``test_analyses_fixed_point_arms``).
 
 Each seed draws its own batch: a nearly uniform p_{k-1} (as p_0 is on the package's runs),
 labels, and a start readout p^0. "Toward m_k" = the mixture (1-λ)·p^0 + λ·m_k, "toward g_k"
@@ -13,8 +15,8 @@ import pytest
 import torch
 
 from analyses.lemma2.fixed_point import (
+    ARM_OUTCOMES,
     CONTRAST_FLOOR,
-    OUTCOMES,
     FixedPointResult,
     FixedPointSeed,
     fixed_point_decision,
@@ -76,19 +78,21 @@ SHAPES = [(0.3, 0.5), (0.3, 2.0), (2.0, 0.5), (2.0, 2.0)]
 
 
 @pytest.mark.parametrize(("spread", "noise"), SHAPES)
-@pytest.mark.parametrize("lam", [0.1, 0.3, 0.6])
+@pytest.mark.parametrize("lam", [0.3, 0.6])
 def test_each_loss_toward_its_own_target_and_swapped(spread, noise, lam) -> None:
     own = _decide(_seeds(toward("m", lam), toward("g", lam), spread=spread, noise=noise))
-    assert own.outcome == "each loss moves toward its own optimum"
+    assert (own.forward_arm.outcome, own.reverse_arm.outcome) == ARM_OUTCOMES[:1] * 2
+    assert own.outcome == "each loss moves toward its own optimum" and own.statistic == "change"
     assert own.contrast.high < -CONTRAST_FLOOR and own.counted == SEEDS
     swapped = _decide(_seeds(toward("g", lam), toward("m", lam), spread=spread, noise=noise))
     assert swapped.outcome == "opposite"
 
 
 @pytest.mark.parametrize("name", ["m", "g"])
-def test_both_toward_the_same_target_is_no_difference(name) -> None:
+def test_both_toward_the_same_target_reads_one_arm_toward_the_others(name) -> None:
+    """Both trainings move the same way: the contrast C is exactly 0, the arms say where they went."""
     result = _decide(_seeds(toward(name), toward(name)))
-    assert result.outcome == "no difference detected"
+    assert result.outcome == f"both move toward {name}_k"
     assert result.contrast.estimate == 0.0
 
 
@@ -119,13 +123,6 @@ def test_too_few_seeds_is_not_testable() -> None:
     assert _decide(_seeds(toward("m"), toward("g"), n=2)).outcome == "not testable"
 
 
-def test_every_outcome_is_reachable_and_the_result_round_trips() -> None:
-    seen = {
-        _decide(_seeds(toward("m"), toward("g"))).outcome,
-        _decide(_seeds(toward("g"), toward("m"))).outcome,
-        _decide(_seeds(toward("m"), toward("m"))).outcome,
-        _decide(_seeds(toward("m"), toward("g"), n=2)).outcome,
-    }
-    assert seen == set(OUTCOMES)
+def test_the_result_round_trips() -> None:
     result = _decide(_seeds(toward("m"), toward("g")))
     assert load_result(result.to_json()).to_json() == result.to_json()  # NaN losses: compare the JSON
