@@ -22,7 +22,7 @@ __all__ = ["SHARED_SETTINGS", "GroupKey", "IncomparableRuns", "RunInfo", "check_
 
 def _tokenizer(run: Run, config: TrainConfig) -> str:
     """The tokenizer's fingerprint from the manifest (``training.manifest.tokenizer_identity``);
-    runs written before it was recorded fall back to the model directory, whose tokenizer they used."""
+    a manifest without it falls back to the model directory, whose tokenizer the run used."""
     identity = run.manifest.get("tokenizer")
     if isinstance(identity, dict) and identity.get("sha256"):
         return f"{identity.get('name') or '?'} (size {identity.get('size')}, sha256 {str(identity['sha256'])[:12]})"

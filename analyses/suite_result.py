@@ -66,13 +66,13 @@ class SuiteAnalysis(Result):
 
 
 def _current(claim: dict[str, Any]) -> bool:
-    """A verdict row in today's form: a registered claim, an ``outcome``, and evidence as data (no
-    group ``statement`` or bound-test reason sentence, as rows were once written)."""
+    """A verdict row in the form ``analyze_runs`` writes: a registered claim, one of its
+    ``outcome`` words, and evidence as data (no group ``statement`` or bound-test sentence)."""
     evidence = claim.get("evidence") if isinstance(claim, dict) else None
     known = {c.key: c for c in claims()}
     if not isinstance(evidence, dict) or "outcome" not in claim or claim.get("claim") not in known:
         return False
-    if claim["outcome"] not in known[claim["claim"]].outcomes:  # a row decided under older outcome words
+    if claim["outcome"] not in known[claim["claim"]].outcomes:  # a word its claim does not have
         return False
     bounds = [b for b in (evidence.get("bound"), evidence.get("backprop")) if isinstance(b, dict)]
     return not (any("statement" in g for g in evidence.get("groups") or ())
@@ -82,9 +82,9 @@ def _current(claim: dict[str, Any]) -> bool:
 def load_suite(directory: str | Path) -> SuiteAnalysis:
     """Inverse of ``SuiteAnalysis.save``; ``RunDataError`` when the index or a file is missing.
 
-    An index written in an earlier form (rows with a ``verdict`` instead of an ``outcome``, or
-    sentences as evidence) gets its verdicts decided again from its results, by the rules
-    ``analyze_runs`` applies today."""
+    An index in another form (rows with a ``verdict`` and no ``outcome``, or sentences as
+    evidence) gets its verdicts decided again from its results, by the rules ``analyze_runs``
+    applies."""
     root = Path(directory)
     index_path = root / INDEX
     if not index_path.is_file():

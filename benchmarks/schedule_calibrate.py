@@ -12,7 +12,11 @@ ratio, bubble and work factors for every shape in ``schedule_costs.SHAPES``, K â
 m â‰¤ 64, one device per stage. Writes ``schedule_prediction.json``.
 
     python3 benchmarks/schedule_calibrate.py validate --out runs/schedule
-    python3 benchmarks/schedule_calibrate.py predict --out runs/schedule --model /tmp/smollm2-shape
+    python3 benchmarks/schedule_calibrate.py predict --out runs/schedule --model DIR
+
+The result file records its setup without paths (--out left out, --model and --data by name) and
+its provenance: the machine (processor, logical CPUs, system, Python and torch versions; no host
+name), the date (UTC) and the command that reproduces it, with DIR for the output folder.
 
 Bad arguments: one line on stderr, exit status 2, nothing written.
 """
@@ -22,9 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import sys
 from dataclasses import asdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 try:
@@ -167,6 +173,48 @@ def predict(args: argparse.Namespace) -> dict:
     return out
 
 
+def _name(source: str) -> str:
+    """A model or data source by name: "embedded" as it is, a directory by its last component."""
+    return source if source == "embedded" else Path(source).name
+
+
+def recorded_setup(args: argparse.Namespace) -> dict:
+    """The arguments as the result file records them: no paths (--out left out, sources by name)."""
+    setup = {k: v for k, v in vars(args).items() if k != "out"}
+    setup["model"], setup["data"] = _name(str(args.model)), _name(str(args.data))
+    return setup
+
+
+def command(setup: dict) -> str:
+    """The command line that reproduces ``setup``, with DIR for the output folder."""
+    flags = []
+    for key, value in setup.items():
+        if key in ("mode", "overwrite"):
+            continue
+        shown = " ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        flags.append(f"--{key.replace('_', '-')} {shown}")
+    return " ".join(["python3 benchmarks/schedule_calibrate.py", setup["mode"], "--out DIR", *flags])
+
+
+def machine() -> str:
+    """The processor, logical CPUs, system, Python and torch versions (no host name, no path)."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    info = Path("/proc/cpuinfo")
+    if info.is_file():
+        names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines() if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    return (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.machine()}, "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def provenance(args: argparse.Namespace) -> dict:
+    """Where, when and how the result was measured: machine, date (UTC) and command."""
+    return {"machine": machine(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "command": command(recorded_setup(args))}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -176,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     except (BadInput, ValueError, FileNotFoundError) as exc:
         print(f"schedule_calibrate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
-    setup = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    target.write_text(json.dumps({**result, "setup": setup}, indent=1))
+    record = {**result, "setup": recorded_setup(args), "provenance": provenance(args)}
+    target.write_text(json.dumps(record, indent=1))
     print(f"wrote {target}")
     return 0
 

@@ -1,4 +1,4 @@
-"""Benchmark (not a test): each method's training step at a git revision against today's, one run.
+"""Benchmark (not a test): each method's training step at a git revision against this tree's, one run.
 
 ``trainer_step.py --before REV`` swaps only the loss module; this script times the whole step of
 another revision. It unpacks ``--rev`` (``git archive``) into a temporary directory and starts
@@ -9,9 +9,9 @@ share the machine's load; only one worker computes at any moment. Each method's 
 time per tree and their ratio are printed, with every worker's ``zerolock_theory`` path (the
 proof that each tree's code ran).
 
-Backprop is timed as each tree trains it: at ``--rev`` before the plain baseline it also
-computed every chunk's readout each step; today it computes its own loss only
-(``readout_every = 0``, as in ``trainer_step.py``), which is the point of the comparison.
+Backprop is timed as each tree trains it: this tree's computes its own loss only
+(``readout_every = 0``, as in ``trainer_step.py``), while a revision before the plain baseline
+also computes every chunk's readout each step. The working tree's column is labelled "today".
 
     python3 benchmarks/step_against_rev.py --rev 873ba9e --model smollm2-135m --chunks 5 \\
         --seq-len 32 --batch-size 8 --repeats 5

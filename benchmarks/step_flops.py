@@ -11,8 +11,8 @@ model and batch shape [B, T] (N = B·T tokens):
 * the loss over V (log-softmax, CE, consistency and their backward): elementwise, no matmul;
   timed per call on [B, T, V] fp32 logits as training runs it (``fused_loss.loss_and_grad``:
   terms and dℓ/dz in one pass, the target given as logits and log-sum-exp, the gradient
-  written over a kept buffer), beside the reference it replaced (``local_loss_from_logits``
-  and autograd, the loss trained on until then), timed interleaved, and beside its floor: one
+  written over a kept buffer), beside the autograd reference (``local_loss_from_logits``
+  and autograd), timed interleaved, and beside its floor: one
   pass over the fp32 logits each way, ``clone`` (a new [B, T, V] tensor: on a CPU this
   includes the pages' first touch) and ``copy_`` into a kept one (the bandwidth alone).
 

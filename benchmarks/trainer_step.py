@@ -15,12 +15,12 @@ each K in ``--chunks``:
   positions): the readout logits are then computed slice by slice into a leaf copy of h_k,
   so ZeroLock keeps at most one slice of logits; "sliced / plain bp" divides by the
   backprop run without slicing, "sliced / sliced bp" by backprop with the same slicing;
-* the loss over V per call (the fused loss as trained and the reference it replaced, each
+* the loss over V per call (the fused loss as trained and the autograd reference, each
   against its floor: ``step_flops.py``);
-* with ``--before REV``: the ZeroLock step with ``zerolock_theory/training/losses.py`` as it was
-  at git revision REV (loaded beside the current one, its ``sliced_backward_totals`` in place of
-  today's; every other module is today's), timed in the same loop, interleaved, so before and
-  after share the machine's load.
+* with ``--before REV``: the ZeroLock step with ``zerolock_theory/training/losses.py`` as it is
+  at git revision REV (loaded beside this tree's, its ``sliced_backward_totals`` in place of
+  this tree's; every other module is this tree's), timed in the same loop, interleaved, so both
+  share the machine's load.
 
     python3 benchmarks/trainer_step.py --chunks 2 4 --repeats 20
     python3 benchmarks/trainer_step.py --model smollm2-135m --chunks 2 5 --seq-len 32 --batch-size 8

@@ -24,12 +24,12 @@ turns them into the logged keys. q_t = ‖Δp̃_t‖² is the per-position mean
 reference: ``supported`` says whether the fast path applies.
 
 This is the one fast kernel: plain torch, the same code and roundings on every device, no
-warm-up. A second one, the same sums in a one-pass form through ``torch.compile`` (the
-``[probes] compile`` setting), was removed: it was 2–4× faster per call on a CPU, but only
-after 16–26 s of compiling per (α, ε, shape) and process, which the shipped suites' probe
-cadence never earned back; it needed a C++ compiler, ran uncompiled without a word past
-dynamo's recompile limit (8 per process), and rounded differently from this kernel
-(docs/PROBES.md, "Cost"; ``benchmarks/kernel_choice.py`` at commit 79260f0 compares the two).
+warm-up. It is not compiled: the same sums in a one-pass form through ``torch.compile`` are
+2–4× faster per call on a CPU, but only after 16–26 s of compiling per (α, ε, shape) and
+process, which the shipped suites' probe cadence never earns back; compiling needs a C++
+compiler, runs uncompiled without a word past dynamo's recompile limit (8 per process), and
+rounds differently from this kernel (docs/PROBES.md, "Why the kernel is not compiled";
+``benchmarks/kernel_choice.py`` at commit 79260f0 compares the two).
 
 The code is split in two: ``probes.kernels_base`` (sums, constants, ``KernelSums``) and
 ``probes.kernels_eager`` (``_block``); this module drives them (``step_sums``,

@@ -6,8 +6,8 @@ probes ran (``probes.kernels.cached_sums`` → ``probes.stability.kernel_metrics
 the minimizer keys at ω^{t+1} and the stability keys of the step t → t+1, as the record of
 step t. With a full float32 store (``[probes.readouts] mode = "full", dtype = "float32"``)
 the inputs are the online log-readouts exactly, so the numbers equal the online ones (for a
-run probed by an older version with compiled kernels, ``probes.compile`` in its config, they
-differ by float32 rounding, about 1e-7 relative); a top-k store spreads each tail evenly, an
+run whose kernels ran compiled, ``probes.compile`` in its config, they differ by float32
+rounding, about 1e-7 relative); a top-k store spreads each tail evenly, an
 approximation (the comparison shows by how much).
 
 ``compare(recomputed, online)`` gives, per key, the largest relative difference.

@@ -20,10 +20,12 @@ from analyses.verdict import Verdict
 __all__ = ["CORRECTION", "bottom_line", "correction", "drift_line", "figure", "fmt", "reason", "verdict_lines",
            "verdict_markdown"]
 
-CORRECTION = ("Multiplicity: Holm's step-down correction over the rows an interval decides (each row's two-sided "
-              "p of its decisive seed-level test), family-wise error at 1 - level; a row whose decision does not "
-              "survive it reads as undecided and is not counted. Analytic, descriptive, not-testable and "
-              "not-measured rows make no statistical decision and are not in the family.")
+CORRECTION = ("Multiplicity: Holm's step-down correction over every row that ran a seed-level test (each row's "
+              "two-sided p of its decisive test), family-wise error at 1 - level; a row whose decision does not "
+              "survive it reads as undecided and is not counted. A row whose test ran is in the family whatever its "
+              "outcome, not-testable rows whose interval could not tell the outcomes apart included (they reject "
+              "nothing and make the correction stricter for the others). Analytic, descriptive and not-measured "
+              "rows, and not-testable rows without a test, state no p and are not in the family.")
 
 
 def figure(verdict: Verdict) -> str:
@@ -51,7 +53,7 @@ def bottom_line(verdicts: Sequence[Verdict]) -> str:
     family = sum(v.correction is not None for v in rows)
     words = {"holds": "hold", "fails": "fail", "mixed": "mixed or undecided", "none": "without an answer"}
     counts = ", ".join(f"{tones.get(t, 0)} {w}" for t, w in words.items())
-    text = (f"Bottom line ({len(rows)} rows; Holm over the {family} interval-decided, only survivors counted): "
+    text = (f"Bottom line ({len(rows)} rows; Holm over the {family} with a seed-level test, only survivors counted): "
             f"{counts}")
     return text + (f"; not counted, their decision does not survive the correction: {'; '.join(dropped)}."
                    if dropped else ".")

@@ -1,6 +1,6 @@
 """Hostile referee: constructions with known answers against Assumption 5's and Theorem 1 (b)'s rules.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/break_a5_drift.py --reps 50      # about 6 min, one core
+    OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/break_a5_drift.py --reps 50
     OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/break_a5_drift.py --reps 300 --only "autocorrelated"
 
 Every construction (the catalogue: ``a5_drift_constructions.py``) builds synthetic ``scaling`` probe

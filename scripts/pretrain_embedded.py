@@ -13,7 +13,7 @@ up to floating-point nondeterminism of the CPU kernels):
 2. train a byte-level BPE tokenizer (``tokenizers``) with ``<|endoftext|>`` (bos/eos/unk)
    and ``<|pad|>``;
 3. pretrain a ``LlamaForCausalLM`` (8 layers, so it splits into K = 2, 4 or 8 chunks) with
-   AdamW, linear warmup and cosine decay, for a fixed number of steps (~13 min on 2 cores);
+   AdamW, linear warmup and cosine decay, for a fixed number of steps (the wall time is in the report below);
 4. save in Hugging Face format, weights stored as float16 to keep the directory ≤ 8 MB,
    with ``pretrain_report.json`` (losses, steps, seconds, sizes, seed).
 """

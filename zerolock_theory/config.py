@@ -264,8 +264,8 @@ class RunConfig:
     """Show a progress bar."""
     threads: int | None = None
     """Torch intra-op threads; null = torch's choice (one per core; 1 in a sweep or verify worker).
-    Give each run 1 when several share the machine: on 2 busy cores an 8-step run took 60 s with
-    torch's choice and 10.6 s with 1 thread."""
+    Give each run 1 when several share the machine: an OpenMP region waits for every one of its
+    threads, so with more threads than free cores every op waits for a busy core."""
     report_to: list[str] = field(default_factory=list)
     """Also export metrics: tensorboard, wandb or both (comma-separated on the command line)."""
     global_grad_every: int = 0

@@ -56,7 +56,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         _require(bool(sep), f"override {item!r} must look like section.key=value")
         retired = key.split(".")[-1] if key.startswith("probes.") else None
         _require(retired not in RETIRED_PROBE_KEYS,
-                 f"override {item!r}: {key} was removed: {RETIRED_PROBE_KEYS.get(retired or '')}; drop it")
+                 f"override {item!r}: {key} is a retired setting: {RETIRED_PROBE_KEYS.get(retired or '')}; drop it")
         _set_dotted(out, key, parse_value(value), f"override {item!r}")
     return out
 

@@ -22,11 +22,11 @@ SHARED_PROBE_KEYS = ("n_positions", "seed", "epsilon")
 DEFAULT_FACTORS: tuple[float, ...] = tuple(2.0**-i for i in range(7))
 """The step-scaling probe's factors c when its table sets none: 1, 1/2, …, 1/64."""
 RETIRED_PROBE_KEYS = {
-    "compile": "the stability and minimizer kernels are no longer compiled (one float32 kernel runs on every "
+    "compile": "the stability and minimizer kernels are not compiled (one float32 kernel runs on every "
                "device, docs/PROBES.md)",
 }
-"""Removed ``[probes]`` settings → why. Configs written by older versions (a run's ``config.json``,
-an old recipe) still load: ``drop_retired`` drops these keys, which no longer change anything.
+"""Retired ``[probes]`` settings → why. A config that holds one (a run's ``config.json``, a
+recipe) loads: ``drop_retired`` drops these keys, which change nothing.
 ``--set`` refuses them with that line (``config_overrides.apply_overrides``)."""
 
 

@@ -1,10 +1,12 @@
 """The verdict table's multiplicity correction: Holm over the rows an interval decides.
 
-docs/MATH.md, "Statistics for every verdict". Each row decided by a seed-level interval states
-the two-sided p-value of its decisive test (``Evidence.p_value``; ``None`` for analytic,
-descriptive, not-testable and not-measured rows, which make no statistical decision). Over the
-m rows that have one, Holm's step-down adjustment (Holm 1979) controls the family-wise error
-rate at 1 − level under any dependence between the rows:
+docs/MATH.md, "Statistics for every verdict". Each row that ran a seed-level test states the
+two-sided p-value of its decisive test (``Evidence.p_value``; ``None`` for analytic, descriptive
+and not-measured rows, and for not-testable rows that ran no test). The family is every row that
+states a p, whatever its outcome word: a not-testable row whose interval ran but could not tell
+the outcomes apart is in it (it rejects nothing; leaving it out after seeing its p would choose
+the family from the data). Over the m rows that have a p, Holm's step-down adjustment (Holm 1979)
+controls the family-wise error rate at 1 − level under any dependence between the rows:
 
     sort p_(1) ≤ … ≤ p_(m);   p̃_(i) = max_{j ≤ i} min(1, (m − j + 1)·p_(j)).
 

@@ -4,14 +4,17 @@
   pipelined ZeroLock against 1F1B at the same K, micro-batches and batch, split into weights,
   optimizer state, activations and communication buffers (``analyses.systems.memory.memory_claim`` on
   ``systems.json``). The ratio falls with the tokens a micro-batch carries, so the row decides on
-  the memory map (``memory_map.json``: ≥ 3 measured sizes) when present and names where it crosses
-  0.735; without one, on the suite's one setting, which it names. The split is a deterministic
+  the memory map (``memory_map.json``: ≥ 3 measured sizes) when present, from where its total
+  crosses 0.735 (interpolated between the measured sizes that bracket it), whatever the smallest
+  measured size, and says that the paper's own tokens per micro-batch are not stated; without a
+  map, on the suite's one setting, which it names. The split is a deterministic
   accounting: repeats are not shown as a spread.
 * **Throughput** (paper: 4.9% higher than 1F1B, 1.049): a schedule model's prediction over
   (model, K, m), never a verdict: the region where it reaches 1.049 per model, the suite's own
   model's map first (``analyses.systems.throughput``), and what the CPU pipelines validated (step
   times) and did not (the overlap between stages). It reads a ``schedule_prediction.json`` next to
-  the systems output when given, else the packaged one (``zerolock_theory/pipeline/data/``).
+  the systems output when given, else the packaged one (``zerolock_theory/pipeline/data/``), and
+  says where that file's costs were measured (its recorded machine, date and command).
 """
 
 from __future__ import annotations
@@ -28,12 +31,20 @@ from analyses.registry import (
     result_rule,
 )
 from analyses.results import NotMeasured
-from analyses.systems.memory import MAP_OUTCOMES, MEMORY, MEMORY_OUTCOMES, MemoryClaim, memory_claim
+from analyses.systems.memory import (
+    MAP_OUTCOMES,
+    MEMORY,
+    MEMORY_OUTCOMES,
+    MemoryClaim,
+    memory_claim,
+    place_on_map,
+)
 from analyses.systems.throughput import THROUGHPUT as THROUGHPUT_RESULT
 from analyses.systems.throughput import (
     THROUGHPUT_OUTCOMES,
     VALIDATED_WITHIN,
     ThroughputPrediction,
+    measured_where,
     throughput_prediction,
 )
 from analyses.verdict import Evidence
@@ -63,10 +74,11 @@ def _memory_short(ev: Evidence) -> str:
     if not isinstance(r, MemoryClaim) or not r.rows:
         return "-"
     if r.map is not None and r.map.points:
-        cross = f"; reaches 0.735 near {r.map.crossing_tokens:.0f} tokens" if r.map.crossing_tokens else ""
+        where = r.map.where
+        cross = f"; reaches 0.735 {where}" if where else "; reaches 0.735 at no measured size"
         ends = f"{r.map.points[0].total:.3f} at {r.map.points[0].tokens} to {r.map.points[-1].total:.3f} at " \
                f"{r.map.points[-1].tokens} tokens per micro-batch"
-        return f"K = {r.map.chunks}: total {ends}{cross} (paper 0.735)"
+        return f"K = {r.map.chunks}: total {ends}{cross} (paper 0.735, its size not stated)"
     row = next(x for x in r.rows if x.chunks == r.primary_chunks)
     return f"{r.setting or f'K = {row.chunks}'}: total {row.total.estimate:.3f}, activations " \
            f"{row.activations.estimate:.3f} (paper 0.735)"
@@ -82,8 +94,7 @@ def _memory_measured(ev: Evidence) -> str:
         points = "; ".join(f"{p.tokens} tokens: total {p.total:.3f}, activations {p.activations:.3f}"
                            for p in r.map.points)
         text += f". Map at K = {r.map.chunks}, {r.map.micro_batches} micro-batches (measured): {points}"
-        if r.map.crossing_tokens:
-            text += f"; the total reaches 0.735 near {r.map.crossing_tokens:.0f} tokens per micro-batch (interpolated)"
+        text += f"; {place_on_map(r.map)}"
     return text
 
 
@@ -125,13 +136,13 @@ def _throughput_measured(ev: Evidence) -> str:
     validated = (f"validated: CPU pipeline step times, errors {min(errors):+.0%} to {max(errors):+.0%} "
                  f"({r.validated} of {len(errors)} within {VALIDATED_WITHIN:.0%})" if errors
                  else "validated: no validation file")
-    return ("A prediction (schedule model, costs measured on this machine, scaled by FLOPs to each shape): "
+    return (f"A prediction (schedule model, {measured_where(r.provenance)}, scaled by FLOPs to each shape): "
             + "; ".join(_region(g) for g in regions)
             + f". {validated}; not validated: the overlap between stages, which the claim is about")
 
 
 REASONS = {
-    "memory_map": "the memory map decides: the total ratio at >= 3 measured micro-batch sizes against 0.735",
+    "memory_map": "the memory map decides: where its total ratio (>= 3 measured micro-batch sizes) crosses 0.735",
     "computed": "the suite's one setting decides (no memory map): its total ratio against 0.735 and 1",
     "no_memory_split": "no per-stage memory split recorded",
     "prediction": "a schedule model's prediction: shown as a map, never a verdict",
@@ -151,12 +162,11 @@ MEMORY = register(Claim(
     "as much as the paper's 26.5%, and at which tokens per micro-batch?",
     primary="the suite's model, ZeroLock and 1F1B pipelines at the largest K: the memory map over tokens per "
     "micro-batch (>= 3 sizes), else the suite's one setting",
-    outcomes={MAP_OUTCOMES[0]: Outcome("at every measured micro-batch size the total ratio is at or below 0.735",
-                                       "holds"),
-              MAP_OUTCOMES[1]: Outcome("the total ratio falls with the micro-batch size and passes 0.735 within "
-                                       "the measured sizes (where is named)", "mixed"),
-              MAP_OUTCOMES[2]: Outcome("lower than 1F1B at every measured size, never by 26.5%", "mixed"),
-              MAP_OUTCOMES[3]: Outcome("not lower than 1F1B at some measured size", "fails"),
+    outcomes={MAP_OUTCOMES[0]: Outcome("the total ratio is at or below 0.735 from a measured micro-batch size on "
+                                       "(where it crosses is named; the paper states no size)", "mixed"),
+              MAP_OUTCOMES[1]: Outcome("the total ratio is above 0.735 at every measured micro-batch size", "fails"),
+              MAP_OUTCOMES[2]: Outcome("the total ratio reaches 0.735 at some measured size and rises above it at "
+                                       "a larger one", "mixed"),
               MEMORY_OUTCOMES[0]: Outcome("at the named setting, the total ratio is at or below 0.735 (no map)",
                                           "holds"),
               MEMORY_OUTCOMES[1]: Outcome("at the named setting, lower than 1F1B but by less than 26.5% (no map)",
@@ -170,7 +180,9 @@ MEMORY = register(Claim(
     reason=_reason, analyses={MEMORY: _memory}, figure="systems_memory",
     tests=("tests/analyses/systems/test_analyses_systems.py::test_memory_claim_returns_each_outcome",
            "tests/analyses/systems/test_analyses_systems.py::test_memory_claim_without_split_is_not_measured",
-           "tests/analyses/systems/test_analyses_systems_map.py::test_the_map_names_where_the_ratio_crosses"),
+           "tests/analyses/systems/test_analyses_systems_map.py::test_the_map_names_where_the_ratio_crosses",
+           "tests/analyses/systems/test_analyses_systems_families.py::test_the_curve_reads_the_same_from_any_smallest_size",
+           "tests/analyses/systems/test_analyses_systems_families.py::test_each_construction_reads_its_truth"),
 ))
 THROUGHPUT = register(Claim(
     key="systems_throughput", title="Systems: throughput (predicted map, paper: 1.049x 1F1B)",
@@ -187,5 +199,6 @@ THROUGHPUT = register(Claim(
     figure="systems_throughput",
     tests=("tests/analyses/systems/test_analyses_systems_throughput.py::test_the_row_is_a_map_whatever_the_ratios",
            "tests/analyses/systems/test_analyses_systems_throughput.py::test_each_model_reads_its_own_cells",
+           "tests/analyses/systems/test_analyses_systems_provenance.py::test_the_row_says_where_the_file_was_measured",
            "tests/distributed/test_schedule_model.py::test_uniform_costs_give_the_closed_form_bubble"),
 ))

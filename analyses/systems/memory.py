@@ -30,13 +30,20 @@ split is a deterministic accounting: repeats agree, and their spread is no evide
 The answer depends on the setting: weights and optimizer state are fixed while activations grow
 with the tokens a micro-batch carries, so the total ratio falls with the micro-batch size.
 ``memory_map`` reads ``memory_map.json`` (``zerolock_theory.app.workflows.memory_map``: the ratio
-at ≥ 3 measured sizes, the split per component) and ``memory_claim`` decides on it when present:
-"as the paper claims at every measured size" (every ratio ≤ 0.735), "as the paper claims from a
-micro-batch size on" (the ratios cross 0.735 within the measured sizes; the crossing, by linear
-interpolation in log tokens between the two measured points around it, is named),
-"lower than 1F1B, less than the paper claims at every measured size", "not lower than 1F1B at
-some measured size". Without a map the outcome is the one measured setting's, and it says which
-setting (K, micro-batches, tokens per micro-batch).
+at ≥ 3 measured sizes, the split per component) and ``memory_claim`` decides on it when present,
+from where the total ratio crosses 0.735 (``map_outcome``): "as the paper claims from a
+micro-batch size on" (at or below 0.735 at the largest measured size and at every size after the
+first one that is; where it starts is named: the crossing, linear in log tokens between the two
+measured sizes that bracket it, or "at or below the smallest measured size" when even that one
+is), "short of the paper's 26.5% at every measured size" (no measured size at or below 0.735),
+"rises above 0.735 again at a larger size" (at or below 0.735 at some size, above it at a larger
+one). The word depends on where the curve meets 0.735, never on the ratio at the smallest
+sizes: measuring the same curve from a smaller first size adds points on the side above 0.735
+and leaves the word and the bracketing sizes unchanged. Where the paper's own setting lies on
+the map (``place_on_map``): the paper states no tokens per micro-batch (``PAPER_TOKENS`` is
+None), so the row says from which size the map reaches 0.735 and that the paper's size is not
+stated. Without a map the outcome is the one measured setting's, and it says which setting (K,
+micro-batches, tokens per micro-batch).
 """
 
 from __future__ import annotations
@@ -55,6 +62,9 @@ __all__ = [
     "CLAIMED_MEMORY_RATIO",
     "CLAIMED_THROUGHPUT_GAIN",
     "MAP_OUTCOMES",
+    "PAPER_TOKENS",
+    "map_outcome",
+    "place_on_map",
     "MEMORY_OUTCOMES",
     "MemoryMap",
     "MemoryMapPoint",
@@ -73,10 +83,11 @@ __all__ = [
 CLAIMED_MEMORY_REDUCTION = 0.265
 CLAIMED_THROUGHPUT_GAIN = 0.049
 CLAIMED_MEMORY_RATIO = 1.0 - CLAIMED_MEMORY_REDUCTION  # 0.735
-MAP_OUTCOMES: tuple[str, ...] = ("as the paper claims at every measured size",
-                                 "as the paper claims from a micro-batch size on",
-                                 "lower than 1F1B, less than the paper claims at every measured size",
-                                 "not lower than 1F1B at some measured size")
+MAP_OUTCOMES: tuple[str, ...] = ("as the paper claims from a micro-batch size on",
+                                 "short of the paper's 26.5% at every measured size",
+                                 "rises above 0.735 again at a larger size")
+PAPER_TOKENS: int | None = None
+"""The paper's tokens per micro-batch: not stated in the paper's text available to us."""
 MIN_MAP_POINTS = 3
 """A memory map decides only with at least this many measured micro-batch sizes."""
 MEMORY_OUTCOMES: tuple[str, ...] = ("lower than 1F1B, as the paper claims", "lower than 1F1B, less than the paper claims",
@@ -241,27 +252,69 @@ class MemoryMap(Result):
     micro_batches: int
     seq_len: int
     points: list[MemoryMapPoint]
-    crossing_tokens: float | None  # where the total ratio reaches 0.735 (interpolated), if it crosses
+    crossing_tokens: float | None  # where the total ratio reaches 0.735 (interpolated), if bracketed
+    bracket: list[int] | None = None  # the two measured sizes around ``crossing_tokens``
+    reaches_from: int | None = None  # the first measured size at or below 0.735, if any
+
+    @property
+    def where(self) -> str:
+        """Where the total reaches 0.735: "near N tokens (between a and b)", "at or below the smallest
+        measured size, N tokens", or "" when no measured size reaches it."""
+        if self.crossing_tokens is not None and self.bracket:
+            return (f"near {self.crossing_tokens:.0f} tokens per micro-batch (interpolated between the measured "
+                    f"{self.bracket[0]} and {self.bracket[1]})")
+        if self.reaches_from is not None:
+            return f"at or below the smallest measured size, {self.reaches_from} tokens per micro-batch"
+        return ""
 
 
-def _crossing(points: list[MemoryMapPoint]) -> float | None:
-    """Tokens where the total ratio falls through 0.735, linear in log tokens between measured points."""
-    for a, b in zip(points, points[1:], strict=False):
-        if a.total > CLAIMED_MEMORY_RATIO >= b.total:
-            w = (a.total - CLAIMED_MEMORY_RATIO) / (a.total - b.total)
-            return float(math.exp(math.log(a.tokens) + w * (math.log(b.tokens) - math.log(a.tokens))))
-    return None
+def _reaches(totals: list[float]) -> list[bool]:
+    return [t <= CLAIMED_MEMORY_RATIO for t in totals]
 
 
 def map_outcome(totals: list[float]) -> str:
     """The map's outcome word from its total ratios in order of size (module docstring)."""
     if len(totals) < MIN_MAP_POINTS:
         return "not testable"
-    if max(totals) >= 1.0:
-        return MAP_OUTCOMES[3]
-    if max(totals) <= CLAIMED_MEMORY_RATIO:
-        return MAP_OUTCOMES[0]
-    return MAP_OUTCOMES[1] if min(totals) <= CLAIMED_MEMORY_RATIO else MAP_OUTCOMES[2]
+    at = _reaches(totals)
+    if not any(at):
+        return MAP_OUTCOMES[1]
+    return MAP_OUTCOMES[0] if all(at[at.index(True):]) else MAP_OUTCOMES[2]
+
+
+def _crossing(points: list[MemoryMapPoint]) -> tuple[float | None, list[int] | None, int | None]:
+    """(crossing, bracket, first size at or below 0.735): the first measured size at or below 0.735
+    and, when a measured size above 0.735 precedes it, the crossing linear in log tokens between them."""
+    at = _reaches([p.total for p in points])
+    if not any(at):
+        return None, None, None
+    i = at.index(True)
+    b = points[i]
+    if i == 0:
+        return None, None, b.tokens
+    a = points[i - 1]
+    if b.total == CLAIMED_MEMORY_RATIO:
+        return float(b.tokens), [a.tokens, b.tokens], b.tokens
+    w = (a.total - CLAIMED_MEMORY_RATIO) / (a.total - b.total)
+    crossing = float(math.exp(math.log(a.tokens) + w * (math.log(b.tokens) - math.log(a.tokens))))
+    return crossing, [a.tokens, b.tokens], b.tokens
+
+
+def place_on_map(found: MemoryMap, tokens: int | None = PAPER_TOKENS) -> str:
+    """Where a setting of ``tokens`` per micro-batch lies on the map; the paper's by default (not stated)."""
+    where = found.where
+    if tokens is None:
+        reach = f"the map reaches 0.735 {where}" if where else "no measured size reaches 0.735"
+        return f"the paper states no tokens per micro-batch, so its setting is not placed on the map; {reach}"
+    sizes = [p.tokens for p in found.points]
+    if not sizes[0] <= tokens <= sizes[-1]:
+        return f"{tokens} tokens per micro-batch lie outside the measured {sizes[0]} to {sizes[-1]}"
+    a = max((p for p in found.points if p.tokens <= tokens), key=lambda p: p.tokens)
+    b = min((p for p in found.points if p.tokens >= tokens), key=lambda p: p.tokens)
+    w = 0.0 if a.tokens == b.tokens else math.log(tokens / a.tokens) / math.log(b.tokens / a.tokens)
+    ratio = a.total + w * (b.total - a.total)
+    side = "at or below" if ratio <= CLAIMED_MEMORY_RATIO else "above"
+    return f"at {tokens} tokens per micro-batch the total ratio is {ratio:.3f} (interpolated), {side} 0.735"
 
 
 def memory_map(path: str | Path) -> MemoryMap:
@@ -278,8 +331,9 @@ def memory_map(path: str | Path) -> MemoryMap:
     except (OSError, KeyError, TypeError, ZeroDivisionError, json.JSONDecodeError) as exc:
         raise RunDataError(f"{path}: not a memory map ({exc})") from exc
     points.sort(key=lambda p: p.tokens)
+    crossing, bracket, first = _crossing(points)
     return MemoryMap(map_outcome([p.total for p in points]), int(data["K"]), int(data["micro_batches"]),
-                     int(data["seq_len"]), points, _crossing(points))
+                     int(data["seq_len"]), points, crossing, bracket, first)
 
 
 @register

@@ -1,7 +1,7 @@
 """Systems claim, throughput: ZeroLock ÷ 1F1B as a predicted map, never a verdict.
 
 Throughput cannot be measured on shared CPU cores; a schedule model fed with costs measured on
-this machine and scaled by FLOPs to each model's shape (``zerolock_theory/pipeline/schedule_predict.py``)
+a CPU and scaled by FLOPs to each model's shape (``zerolock_theory/pipeline/schedule_predict.py``)
 predicts ZeroLock ÷ 1F1B over (model, K, micro-batches m). The prediction depends on the setting
 more than on the method: on one model the same K gives ratios from well above to below 1 as m
 grows, and the paper states neither K, m nor the model. So the row shows the map and the region
@@ -12,7 +12,9 @@ times against the model (``schedule_validation.json``: the errors, how many with
 
 Input: ``schedule_prediction.json`` (``benchmarks/schedule_calibrate.py predict``) with rows
 (model, K, m, ratio, bubble, work, readout_share) per cost variant; optionally
-``schedule_validation.json`` (the same script's ``validate``) for the model's error.
+``schedule_validation.json`` (the same script's ``validate``) for the model's error. Where the
+costs were measured is the file's own ``provenance`` (machine, date, command; ``measured_where``):
+the row repeats it, and says so when the file records none.
 
 Each model's section uses its own shape (``ModelRegion``, one per model of the grid); the suite's
 model leads when it is in the grid (``model``), and no other model's cell is printed as its own.
@@ -30,8 +32,9 @@ from typing import Any
 from analyses.io import RunDataError
 from analyses.results import Result, declare, register
 
-__all__ = ["CLAIMED_THROUGHPUT_RATIO", "SETTING", "THROUGHPUT_OUTCOMES", "VALIDATED_WITHIN", "ModelRegion",
-           "ThroughputPrediction", "grid_model", "throughput_outcome", "throughput_prediction"]
+__all__ = ["CLAIMED_THROUGHPUT_RATIO", "PROVENANCE_KEYS", "SETTING", "THROUGHPUT_OUTCOMES", "VALIDATED_WITHIN",
+           "ModelRegion", "ThroughputPrediction", "grid_model", "measured_where", "throughput_outcome",
+           "throughput_prediction"]
 
 CLAIMED_THROUGHPUT_RATIO = 1.049
 THROUGHPUT_OUTCOMES: tuple[str, ...] = ("a prediction, not a verdict", "not measured")
@@ -39,6 +42,8 @@ VALIDATED_WITHIN = 0.25
 """A validated step time: predicted within this relative error of the CPU pipeline's measured one."""
 SETTING: dict[str, Any] = {"model": "Llama-3-8B", "chunks": 4, "micro_batches": 8}
 """Assumed: one stage per GPU on a 4-GPU server, m = 2K, an 8B model (not stated by the paper)."""
+PROVENANCE_KEYS: tuple[str, ...] = ("machine", "date", "command")
+"""What a prediction file records about where its costs were measured (benchmarks/schedule_calibrate.py)."""
 REAL_MODEL = "SmolLM2-135M"
 REAL_CHUNKS: tuple[int, ...] = (2, 3, 5)
 QUESTION = ("Where over (model, K, micro-batches m) does the schedule model predict ZeroLock's throughput "
@@ -109,11 +114,20 @@ class ThroughputPrediction(Result):
     reason: str = ""
     model: str = ""  # the suite's model when in the grid (its section leads), else ""
     regions: list[ModelRegion] = field(default_factory=list)
+    provenance: dict[str, str] = field(default_factory=dict)  # the prediction file's: machine, date, command
 
     @property
     def validated(self) -> int:
         """Step times predicted within ``VALIDATED_WITHIN`` of the CPU pipeline's."""
         return sum(abs(e) <= VALIDATED_WITHIN for e in self.validation_errors)
+
+
+def measured_where(provenance: dict[str, str]) -> str:
+    """Where the costs were measured, in the prediction file's own words (machine, date, command)."""
+    if not all(provenance.get(k) for k in PROVENANCE_KEYS):
+        return "costs measured where the prediction file does not record"
+    return (f"costs measured on {provenance['machine']}, {provenance['date']}, by "
+            f"`{provenance['command']}`")
 
 
 THROUGHPUT = declare("systems_throughput", ThroughputPrediction)
@@ -174,6 +188,8 @@ def throughput_prediction(path: str | Path, validation: str | Path | None = None
     share = sum(c.ratio >= CLAIMED_THROUGHPUT_RATIO for c in cells) / len(cells)
     source = "assumed (the paper states neither K, m nor the model)" if setting == SETTING else "given"
     own = grid_model(model, sorted({c.model for c in cells})) if model else ""
+    recorded = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+    provenance = {k: str(recorded[k]) for k in PROVENANCE_KEYS if recorded.get(k)}
     return ThroughputPrediction(QUESTION, throughput_outcome(cells), variant, setting, source,
                                 at, REAL_MODEL, real, sign, share, cells, errors,
-                                reason="prediction", model=own, regions=_regions(cells))
+                                reason="prediction", model=own, regions=_regions(cells), provenance=provenance)

@@ -130,7 +130,7 @@ def test_compile_is_a_retired_setting_old_configs_load_and_set_refuses(tmp_path)
     assert config_differences(cfg, TrainConfig.from_dict({**old, "probes": cfg.to_dict()["probes"]})) == {}
     assert load_config(tmp_path / "config.json").probe_settings.n_positions == 64  # as a recipe
     for override in ("probes.compile=off", "probes.compile=on", "probes.stability.compile=auto"):
-        with pytest.raises(ValueError, match="was removed: the stability and minimizer kernels are no longer compiled") as err:
+        with pytest.raises(ValueError, match="is a retired setting: the stability and minimizer kernels are not compiled") as err:
             apply_overrides(old, [override])
         assert "\n" not in str(err.value) and "drop it" in str(err.value)
     with pytest.raises(TypeError):

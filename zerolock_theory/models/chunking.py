@@ -97,8 +97,8 @@ class ChunkedLM(nn.Module):
         """``nn.Module.train`` visiting each module once.
 
         ``backbone``, ``layers``, ``norm`` and ``head`` are registered here and inside
-        ``model``, so the inherited recursion set every layer's flag three times (2008 visits
-        for the embedded model's 672 modules, 3.4 ms per switch; probes switch twice a step).
+        ``model``, so the inherited recursion would set every layer's flag three times (2008
+        visits for the embedded model's 672 modules; probes switch twice a step).
         ``model``'s own ``train`` (and its overrides) runs once; any other child (none by
         default) is switched as ``nn.Module`` would.
         """

@@ -41,7 +41,7 @@ from zerolock_theory.pipeline.worker import WorkerSpec, run_worker, worker_main
 
 __all__ = ["PipelineError", "PipelineSummary", "launch", "launch_torchrun", "prepare_run"]
 
-# Imported once by the fork server, so a stage (or a restarted stage) starts in ~1 s.
+# Imported once by the fork server, so a stage (or a restarted stage) starts without importing them again.
 PRELOAD = ["torch", "torch.distributed.pipelining", "safetensors.torch", "tokenizers", "transformers",
            "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto",
            "transformers.models.llama.modeling_llama", "transformers.masking_utils",

@@ -294,7 +294,7 @@ def execute(run: Run) -> RunSummary:
                     record.update({records.initial(k): v for k, v in initial.items()
                                    if k.startswith((EVAL_CHUNK.prefix, TEST.prefix))})
             due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
-            if due or run.hooks:  # eval mode and back cost ~3 ms on the embedded model: only when used
+            if due or run.hooks:  # eval mode and back visit every module: only when used
                 with quiet_mode(run.chunked):
                     if due:
                         record.update(evaluate(run))

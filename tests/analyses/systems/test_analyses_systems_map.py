@@ -50,7 +50,7 @@ def test_the_map_names_where_the_ratio_crosses(tmp_path):
     assert [p.tokens for p in found.points] == [64, 128, 256, 512]
     exact = [(W_Z + A_Z * n) / (W_B + A_B * n) for n in (64, 128, 256, 512)]
     assert [p.total for p in found.points] == pytest.approx(exact)
-    assert found.outcome == MAP_OUTCOMES[1]
+    assert found.outcome == MAP_OUTCOMES[0] and found.bracket == [128, 256] and found.reaches_from == 256
     # the crossing lies between the two measured points around it (log-linear interpolation)
     n_star = (W_Z - CLAIMED_MEMORY_RATIO * W_B) / (CLAIMED_MEMORY_RATIO * A_B - A_Z)
     assert 128 < n_star < 256 and 128 < found.crossing_tokens < 256
@@ -59,10 +59,10 @@ def test_the_map_names_where_the_ratio_crosses(tmp_path):
 
 def test_the_claim_decides_on_the_map_and_names_the_setting(tmp_path):
     result = memory_claim(_write(tmp_path, [64, 128, 256, 512]) / "systems.json")
-    assert result.outcome == MAP_OUTCOMES[1] and result.reason == "memory_map"
+    assert result.outcome == MAP_OUTCOMES[0] and result.reason == "memory_map"
     assert result.setting == "K = 4, 4 micro-batches of 2 x 32 = 64 tokens"
     verdict = claim("systems_memory").decide(ClaimInputs({"systems_memory": result}, {}))
-    assert verdict.outcome == MAP_OUTCOMES[1] and verdict.evidence.p_value is None  # deterministic: no test
+    assert verdict.outcome == MAP_OUTCOMES[0] and verdict.evidence.p_value is None  # deterministic: no test
     assert "near" in claim("systems_memory").headline(verdict.evidence)
 
 
@@ -75,6 +75,8 @@ def test_without_a_map_the_one_setting_decides(tmp_path):
 
 def test_map_outcomes_and_too_few_sizes():
     assert map_outcome([0.7, 0.6, 0.5]) == MAP_OUTCOMES[0]
-    assert map_outcome([0.9, 0.8, 0.75]) == MAP_OUTCOMES[2]
-    assert map_outcome([1.1, 0.8, 0.7]) == MAP_OUTCOMES[3]
+    assert map_outcome([1.1, 0.8, 0.7]) == MAP_OUTCOMES[0]  # above 1 at the smallest size: the crossing decides
+    assert map_outcome([0.9, 0.8, 0.75]) == MAP_OUTCOMES[1]
+    assert map_outcome([1.2, 1.1, 1.05]) == MAP_OUTCOMES[1]
+    assert map_outcome([0.9, 0.7, 0.8]) == MAP_OUTCOMES[2]
     assert map_outcome([0.9, 0.7]) == "not testable"

@@ -8,7 +8,7 @@ Examples::
     zerolock verify --config verify_smollm2_cpu --out runs/smollm2   # SmolLM2-135M, 2 CPU cores, short horizon
     zerolock verify --quick --set data.seq_len=64 --set model.lora.rank=4 --out runs/vq64
     zerolock verify --config my_suite.toml --set suite.steps=2000 --out runs/long
-    zerolock verify --config verify_sensitivity --out runs/sensitivity   # the sensitivity map, ~10 min on 2 idle cores
+    zerolock verify --config verify_sensitivity --out runs/sensitivity   # the sensitivity map (docs/SENSITIVITY.md: its cost)
     zerolock verify --out runs/qwen --model /models/Qwen2.5-0.5B --data corpus.jsonl \\
         --text-field body --device cuda --autocast bfloat16   # fp32 weights, bf16 compute
 

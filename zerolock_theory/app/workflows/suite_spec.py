@@ -92,7 +92,7 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "gradients": {"n_positions": n, "every": spec.gradient_every},
         "readouts": {"n_positions": n, "every": max(1, spec.steps // spec.readout_records)},
         # Assumption 5 by step scaling at the seven factors 1 ... 1/64, ``scaled_steps`` scaled steps a run,
-        # with the random-direction baseline (~0.8 s + 0.9 s per scaled step at N = 64, one core)
+        # with the random-direction baseline (its own forwards at every factor: docs/PROBES.md, scaling)
         "scaling": {"n_positions": n, "every": max(1, spec.steps // spec.scaled_steps),
                     "random_baseline": spec.random_baseline},
     }
@@ -111,7 +111,7 @@ def base_config(spec: SuiteSpec, model: str, data: str, device: str, dtype: str,
         "run": {"steps": spec.steps, "eval_every": spec.eval_every, "checkpoint_every": spec.steps,
                 "keep_checkpoints": 1, "progress": False, "global_grad_every": spec.global_every,
                 # One intra-op thread on CPU: the embedded model's ops are too small to gain from
-                # more, and an OpenMP region stalls ~15 ms per op whenever a core is busy.
+                # more, and an OpenMP region stalls every op whenever a core is busy.
                 "threads": 1 if device == "cpu" or (device == "auto" and not torch.cuda.is_available()) else None},
         "probes": probes,
     }

@@ -23,9 +23,9 @@ The suite (docs/MATH.md names):
    ``fixed_point_chunks``, and the pipelined memory runs at ``memory_stages``.
 5. **Sweep** (optional, descriptive): η_0 × ``lr_factors``, seed ``seeds[0]``.
 
-Sizing: a ZeroLock step costs about 0.2 s on one core at batch 8 × 32 (embedded model, K = 4),
-the proof probe 0.1 s more, a scaled step with its baseline about 1.7 s (64 probe positions);
-The results pages under docs/results/ give the measured wall times of ``--quick`` and the full suite. Runs go through
+Sizing: a scaled step (the update at seven factors, along the actual and the random direction)
+costs several training steps, the proof probe about half of one; ``scaled_steps`` and
+``proof_every`` set how often they run. The results pages under docs/results/ give the measured wall times of ``--quick`` and the full suite. Runs go through
 ``workflows.sweep.run_grid`` (``jobs`` at once), so an interrupted verify resumes: complete
 runs are skipped, a half-written run resumes, finished side runs are skipped.
 """
