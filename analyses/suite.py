@@ -18,19 +18,15 @@ import pandas as pd
 
 from analyses.assumption5.scaling import SCALING, StepScaling, group_scaling
 from analyses.assumption5.step_limits import scaling_factors
-from analyses.descriptive.depth import DEPTH, depth_set
-from analyses.descriptive.drift import DRIFT, drift_check
-from analyses.descriptive.movement import MINIMIZERS, minimizer_table, toy_check
-from analyses.descriptive.outcome import OUTCOME, compare_outcomes
-from analyses.descriptive.proposition_pairs import PROPOSITION, PropositionSet, proposition_group
-from analyses.descriptive.stability import (
-    OBJECTIVES,
-    STABILITY_SUMMARY,
-    stability_chunks,
-    stability_summary,
-)
+from analyses.descriptive.data import RunData, readouts
+from analyses.descriptive.depth import DEPTH, depth_of
+from analyses.descriptive.drift import DRIFT, drift_of
+from analyses.descriptive.movement import MINIMIZERS, movement_table, toy_check
+from analyses.descriptive.outcome import OUTCOME, compare_held_out
+from analyses.descriptive.proposition_pairs import PROPOSITION, PropositionSet, pairs_group
+from analyses.descriptive.stability import OBJECTIVES, STABILITY_SUMMARY, summarize_stability
 from analyses.descriptive.toy import TOY_CHECK
-from analyses.descriptive.tracking import TRACKING, TrackingSet, direction_tracking, run_tracking
+from analyses.descriptive.tracking import TRACKING, TrackingSet, direction_tracking, tracking_of
 from analyses.io import Run, RunDataError, load_run
 from analyses.lemma2.fixed_point import FIXED_POINT, FixedPointResult
 from analyses.lemma2.fixed_point_controls import CONTROLS, FixedPointControls
@@ -171,6 +167,7 @@ def analyze_loaded(
     check_comparable(runs, names)
     infos = [run_info(r, n) for r, n in zip(runs, names, strict=True)]
     table = list(zip(infos, [r.metrics for r in runs], strict=True))
+    read = _Reads({id(f): RunData(i.name, f) for i, f in table})  # each quantity read once per run
     results: dict[str, Result] = dict(extra or {})
     skipped: dict[str, str] = {}
 
@@ -185,26 +182,24 @@ def analyze_loaded(
     zl, excluded = _without_diverged(zl_all)
     attempt(TOY_CHECK, toy_check)
     attempt(
-        MINIMIZERS, lambda: minimizer_table([(i.direction, f) for i, f in zl], tail=tail, **boot)
+        MINIMIZERS, lambda: movement_table([(i.direction, read(f).distances) for i, f in zl], tail=tail, **boot)
     )
     attempt(TRACKING, partial(_tracking, zl, excluded, level))
     for obj in OBJECTIVES:
-        chosen = _stability_runs(zl, obj)
-        frames, fnames = [f for _, f in chosen], [i.name for i, _ in chosen]
+        chosen = _stability_runs(zl, obj, read)
+        terms = [read(f).stability(obj) for _, f in chosen]
         trained = chosen[0][0].direction if chosen else ""
-        attempt(
-            STABILITY_SUMMARY[obj], partial(stability_summary, frames, obj, fnames, trained=trained)
-        )
+        attempt(STABILITY_SUMMARY[obj], partial(summarize_stability, terms, obj, trained=trained))
         attempt(SCALING[obj], partial(_step_scaling, zl, obj, excluded, level))
-        attempt(DRIFT[obj], partial(_drift, zl, obj, level))
+        attempt(DRIFT[obj], partial(_drift, chosen, obj, level, read))
     theorem1, theorem1_skipped = theorem1_results(table, level)  # Theorem 1 (issue 9)
     results.update(theorem1)
     skipped.update(theorem1_skipped)
-    attempt(DEPTH, lambda: depth_set([f for _, f in zl], [i.name for i, _ in zl], tol=tol))
-    attempt(PROPOSITION, partial(_proposition, zl, excluded, level))
+    attempt(DEPTH, lambda: depth_of([read(f).task_ce for _, f in zl], tol=tol))
+    attempt(PROPOSITION, partial(_proposition, zl, excluded, level, read))
     if excluded:
         skipped[DIVERGED_RUNS] = "; ".join(excluded)
-    attempt(OUTCOME, lambda: compare_outcomes(_groups(table)))
+    attempt(OUTCOME, lambda: compare_held_out(_groups(table, read)))
     if systems is not None:
         attempt(SYSTEMS, lambda: systems_comparison(systems))
     else:
@@ -234,9 +229,16 @@ def _without_diverged(runs: list[tuple[RunInfo, pd.DataFrame]]):
     return kept, excluded
 
 
-def _stability_runs(zl: list[tuple[RunInfo, pd.DataFrame]], obj: str):
+class _Reads(dict):
+    """``RunData`` of each run, by its metrics frame's identity: ``read(frame)``."""
+
+    def __call__(self, frame: pd.DataFrame) -> RunData:
+        return self[id(frame)]
+
+
+def _stability_runs(zl: list[tuple[RunInfo, pd.DataFrame]], obj: str, read: _Reads):
     """The runs of the objective's primary group that carry its stability keys (``_primary``)."""
-    have = [(i, f) for i, f in zl if stability_chunks(f, obj)]
+    have = [(i, f) for i, f in zl if read(f).stability(obj).chunks]
     return _primary(have, obj)[0] if have else []
 
 
@@ -278,7 +280,7 @@ def _tracking(zl, excluded: list[str], level: float) -> TrackingSet:
         runs = []
         for info, _ in best:
             try:
-                runs.append(run_tracking(info.path, info.alpha, info.epsilon, info.name))
+                runs.append(tracking_of(readouts(info.path, info.name), info.alpha, info.epsilon))
             except NotMeasured as exc:
                 reasons.append(str(exc))
         if runs:
@@ -288,13 +290,13 @@ def _tracking(zl, excluded: list[str], level: float) -> TrackingSet:
     return TrackingSet(directions, excluded)
 
 
-def _proposition(zl, excluded: list[str], level: float) -> PropositionSet:
+def _proposition(zl, excluded: list[str], level: float, read: _Reads) -> PropositionSet:
     """Proposition 1 per group; the primary group is the paper's setting (reverse, most seeds)."""
     groups = []
     for members in _primary(zl, "paper"):
         try:
-            groups.append(proposition_group([(i.name, f) for i, f in members], group=members[0][0].group,
-                                            trained=members[0][0].direction, level=level))
+            groups.append(pairs_group([read(f).chunk_pairs for _, f in members], group=members[0][0].group,
+                                      trained=members[0][0].direction, level=level))
         except NotMeasured:
             continue
     if not groups:
@@ -302,16 +304,15 @@ def _proposition(zl, excluded: list[str], level: float) -> PropositionSet:
     return PropositionSet(groups, excluded)
 
 
-def _drift(zl, obj: str, level: float):
-    """The drift check on the primary group of the stability probe."""
-    chosen = _stability_runs(zl, obj)
+def _drift(chosen, obj: str, level: float, read: _Reads):
+    """The drift check on the primary group of the stability probe (``_stability_runs``)."""
     if not chosen:
         raise NotMeasured(f"no run has probe/stability/{obj} keys")
-    return drift_check([(i.name, f) for i, f in chosen], obj, group=chosen[0][0].group, level=level)
+    return drift_of([read(f).totals(obj) for _, f in chosen], obj, group=chosen[0][0].group, level=level)
 
 
-def _groups(table: list[tuple[RunInfo, pd.DataFrame]]) -> dict[str, tuple[str, list]]:
+def _groups(table: list[tuple[RunInfo, pd.DataFrame]], read: _Reads) -> dict[str, tuple[str, list]]:
     groups: dict[str, tuple[str, list]] = {}
     for info, frame in table:
-        groups.setdefault(info.group, (info.method, []))[1].append((info.name, frame))
+        groups.setdefault(info.group, (info.method, []))[1].append(read(frame).held_out)
     return groups

@@ -20,13 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import layout
+from analyses.descriptive.data import TaskCE, task_ce
 from analyses.results import NotMeasured, Result, declare, register
-from zerolock_theory.records import CHUNK, EVAL_CHUNK, MINIMIZER
 
-__all__ = ["DepthProfile", "DepthSet", "depth_profile", "depth_set", "depth_verdict"]
+__all__ = ["DepthProfile", "DepthSet", "depth_of", "depth_profile", "depth_set", "depth_verdict", "profile_of"]
 
-SOURCES = (EVAL_CHUNK, CHUNK)  # their "ce": held out when the run has it, else the training minibatch
 CURVE_POINTS = 300
 
 
@@ -59,39 +57,32 @@ class DepthProfile(Result):
     gap_median: list[float]
 
 
-def depth_profile(frame: pd.DataFrame, *, run: str = "run", tol: float = 0.0) -> DepthProfile:
-    """Proposition 1 on one run (module docstring).
+def profile_of(data: TaskCE, *, tol: float = 0.0) -> DepthProfile:
+    """Proposition 1 on one run (module docstring), from ``analyses.descriptive.data.task_ce``.
 
     Guarantees: ``share_holds = n_holds / n_evaluated``; ``pair_share[k-1]`` is the share of
     evaluated steps with CE_{k+1} ≤ CE_k + tol; ``final_ce`` is CE_k at the last evaluated
     step. Raises ``NotMeasured`` without per-chunk CE or with fewer than two chunks.
     """
-    found = layout(frame)
-    source = next((s for s in SOURCES if s.present(frame, found, "ce")), None)
-    if source is None or found.chunks < 2:
-        raise NotMeasured(f"{run}: no per-chunk CE (eval/chunk/{{k}}/ce or chunk/{{k}}/ce)")
-    chunks = list(found.coordinates("chunk"))
-    label = source.pattern.format(chunk="{k}", field="ce")
-    ce = source.read(frame, found, "ce")
-    steps = frame["step"].to_numpy()
-    rows = ~np.isnan(ce).any(axis=1)
-    ce, steps = ce[rows], steps[rows]
+    if data.missing:
+        raise NotMeasured(data.missing)
+    rows = ~np.isnan(data.ce).any(axis=1)
+    ce, steps = data.ce[rows], data.steps[rows]
     if ce.shape[0] == 0:
-        raise NotMeasured(f"{run}: no step with CE for every chunk ({label})")
+        raise NotMeasured(f"{data.run}: no step with CE for every chunk ({data.source})")
     pair_ok = ce[:, 1:] <= ce[:, :-1] + tol
     holds = pair_ok.all(axis=1)
     pos = _thin(len(steps), CURVE_POINTS)
-    if MINIMIZER.present(frame, found, "gap"):
-        gap = MINIMIZER.read(frame, found, "gap")
-        gap_rows = ~np.isnan(gap).all(axis=1)
-        gap, gap_steps = gap[gap_rows], frame["step"].to_numpy()[gap_rows]
+    if data.gap is not None:
+        gap_rows = ~np.isnan(data.gap).all(axis=1)
+        gap, gap_steps = data.gap[gap_rows], data.steps[gap_rows]
     else:
         gap, gap_steps = np.zeros((0, 0)), np.array([], int)
     gpos = _thin(len(gap_steps), CURVE_POINTS)
     return DepthProfile(
-        run=run,
-        source=label,
-        chunks=chunks,
+        run=data.run,
+        source=data.source,
+        chunks=list(data.chunks),
         tol=float(tol),
         n_evaluated=int(len(steps)),
         n_holds=int(holds.sum()),
@@ -107,6 +98,11 @@ def depth_profile(frame: pd.DataFrame, *, run: str = "run", tol: float = 0.0) ->
         gap_final=gap[-1].tolist() if gap.size else [],
         gap_median=np.nanmedian(gap, axis=0).tolist() if gap.size else [],
     )
+
+
+def depth_profile(frame: pd.DataFrame, *, run: str = "run", tol: float = 0.0) -> DepthProfile:
+    """``profile_of`` the run's ``analyses.descriptive.data.task_ce``."""
+    return profile_of(task_ce(frame, run), tol=tol)
 
 
 @register
@@ -135,15 +131,12 @@ def depth_verdict(share: float, all_final_hold: bool) -> str:
     return "inconclusive"
 
 
-def depth_set(
-    frames: Sequence[pd.DataFrame], names: Sequence[str] | None = None, *, tol: float = 0.0
-) -> DepthSet:
+def depth_of(runs: Sequence[TaskCE], *, tol: float = 0.0) -> DepthSet:
     """Profiles of every run that has per-chunk CE, pooled (``NotMeasured`` if none has)."""
-    names = list(names) if names is not None else [f"run {i}" for i in range(len(frames))]
     profiles = []
-    for frame, name in zip(frames, names, strict=True):
+    for data in runs:
         try:
-            profiles.append(depth_profile(frame, run=name, tol=tol))
+            profiles.append(profile_of(data, tol=tol))
         except NotMeasured:
             continue
     if not profiles:
@@ -153,3 +146,11 @@ def depth_set(
     share = n_holds / n_eval
     final = all(p.final_holds for p in profiles)
     return DepthSet(profiles, n_eval, n_holds, share, final, depth_verdict(share, final))
+
+
+def depth_set(
+    frames: Sequence[pd.DataFrame], names: Sequence[str] | None = None, *, tol: float = 0.0
+) -> DepthSet:
+    """``depth_of`` over metrics frames (named ``names``, else ``run i``)."""
+    names = list(names) if names is not None else [f"run {i}" for i in range(len(frames))]
+    return depth_of([task_ce(frame, name) for frame, name in zip(frames, names, strict=True)], tol=tol)

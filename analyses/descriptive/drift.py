@@ -22,13 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import numeric_column
+from analyses.descriptive.data import DriftTotals, stability_totals
 from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import seed_interval
-from zerolock_theory.records import STABILITY
 from zerolock_theory.vocab import OBJECTIVES
 
-__all__ = ["DriftCheck", "DriftRun", "drift_check", "drift_run", "growth_exponent"]
+__all__ = ["DriftCheck", "DriftRun", "drift_check", "drift_curves", "drift_of", "drift_run", "growth_exponent"]
 
 CURVE_POINTS = 200
 
@@ -57,22 +56,20 @@ class DriftRun:
     end_ratio: float | None
 
 
-def drift_run(frame: pd.DataFrame, obj: str, run: str = "run") -> DriftRun:
+def drift_curves(totals: DriftTotals) -> DriftRun:
     """The drift curves of one run; ``NotMeasured`` without finite φ_t and q_t."""
-    phi_key, q_key = STABILITY.key(obj, "total", "phi"), STABILITY.key(obj, "total", "q")
-    if phi_key not in frame.columns or q_key not in frame.columns:
-        raise NotMeasured(f"{run}: no {phi_key}")
-    phi = numeric_column(frame, phi_key, where=run).to_numpy(dtype=float)
-    q = numeric_column(frame, q_key, where=run).to_numpy(dtype=float)
+    if totals.missing:
+        raise NotMeasured(totals.missing)
+    phi, q = totals.phi, totals.q
     ok = np.isfinite(phi) & np.isfinite(q)
     if ok.sum() < 2:
-        raise NotMeasured(f"{run}: fewer than 2 steps with finite phi_t and q_t ({obj})")
+        raise NotMeasured(f"{totals.run}: fewer than 2 steps with finite phi_t and q_t ({totals.objective})")
     t = np.arange(1, int(ok.sum()) + 1, dtype=float)  # T = number of probed steps summed
     d, qc, s = np.cumsum(np.clip(phi[ok], 0, None)), np.cumsum(q[ok]), np.cumsum(phi[ok])
     pos = np.unique(np.linspace(0, t.size - 1, min(t.size, CURVE_POINTS)).astype(int))
-    steps = frame["step"].to_numpy()[ok]
+    steps = totals.steps[ok]
     return DriftRun(
-        run=run,
+        run=totals.run,
         steps=steps[pos].astype(int).tolist(),
         d=d[pos].tolist(),
         q=qc[pos].tolist(),
@@ -81,6 +78,11 @@ def drift_run(frame: pd.DataFrame, obj: str, run: str = "run") -> DriftRun:
         q_exponent=growth_exponent(t, qc),
         end_ratio=float(d[-1] / qc[-1]) if qc[-1] > 0 else None,
     )
+
+
+def drift_run(frame: pd.DataFrame, obj: str, run: str = "run") -> DriftRun:
+    """``drift_curves`` of the run's ``analyses.descriptive.data.stability_totals``."""
+    return drift_curves(stability_totals(frame, obj, run))
 
 
 @register
@@ -101,12 +103,12 @@ DRIFT = {o: declare(f"drift_{o}", DriftCheck, builtin=True) for o in OBJECTIVES}
 """The drift check of each objective's runs."""
 
 
-def drift_check(runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", level: float = 0.95) -> DriftCheck:
+def drift_of(runs: Sequence[DriftTotals], obj: str, *, group: str = "", level: float = 0.95) -> DriftCheck:
     """Drift curves of every run that has the stability totals (``NotMeasured`` if none)."""
     built, reasons = [], []
-    for name, frame in runs:
+    for totals in runs:
         try:
-            built.append(drift_run(frame, obj, name))
+            built.append(drift_curves(totals))
         except NotMeasured as exc:
             reasons.append(str(exc))
     if not built:
@@ -120,3 +122,8 @@ def drift_check(runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: st
         q_exponent=seed_interval([r.q_exponent for r in built], level),
         end_ratio=seed_interval(ratios, level),
     )
+
+
+def drift_check(runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", level: float = 0.95) -> DriftCheck:
+    """``drift_of`` over ``(name, metrics)`` pairs."""
+    return drift_of([stability_totals(frame, obj, name) for name, frame in runs], obj, group=group, level=level)

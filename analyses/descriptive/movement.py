@@ -62,17 +62,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analyses.descriptive.data import DISTANCES, Distances, distances
 from analyses.descriptive.toy import ToyCheck, ToyRow, toy_check
-from analyses.io import logged_chunks, numeric_column
+from analyses.io import logged_chunks
 from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.bootstrap import block_indices, percentile_interval
 from zerolock_theory.records import MINIMIZER
 
 __all__ = ["PRIMARY", "ChunkDistances", "Contrast", "MinimizerCell", "MinimizerTable", "ToyCheck", "ToyRow",
-           "Tracking", "minimizer_chunks", "minimizer_table", "toy_check"]
+           "Tracking", "minimizer_chunks", "minimizer_table", "movement_table", "toy_check"]
 
 METRICS = {("m", "kl"): "kl_m_p", ("g", "kl"): "kl_p_g", ("m", "tv"): "tv_m", ("g", "tv"): "tv_g"}
-ORDER = ("kl_m_p", "kl_p_g", "tv_m", "tv_g")  # metric axis of the arrays below
+ORDER = DISTANCES  # metric axis of the arrays below
 MEASURES = ("kl", "tv")
 PRIMARY = "kl"
 # quantity axis of the per-run statistic: head level, tail level, Δ, relative reduction
@@ -223,17 +224,10 @@ def _window_replicates(window: np.ndarray, n_boot: int, rng: np.random.Generator
 
 
 def _run_stats(
-    frame: pd.DataFrame, head: float, tail: float, n_boot: int, rng: np.random.Generator
+    data: Distances, head: float, tail: float, n_boot: int, rng: np.random.Generator
 ) -> tuple[_RunStats | None, int]:
     """The run's statistics (None when fewer than 2 usable steps) and its dropped count."""
-    chunks = minimizer_chunks(frame)
-    values = np.stack(
-        [
-            np.stack([numeric_column(frame, MINIMIZER.key(k, m)).to_numpy() for m in ORDER], 1)
-            for k in chunks
-        ],
-        axis=1,
-    )  # (rows, C, 4)
+    chunks, values = list(data.chunks), data.values  # (rows, C, 4)
     probed = ~np.isnan(values).all(axis=(1, 2))
     finite = np.isfinite(values).all(axis=(1, 2))
     dropped = int((probed & ~finite).sum())
@@ -277,8 +271,15 @@ def _tracks(diff: Interval) -> str:
     return "undecided"
 
 
-def minimizer_table(
-    runs: Sequence[tuple[str, pd.DataFrame]],
+def _check_windows(head: float, tail: float) -> None:
+    if not 0.0 < tail <= 1.0:
+        raise ValueError(f"tail must lie in (0, 1], got {tail}")
+    if not 0.0 < head < 1.0:
+        raise ValueError(f"head must lie in (0, 1), got {head}")
+
+
+def movement_table(
+    runs: Sequence[tuple[str, Distances]],
     *,
     head: float = 0.2,
     tail: float = 0.5,
@@ -286,7 +287,8 @@ def minimizer_table(
     level: float = 0.95,
     seed: int = 0,
 ) -> MinimizerTable:
-    """The 2×2 movement table from ``(direction, metrics)`` pairs (module docstring).
+    """The 2×2 movement table from ``(direction, distances)`` pairs (module docstring;
+    ``analyses.descriptive.data.distances``).
 
     Guarantees: one cell per (trained direction present, target ∈ {m, g}); one ``Tracking``
     per (direction, measure ∈ {kl, tv}); one ``Contrast`` per measure when both "forward"
@@ -296,18 +298,15 @@ def minimizer_table(
     ``probe/minimizer/*`` keys or none has 2 usable probed steps; ``ValueError`` unless
     0 < head < 1 and 0 < tail ≤ 1.
     """
-    if not 0.0 < tail <= 1.0:
-        raise ValueError(f"tail must lie in (0, 1], got {tail}")
-    if not 0.0 < head < 1.0:
-        raise ValueError(f"head must lie in (0, 1), got {head}")
+    _check_windows(head, tail)
     rng = np.random.default_rng(seed)
-    usable = [(d, f) for d, f in runs if minimizer_chunks(f)]
+    usable = [(d, data) for d, data in runs if data.chunks]
     if not usable:
         raise NotMeasured("no run has probe/minimizer/{k}/* keys")
     by_direction: dict[str, list[_RunStats]] = {}
     dropped = short = 0
-    for direction, frame in usable:
-        stats, n_bad = _run_stats(frame, head, tail, n_boot, rng)
+    for direction, data in usable:
+        stats, n_bad = _run_stats(data, head, tail, n_boot, rng)
         dropped += n_bad
         if stats is None:
             short += 1
@@ -355,6 +354,21 @@ def minimizer_table(
     return MinimizerTable(
         float(head), float(tail), PRIMARY, cells, tracking, contrasts, per_chunk, dropped, short
     )
+
+
+def minimizer_table(
+    runs: Sequence[tuple[str, pd.DataFrame]],
+    *,
+    head: float = 0.2,
+    tail: float = 0.5,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> MinimizerTable:
+    """``movement_table`` over ``(direction, metrics)`` pairs."""
+    _check_windows(head, tail)
+    return movement_table([(direction, distances(frame)) for direction, frame in runs],
+                          head=head, tail=tail, n_boot=n_boot, level=level, seed=seed)
 
 
 def _reduction(point: np.ndarray, boot: np.ndarray, measure: str, target: str):

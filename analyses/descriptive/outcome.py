@@ -20,11 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import numeric_column
+from analyses.descriptive.data import HeldOut, held_out
 from analyses.results import NotMeasured, Result, declare, register
 from zerolock_theory.records import EVAL_CE, EVAL_CE_INITIAL
 
-__all__ = ["OutcomeComparison", "OutcomeGroup", "OutcomeRun", "compare_outcomes", "outcome_run"]
+__all__ = ["OutcomeComparison", "OutcomeGroup", "OutcomeRun", "compare_held_out", "compare_outcomes", "outcome_of",
+           "outcome_run"]
 
 EVAL = EVAL_CE
 INITIAL = EVAL_CE_INITIAL
@@ -43,25 +44,20 @@ class OutcomeRun:
     ce: list[float]
 
 
-def outcome_run(frame: pd.DataFrame, run: str = "run") -> OutcomeRun:
+def outcome_of(data: HeldOut) -> OutcomeRun:
     """The outcome numbers of one run (module docstring); ``NotMeasured`` without ``eval/ce``."""
-    if EVAL not in frame.columns:
-        raise NotMeasured(f"{run}: no {EVAL} column")
-    ce = numeric_column(frame, EVAL, where=run)
-    rows = ce.notna()
-    if not rows.any():
-        raise NotMeasured(f"{run}: {EVAL} is null at every step")
-    values = ce[rows].to_numpy()
-    steps = frame.loc[rows, "step"].astype(int).tolist()
-    start = values[0]
-    if INITIAL in frame.columns:
-        initial = numeric_column(frame, INITIAL, where=run).dropna()
-        if len(initial):
-            start = float(initial.iloc[0])
-    end = float(values[-1])
-    best = float(min(start, values.min()))
+    if data.missing:
+        raise NotMeasured(data.missing)
+    start = float(data.ce[0]) if data.initial is None else data.initial
+    end = float(data.ce[-1])
+    best = float(min(start, data.ce.min()))
     rel = (start - end) / start if start != 0 else math.nan
-    return OutcomeRun(run, float(start), end, best, float(rel), steps, values.tolist())
+    return OutcomeRun(data.run, start, end, best, float(rel), data.steps.tolist(), data.ce.tolist())
+
+
+def outcome_run(frame: pd.DataFrame, run: str = "run") -> OutcomeRun:
+    """``outcome_of`` the run's ``analyses.descriptive.data.held_out``."""
+    return outcome_of(held_out(frame, run))
 
 
 @dataclass(frozen=True)
@@ -96,22 +92,15 @@ class OutcomeComparison(Result):
 OUTCOME = declare("outcome", OutcomeComparison, builtin=True)
 
 
-def compare_outcomes(
-    groups: Mapping[str, tuple[str, Sequence[tuple[str, pd.DataFrame]]]],
-) -> OutcomeComparison:
-    """``{group: (method, [(run, metrics), ...])}`` → per-group means (module docstring).
+def compare_held_out(groups: Mapping[str, tuple[str, Sequence[HeldOut]]]) -> OutcomeComparison:
+    """``{group: (method, [held-out CE of each run, ...])}`` → per-group means (module docstring).
 
     Guarantees: group numbers are means of the run numbers; ``mean_ce`` is the mean over runs
     at their common eval steps. Raises ``NotMeasured`` when no run has ``eval/ce``.
     """
     out = []
     for label, (method, runs) in groups.items():
-        measured = []
-        for name, frame in runs:
-            try:
-                measured.append(outcome_run(frame, name))
-            except NotMeasured:
-                continue
+        measured = [outcome_of(r) for r in runs if not r.missing]
         if not measured:
             continue
         common = sorted(set.intersection(*(set(r.steps) for r in measured)))
@@ -133,3 +122,11 @@ def compare_outcomes(
     if not out:
         raise NotMeasured(f"no run has {EVAL}")
     return OutcomeComparison(out)
+
+
+def compare_outcomes(
+    groups: Mapping[str, tuple[str, Sequence[tuple[str, pd.DataFrame]]]],
+) -> OutcomeComparison:
+    """``compare_held_out`` over ``{group: (method, [(run, metrics), ...])}``."""
+    return compare_held_out({label: (method, [held_out(frame, name) for name, frame in runs])
+                             for label, (method, runs) in groups.items()})

@@ -43,14 +43,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import logged_chunks, numeric_column
+from analyses.descriptive.data import ChunkPairs, chunk_pairs
 from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS
 from analyses.stats.shares import cluster_share_interval
-from zerolock_theory.records import MINIMIZER, MINIMIZER_INITIAL
 
 __all__ = ["OUTCOMES", "TOL_REL", "PairCounts", "PropositionGroup", "PropositionRun", "PropositionSet",
-           "pair_counts", "proposition_group", "proposition_outcome", "proposition_run"]
+           "pair_counts", "pairs_group", "pairs_run", "proposition_group", "proposition_outcome", "proposition_run"]
 
 OUTCOMES: tuple[str, ...] = ("holds", "violated", "not tested", "not testable")
 TOL_REL = 1e-6
@@ -101,45 +100,31 @@ class PropositionRun:
 
 
 
-def _untrained(frame: pd.DataFrame, first: int, ks: list[int], tol_rel: float) -> PairCounts | None:
-    """Pair counts at ω^0 from ``probe/minimizer/initial/{k}/{ce,gap}`` (the record of step 0), if logged."""
-    keys = [MINIMIZER_INITIAL.key(k, "ce") for k in [first, *ks]] + [MINIMIZER_INITIAL.key(k, "gap") for k in ks]
-    if not all(key in frame.columns for key in keys):
+def _untrained(data: ChunkPairs, tol_rel: float) -> PairCounts | None:
+    """Pair counts at ω^0 (``probe/minimizer/initial/{k}/{ce,gap}``, the record of step 0), if logged."""
+    if data.initial_ce is None or data.initial_gap is None:
         return None
-    row = frame[keys].apply(pd.to_numeric, errors="coerce").dropna()
-    if row.empty:
-        return None
-    values = row.iloc[0]
-    ce = {k: float(values[MINIMIZER_INITIAL.key(k, "ce")]) for k in [first, *ks]}
-    prev = np.array([ce[k - 1] for k in ks])
-    now = np.array([ce[k] for k in ks])
-    gap = np.array([float(values[MINIMIZER_INITIAL.key(k, "gap")]) for k in ks])
-    rising, violating = pair_counts(prev, now, gap, tol_rel)
-    return PairCounts(len(ks), int(rising.sum()), int(violating.sum()))
+    rising, violating = pair_counts(data.initial_ce[:-1], data.initial_ce[1:], data.initial_gap, tol_rel)
+    return PairCounts(len(data.ks), int(rising.sum()), int(violating.sum()))
 
 
-def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_REL) -> PropositionRun:
-    """Rising pairs of one run (module docstring); ``NotMeasured`` without CE and δ for two chunks."""
-    chunks = logged_chunks(frame, MINIMIZER, "gap")
-    if MINIMIZER.key(1, "ce") not in frame.columns or len(chunks) < 1:
-        raise NotMeasured(f"{run}: no probe/minimizer/{{k}}/ce and gap (probe 'minimizers' off)")
-    first = 0 if MINIMIZER.key(0, "ce") in frame.columns else 1
-    ks = [k for k in chunks if k - 1 >= first]
-    if not ks:
-        raise NotMeasured(f"{run}: fewer than two chunks with CE")
-    ce = {k: numeric_column(frame, MINIMIZER.key(k, "ce"), where=run).to_numpy(float) for k in [first, *chunks]}
-    gap = np.stack([numeric_column(frame, MINIMIZER.key(k, "gap"), where=run).to_numpy(float) for k in ks], 1)
-    prev, now = np.stack([ce[k - 1] for k in ks], 1), np.stack([ce[k] for k in ks], 1)
+def pairs_run(data: ChunkPairs, tol_rel: float = TOL_REL) -> PropositionRun:
+    """Rising pairs of one run (module docstring), from ``analyses.descriptive.data.chunk_pairs``;
+    ``NotMeasured`` without CE and δ for two chunks."""
+    if data.missing:
+        raise NotMeasured(data.missing)
+    run, ks = data.run, list(data.ks)
+    prev, now, gap = data.ce[:, :-1], data.ce[:, 1:], data.gap
     rows = np.isfinite(prev).all(axis=1) & np.isfinite(now).all(axis=1) & np.isfinite(gap).all(axis=1)
     if not rows.any():
         raise NotMeasured(f"{run}: no probed step with finite CE_k and delta_k")
-    steps = (frame["step"].to_numpy() if "step" in frame.columns else np.arange(len(frame)))[rows]
+    steps = data.steps[rows]
     prev, now, gap = prev[rows], now[rows], gap[rows]
     rising, violating = pair_counts(prev, now, gap, tol_rel)
     with np.errstate(divide="ignore", invalid="ignore"):
         tight = np.where(gap > 0, (now - prev) / gap, np.inf)
     where = np.argwhere(rising)
-    untrained = _untrained(frame, first, ks, tol_rel)
+    untrained = _untrained(data, tol_rel)
     baseline = untrained or PairCounts(len(ks), int(rising[0].sum()), int(violating[0].sum()))
     return PropositionRun(
         run=run, chunks=ks, steps=[int(s) for s in steps],
@@ -150,6 +135,11 @@ def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_
         rising_at=[[int(steps[i]), ks[j]] for i, j in where],
         min_margin=float((prev + gap - now).min()),
     )
+
+
+def proposition_run(frame: pd.DataFrame, run: str = "run", tol_rel: float = TOL_REL) -> PropositionRun:
+    """``pairs_run`` of the run's ``analyses.descriptive.data.chunk_pairs``."""
+    return pairs_run(chunk_pairs(frame, run), tol_rel)
 
 
 def proposition_outcome(n_seeds: int, n_rising: int, n_violations: int, *, min_seeds: int = MIN_SEEDS) -> str:
@@ -200,16 +190,15 @@ def _sum(counts: Sequence[PairCounts]) -> PairCounts:
     return PairCounts(*(int(sum(getattr(c, f) for c in counts)) for f in ("n_pairs", "n_rising", "n_violations")))
 
 
-def proposition_group(
-    runs: Sequence[tuple[str, pd.DataFrame]], *, group: str = "", trained: str = "", level: float = 0.95,
-    tol_rel: float = TOL_REL,
+def pairs_group(
+    runs: Sequence[ChunkPairs], *, group: str = "", trained: str = "", level: float = 0.95, tol_rel: float = TOL_REL,
 ) -> PropositionGroup:
     """Per-run rising pairs, the pooled violation share over seeds and the outcome; ``NotMeasured``
     if no run has the keys."""
     built, reasons = [], []
-    for name, frame in runs:
+    for data in runs:
         try:
-            built.append(proposition_run(frame, name, tol_rel))
+            built.append(pairs_run(data, tol_rel))
         except NotMeasured as exc:
             reasons.append(str(exc))
     if not built:
@@ -222,3 +211,12 @@ def proposition_group(
         float(tight.max()) if tight.size else None, float(np.median(tight)) if tight.size else None,
         proposition_outcome(len(built), pairs.n_rising, pairs.n_violations),
     )
+
+
+def proposition_group(
+    runs: Sequence[tuple[str, pd.DataFrame]], *, group: str = "", trained: str = "", level: float = 0.95,
+    tol_rel: float = TOL_REL,
+) -> PropositionGroup:
+    """``pairs_group`` over ``(name, metrics)`` pairs."""
+    return pairs_group([chunk_pairs(frame, name) for name, frame in runs], group=group, trained=trained,
+                       level=level, tol_rel=tol_rel)

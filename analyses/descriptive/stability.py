@@ -18,12 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import logged_chunks, numeric_column
+from analyses.descriptive.data import StabilityTerms, stability_labels, stability_terms
+from analyses.io import RunDataError
 from analyses.results import NotMeasured, Result, declare, register
-from zerolock_theory.records import STABILITY, STABILITY_FLAG
+from zerolock_theory.records import STABILITY
 from zerolock_theory.vocab import OBJECTIVES
 
-__all__ = ["OBJECTIVES", "RatioStats", "StabilitySummary", "stability_chunks", "stability_summary"]
+__all__ = ["OBJECTIVES", "RatioStats", "StabilitySummary", "stability_chunks", "stability_summary",
+           "summarize_stability"]
 
 _key = STABILITY.key
 
@@ -36,38 +38,7 @@ def _check_objective(obj: str) -> None:
 def stability_chunks(frame: pd.DataFrame, obj: str) -> list[str]:
     """The chunk labels ``"1".."K"`` (K from the run's config) then ``"total"``; none when the
     run has no stability terms for ``obj``."""
-    chunks = [str(k) for k in logged_chunks(frame, STABILITY, "q", objective=obj)]
-    return chunks + (["total"] if _key(obj, "total", "q") in frame.columns else [])
-
-
-def _defined_mask(frame: pd.DataFrame, obj: str) -> pd.Series:
-    """Rows where the objective could be evaluated (``probe/stability/{obj}/defined``)."""
-    column = STABILITY_FLAG.key(obj, "defined")
-    if column not in frame.columns:
-        return pd.Series(True, index=frame.index)
-    undefined = frame[column].map(lambda v: isinstance(v, (bool, np.bool_)) and not v)
-    return ~undefined.astype(bool)
-
-
-def _undefined_reason(frame: pd.DataFrame, obj: str) -> str:
-    column = STABILITY_FLAG.key(obj, "reason")
-    if column in frame.columns:
-        reasons = frame[column].dropna()
-        if len(reasons):
-            return str(reasons.iloc[0])
-    return f"{STABILITY_FLAG.key(obj, 'defined')} is false"
-
-
-def _ratio(frame: pd.DataFrame, obj: str, chunk: str) -> tuple[pd.Series, pd.Series, pd.Series]:
-    """(φ, q, ρ) for one chunk; ρ recomputed as max(φ,0)/q if ``ratio`` is absent."""
-    phi = numeric_column(frame, _key(obj, chunk, "phi"), where=obj)
-    q = numeric_column(frame, _key(obj, chunk, "q"), where=obj)
-    if _key(obj, chunk, "ratio") in frame.columns:
-        rho = numeric_column(frame, _key(obj, chunk, "ratio"), where=obj)
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rho = (phi.clip(lower=0.0) / q).where(q > 0)
-    return phi, q, rho
+    return stability_labels(frame, obj)
 
 
 @dataclass(frozen=True)
@@ -130,6 +101,39 @@ def _stats(
     )
 
 
+def summarize_stability(terms: Sequence[StabilityTerms], obj: str, *, trained: str = "") -> StabilitySummary:
+    """Median, p95 and max of ρ_t, share of steps with φ_t > 0, and undefined counts.
+
+    Pools the probed steps of every run in ``terms`` (``analyses.descriptive.data.stability_terms``)
+    that has terms for ``obj``, over the first such run's chunks. Rows where
+    ``probe/stability/{obj}/defined`` is false are excluded and counted. Raises ``NotMeasured``
+    when no run carries the keys or the objective is undefined at every probed step (with the
+    probe's reason); ``RunDataError`` when a run lacks a chunk of the first.
+    """
+    _check_objective(obj)
+    usable = [t for t in terms if t.chunks]
+    if not usable:
+        raise NotMeasured(f"no run has probe/stability/{obj}/* keys")
+    chunks = usable[0].chunks
+    cols: dict[str, list[np.ndarray]] = {c: [] for c in chunks}
+    n_undefined_obj, reasons = 0, []
+    for run in usable:
+        ok = run.defined
+        n_undefined_obj += int((~ok).sum())
+        if not ok.all():
+            reasons.append(run.reason)
+        for chunk in chunks:
+            if chunk not in run.chunks:
+                raise RunDataError(f"{run.run}: missing column {_key(obj, chunk, 'q')!r}")
+            j = run.chunks.index(chunk)
+            stacked = np.stack([run.phi[:, j], run.q[:, j], run.ratio[:, j], run.remainder[:, j]])[:, ok]
+            cols[chunk].append(stacked)
+    stats = [_stats(c, *np.concatenate(cols[c], axis=1)) for c in chunks]
+    if all(s.n_probe == 0 for s in stats):
+        raise NotMeasured(reasons[0] if reasons else f"{STABILITY.key(obj, 'total', 'q')}: no probed step")
+    return StabilitySummary(obj, [t.run for t in usable], stats, n_undefined_obj, trained)
+
+
 def stability_summary(
     frames: Sequence[pd.DataFrame],
     obj: str,
@@ -137,32 +141,8 @@ def stability_summary(
     *,
     trained: str = "",
 ) -> StabilitySummary:
-    """Median, p95 and max of ρ_t, share of steps with φ_t > 0, and undefined counts.
-
-    Pools the probed steps of all ``frames``. Rows where ``probe/stability/{obj}/defined`` is
-    false are excluded and counted. Raises ``NotMeasured`` when no run carries the keys or the
-    objective is undefined at every probed step (with the probe's reason).
-    """
+    """``summarize_stability`` over metrics frames (named ``names``, else ``run i``)."""
     _check_objective(obj)
     names = list(names) if names is not None else [f"run {i}" for i in range(len(frames))]
-    usable = [(f, n) for f, n in zip(frames, names, strict=True) if stability_chunks(f, obj)]
-    if not usable:
-        raise NotMeasured(f"no run has probe/stability/{obj}/* keys")
-    chunks = stability_chunks(usable[0][0], obj)
-    cols: dict[str, list[np.ndarray]] = {c: [] for c in chunks}
-    n_undefined_obj, reasons = 0, []
-    for frame, _ in usable:
-        ok = _defined_mask(frame, obj).to_numpy()
-        n_undefined_obj += int((~ok).sum())
-        if not ok.all():
-            reasons.append(_undefined_reason(frame, obj))
-        for chunk in chunks:
-            phi, q, rho = _ratio(frame, obj, chunk)
-            rem_key = _key(obj, chunk, "remainder")
-            rem = numeric_column(frame, rem_key) if rem_key in frame.columns else phi * np.nan
-            stacked = np.stack([phi, q, rho, rem]).astype(float)[:, ok]
-            cols[chunk].append(stacked)
-    stats = [_stats(c, *np.concatenate(cols[c], axis=1)) for c in chunks]
-    if all(s.n_probe == 0 for s in stats):
-        raise NotMeasured(reasons[0] if reasons else f"{STABILITY.key(obj, 'total', 'q')}: no probed step")
-    return StabilitySummary(obj, [n for _, n in usable], stats, n_undefined_obj, trained)
+    terms = [stability_terms(f, obj, n) for f, n in zip(frames, names, strict=True)]
+    return summarize_stability(terms, obj, trained=trained)

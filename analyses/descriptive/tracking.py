@@ -24,20 +24,19 @@ above / below 0, ``undecided`` when it covers 0, ``not testable`` with < 3 measu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from analyses.io import RunDataError
+from analyses.descriptive.data import Readouts, readouts
 from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import seed_interval
 from analyses.verdict import MOVE_FLOOR, GroupFigures
-from zerolock_theory.readout_store import ReadoutStore
 
-__all__ = ["DirectionTracking", "RunTracking", "TrackingSet", "direction_tracking", "run_tracking"]
+__all__ = ["DirectionTracking", "RunTracking", "TrackingSet", "direction_tracking", "run_tracking",
+           "tracking_of"]
 
 EPSILON = 0.1
 
@@ -75,29 +74,13 @@ def _tv_to_targets(probs: np.ndarray, p_y: np.ndarray, alpha: float) -> tuple[fl
     return float(np.mean(tv_m)), float(np.mean(tv_g))
 
 
-def _normalized(store: ReadoutStore, step: int) -> np.ndarray:
-    probs = store.dense(step).astype(np.float64)
-    return probs / probs.sum(-1, keepdims=True)  # stored float16/float32: renormalize
-
-
-def run_tracking(run_dir: str | Path, alpha: float, epsilon: float, run: str = "run") -> RunTracking:
-    """The per-run statistics (module docstring); ``NotMeasured`` without a store holding step 0 and a later step."""
-    root = Path(run_dir)
-    if not (root / "readouts").is_dir() or not (root / "probe_batch.json").is_file():
-        raise NotMeasured(f"{run}: no readouts store (probe 'readouts' off)")
-    try:
-        store = ReadoutStore(root / "readouts")
-        labels = np.asarray(json.loads((root / "probe_batch.json").read_text())["labels"]).reshape(-1)
-    except (OSError, ValueError, KeyError) as exc:
-        raise RunDataError(f"{root}: unreadable readouts store or probe batch: {exc}") from exc
-    if len(store.steps) < 2 or store.steps[0] != 0:
-        raise NotMeasured(f"{run}: the readouts store needs step 0 and a later step")
+def tracking_of(data: Readouts, alpha: float, epsilon: float) -> RunTracking:
+    """The per-run statistics (module docstring) from ``analyses.descriptive.data.readouts``;
+    ``NotMeasured`` without a store holding step 0 and a later step."""
+    if data.missing:
+        raise NotMeasured(data.missing)
     eps = epsilon if epsilon > 0 else EPSILON
-    try:
-        first, last = _normalized(store, 0), _normalized(store, store.steps[-1])
-    except ValueError as exc:  # a damaged shard (``zerolock analyze`` names it on stderr)
-        raise NotMeasured(f"{run}: unreadable readout shard: {exc}") from exc
-    labels = labels[labels != -100]
+    first, last, labels = data.first, data.last, data.labels
     vocab = first.shape[-1]
     p_y = np.full((labels.size, vocab), eps / vocab)
     p_y[np.arange(labels.size), labels] += 1.0 - eps
@@ -105,8 +88,13 @@ def run_tracking(run_dir: str | Path, alpha: float, epsilon: float, run: str = "
     dT_m, dT_g = _tv_to_targets(last, p_y, alpha)
     movement = float(np.mean([0.5 * np.abs(last[k] - first[k]).sum(-1).mean() for k in range(1, first.shape[0])]))
     r_m, r_g = (d0_m - dT_m) / d0_m, (d0_g - dT_g) / d0_g
-    return RunTracking(run, store.steps[-1], eps, movement, d0_m, d0_g, dT_m, dT_g, r_m, r_g, r_m - r_g,
-                       movement >= MOVE_FLOOR, store.mode == "full")
+    return RunTracking(data.run, data.step, eps, movement, d0_m, d0_g, dT_m, dT_g, r_m, r_g, r_m - r_g,
+                       movement >= MOVE_FLOOR, data.exact)
+
+
+def run_tracking(run_dir: str | Path, alpha: float, epsilon: float, run: str = "run") -> RunTracking:
+    """``tracking_of`` the run's ``analyses.descriptive.data.readouts``."""
+    return tracking_of(readouts(run_dir, run), alpha, epsilon)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from analyses.registry import (
 )
 from analyses.results import NotMeasured
 from analyses.verdict import Evidence, Verdict
-from analyses.versus.pilot import GLOBAL_COLUMN, VERSUS, Versus, versus
+from analyses.versus.data import VersusRun, versus_run
+from analyses.versus.pilot import GLOBAL_COLUMN, VERSUS, Versus, versus_of
 from analyses.versus.tuned_versus import TUNED, TUNED_OUTCOMES, VARIANTS, TunedVersus
 
 KEY = "versus_backprop"
@@ -41,10 +42,10 @@ def _versus(inputs: SuiteInputs) -> Versus:
     bp = primary_group(inputs.table, "backprop")
     if zl is None or bp is None or not zl.runs or not bp.runs:
         raise NotMeasured("needs non-diverged ZeroLock forward and backprop groups under eta_t ~ 1/sqrt(t)")
-    def by_seed(group):  # runs are paired by their seed
-        return [(f"seed {s}", frame) for s, (_, frame) in zip(group.seeds, group.runs, strict=True)]
+    def by_seed(group) -> list[VersusRun]:  # runs are paired by their seed
+        return [versus_run(frame, f"seed {s}") for s, (_, frame) in zip(group.seeds, group.runs, strict=True)]
 
-    return versus(by_seed(zl), by_seed(bp), column=GLOBAL_COLUMN, level=inputs.level)
+    return versus_of(by_seed(zl), by_seed(bp), column=GLOBAL_COLUMN, level=inputs.level)
 
 
 WORDS = tuple(f"forward: {a}; reverse: {b}" for a, b in itertools.product(TUNED_OUTCOMES, repeat=2))

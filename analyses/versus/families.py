@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analyses.versus.data import tuned_data
 from analyses.versus.tuning import METHODS, TunedRun
 from zerolock_theory.records import EVAL_CE, EVAL_CE_INITIAL, STEP_TIME_S, TEST_CE, TEST_CE_INITIAL
 
@@ -80,13 +81,13 @@ def logistic_runs(lrs: Sequence[float], seeds: Sequence[int], *, handicap: float
                 frame = _sgd(x, y, splits, lr, seed, steps, batch, eval_every, bias)
                 last = frame.dropna(subset=[TEST_CE]).iloc[-1]
                 runs.append(TunedRun(method, float(lr), int(seed), float(last[EVAL_CE]), float(last[TEST_CE]),
-                                     steps, frame))
+                                     steps, tuned_data(frame)))
     return runs
 
 
 def relabel(runs: Sequence[TunedRun], mapping: dict[float, float]) -> list[TunedRun]:
     """The same runs with each η_0 renamed by ``mapping`` (and listed in reverse order)."""
-    return [TunedRun(r.method, mapping[r.lr], r.seed, r.validation, r.test, r.steps, r.frame, r.path)
+    return [TunedRun(r.method, mapping[r.lr], r.seed, r.validation, r.test, r.steps, r.data, r.path)
             for r in reversed(runs)]
 
 

@@ -34,11 +34,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analyses.io import RunDataError, numeric_column
+from analyses.io import RunDataError
 from analyses.results import Interval, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
-from analyses.theorem1.convergence import series_from_table
 from analyses.theorem1.rate import WINDOWS, RateDescription, describe_rate
+from analyses.versus.data import CECurve, VersusRun, ce_curve, versus_run
 from zerolock_theory.records import EVAL_CE, GLOBAL_GRAD_SQ_UNBIASED
 
 __all__ = [
@@ -50,8 +50,10 @@ __all__ = [
     "difference_interval",
     "final_ce",
     "mean_curve",
+    "mean_of_curves",
     "steps_to_ce",
     "versus",
+    "versus_of",
 ]
 
 GLOBAL_COLUMN = GLOBAL_GRAD_SQ_UNBIASED
@@ -76,24 +78,20 @@ def difference_interval(a: Mapping[str, float], b: Mapping[str, float], level: f
 
 
 def final_ce(frame: pd.DataFrame, column: str = CE_COLUMN, *, where: str = "run") -> tuple[int, float]:
-    """``(step, CE)`` of the last logged held-out CE of one run."""
-    ce = numeric_column(frame, column, where=where)
-    ok = ce.notna()
-    if not ok.any():
-        raise RunDataError(f"{where}: no value in column {column!r}")
-    last = ce[ok].index[-1]
-    return int(frame.loc[last, "step"]), float(ce[last])
+    """``(step, CE)`` of the last logged held-out CE of one run (``analyses.versus.data.ce_curve``)."""
+    return ce_curve(frame, column, where=where).last()
+
+
+def mean_of_curves(curves: Sequence[CECurve]) -> pd.Series:
+    """Mean over runs of their CE at the steps every run logged (index: step, sorted)."""
+    series = [pd.Series(c.ce, index=c.steps) for c in curves]
+    table = pd.concat(series, axis=1, join="inner") if series else pd.DataFrame()
+    return table.mean(axis=1).sort_index()
 
 
 def mean_curve(frames: Sequence[pd.DataFrame], column: str = CE_COLUMN) -> pd.Series:
-    """Mean over runs of ``column`` at the steps every run logged (index: step, sorted)."""
-    curves = []
-    for frame in frames:
-        ce = pd.to_numeric(frame[column], errors="coerce") if column in frame.columns else pd.Series(dtype=float)
-        ok = ce.notna()
-        curves.append(pd.Series(ce[ok].to_numpy(dtype=float), index=frame.loc[ok, "step"].to_numpy()))
-    table = pd.concat(curves, axis=1, join="inner") if curves else pd.DataFrame()
-    return table.mean(axis=1).sort_index()
+    """``mean_of_curves`` of ``column`` over metrics frames."""
+    return mean_of_curves([ce_curve(frame, column) for frame in frames])
 
 
 def steps_to_ce(curve: pd.Series, target: float) -> int | None:
@@ -130,25 +128,58 @@ class Versus(Result):
 VERSUS = declare("versus_backprop", Versus)
 
 
-def _rate(runs: Sequence[tuple[str, pd.DataFrame]], column: str, label: str, notes: list[str], **kwargs
+def _rate(runs: Sequence[VersusRun], column: str, label: str, notes: list[str], **kwargs
           ) -> tuple[RateDescription | None, dict[str, float]]:
-    try:
-        series = [series_from_table(f, column, where=n)[:2] for n, f in runs]
-    except RunDataError as exc:
-        notes.append(f"{label}: {exc}")
+    unread = next((r for r in runs if r.t is None), None)
+    if unread is not None:
+        notes.append(f"{label}: {unread.rate_missing}")
         return None, {}
-    rate = describe_rate(series, names=[n for n, _ in runs], label=label, column=column, **kwargs)
+    series = [(r.t, r.g) for r in runs]
+    rate = describe_rate(series, names=[r.name for r in runs], label=label, column=column, **kwargs)
     return rate, {s.name: s.beta for s in rate.per_seed}
 
 
-def _ce(runs: Sequence[tuple[str, pd.DataFrame]], column: str, label: str, notes: list[str]) -> dict[str, float]:
+def _ce(runs: Sequence[VersusRun], label: str, notes: list[str]) -> dict[str, float]:
     out = {}
-    for name, frame in runs:
+    for run in runs:
         try:
-            out[name] = final_ce(frame, column, where=name)[1]
+            out[run.name] = run.ce.last()[1]
         except RunDataError as exc:
             notes.append(f"{label}: {exc}")
     return out
+
+
+def versus_of(
+    zerolock: Sequence[VersusRun],
+    backprop: Sequence[VersusRun],
+    *,
+    column: str = GLOBAL_COLUMN,
+    window: float = WINDOWS[0],
+    level: float = 0.95,
+) -> Versus:
+    """The comparison over each method's seeds (``analyses.versus.data.versus_run``, read with
+    ``column``); seed names pair runs."""
+    notes: list[str] = []
+    rz, bz = _rate(zerolock, column, "ZeroLock", notes, window=window, level=level)
+    rb, bb = _rate(backprop, column, "backprop", notes, window=window, level=level)
+    beta_diff, beta_pairing = difference_interval(bz, bb, level)
+    cz, cb = _ce(zerolock, "ZeroLock", notes), _ce(backprop, "backprop", notes)
+    ce_diff, ce_pairing = difference_interval(cz, cb, level)
+    target, steps_z, steps_b = math.nan, None, None
+    if cz and cb:
+        target = max(float(np.mean(list(cz.values()))), float(np.mean(list(cb.values()))))
+        steps_z = steps_to_ce(mean_of_curves([r.ce for r in zerolock if r.name in cz]), target)
+        steps_b = steps_to_ce(mean_of_curves([r.ce for r in backprop if r.name in cb]), target)
+    if ce_diff is None:
+        outcome = "not testable"
+    elif ce_diff.low > 0:
+        outcome = "zerolock worse"
+    elif ce_diff.high < 0:
+        outcome = "zerolock better"
+    else:
+        outcome = "no difference detected"
+    return Versus(outcome, rz, rb, beta_diff, beta_pairing, seed_interval(cz.values(), level),
+                  seed_interval(cb.values(), level), ce_diff, ce_pairing, target, steps_z, steps_b, notes)
 
 
 def versus(
@@ -160,25 +191,8 @@ def versus(
     window: float = WINDOWS[0],
     level: float = 0.95,
 ) -> Versus:
-    """The comparison over ``(seed name, metrics frame)`` pairs of each method; seed names pair runs."""
-    notes: list[str] = []
-    rz, bz = _rate(zerolock, column, "ZeroLock", notes, window=window, level=level)
-    rb, bb = _rate(backprop, column, "backprop", notes, window=window, level=level)
-    beta_diff, beta_pairing = difference_interval(bz, bb, level)
-    cz, cb = _ce(zerolock, ce_column, "ZeroLock", notes), _ce(backprop, ce_column, "backprop", notes)
-    ce_diff, ce_pairing = difference_interval(cz, cb, level)
-    target, steps_z, steps_b = math.nan, None, None
-    if cz and cb:
-        target = max(float(np.mean(list(cz.values()))), float(np.mean(list(cb.values()))))
-        steps_z = steps_to_ce(mean_curve([f for n, f in zerolock if n in cz], ce_column), target)
-        steps_b = steps_to_ce(mean_curve([f for n, f in backprop if n in cb], ce_column), target)
-    if ce_diff is None:
-        outcome = "not testable"
-    elif ce_diff.low > 0:
-        outcome = "zerolock worse"
-    elif ce_diff.high < 0:
-        outcome = "zerolock better"
-    else:
-        outcome = "no difference detected"
-    return Versus(outcome, rz, rb, beta_diff, beta_pairing, seed_interval(cz.values(), level),
-                  seed_interval(cb.values(), level), ce_diff, ce_pairing, target, steps_z, steps_b, notes)
+    """``versus_of`` over ``(seed name, metrics frame)`` pairs of each method."""
+    def read(runs: Sequence[tuple[str, pd.DataFrame]]) -> list[VersusRun]:
+        return [versus_run(frame, name, column=column, ce_column=ce_column) for name, frame in runs]
+
+    return versus_of(read(zerolock), read(backprop), column=column, window=window, level=level)

@@ -15,18 +15,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyses.io import logged_chunks
+from analyses.io import RunDataError
+from analyses.versus.data import TunedData
 from analyses.versus.tuned_versus import TunedVersus, tuned_versus
 from analyses.versus.tuning import TunedRun, load_tuned, select_all
-from zerolock_theory.records import STEP_TIME_S, TEST_CE, TEST_CHUNK, initial
 
-__all__ = ["curves_table", "runs_table", "summary_text"]
+__all__ = ["curve_rows", "curves_table", "runs_table", "summary_text"]
 
 
 def _seconds(run: TunedRun) -> float:
-    if run.frame is None or STEP_TIME_S not in run.frame:
-        return math.nan
-    return float(pd.to_numeric(run.frame[STEP_TIME_S], errors="coerce").sum())
+    return math.nan if run.data is None else run.data.seconds
 
 
 def runs_table(runs: list[TunedRun]) -> pd.DataFrame:
@@ -36,24 +34,25 @@ def runs_table(runs: list[TunedRun]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["method", "lr", "seed"]).reset_index(drop=True) if rows else pd.DataFrame()
 
 
-def _curve_rows(run: TunedRun) -> list[dict]:
-    frame = run.frame
-    chunks = logged_chunks(frame, TEST_CHUNK, "ce")
-    wall = pd.to_numeric(frame[STEP_TIME_S], errors="coerce").cumsum().to_numpy()
-    first = frame.iloc[0]
-    rows = [{"steps": 0, "train_seconds": 0.0, "test_ce": first.get(initial(TEST_CE), math.nan),
-             **{f"chunk_{k}": first.get(initial(TEST_CHUNK.key(k, "ce")), math.nan) for k in chunks}}]
-    for i, rec in frame[pd.to_numeric(frame.get(TEST_CE), errors="coerce").notna()].iterrows():
-        rows.append({"steps": int(rec["step"]) + 1, "train_seconds": float(wall[i]), "test_ce": float(rec[TEST_CE]),
-                     **{f"chunk_{k}": float(rec[TEST_CHUNK.key(k, "ce")]) for k in chunks}})
-    return [{"method": run.method, "lr": run.lr, "seed": run.seed, **row} for row in rows]
+def curve_rows(data: TunedData) -> list[dict]:
+    """The rows of one run's test-split curve (``curves_table``'s columns but the run's labels):
+    step 0 with the initial values, then each step with a test CE."""
+    if data.no_layout:
+        raise RunDataError(data.no_layout)
+    chunks = data.chunks
+    rows = [{"steps": 0, "train_seconds": 0.0, "test_ce": data.test_initial,
+             **{f"chunk_{k}": float(v) for k, v in zip(chunks, data.chunk_initial, strict=True)}}]
+    for i, (step, ce) in enumerate(zip(data.test.steps, data.test.ce, strict=True)):
+        rows.append({"steps": int(step) + 1, "train_seconds": float(data.wall[i]), "test_ce": float(ce),
+                     **{f"chunk_{k}": float(data.chunk_ce[i, j]) for j, k in enumerate(chunks)}})
+    return rows
 
 
 def curves_table(runs: list[TunedRun], *, chosen_only: bool = True) -> pd.DataFrame:
     """The test-split curves of every run (of each method's chosen η_0 only, by default)."""
     chosen = {m: s.lr for m, s in select_all(runs).items()}
-    keep = [r for r in runs if r.frame is not None and (not chosen_only or chosen.get(r.method) == r.lr)]
-    rows = [row for run in keep for row in _curve_rows(run)]
+    keep = [r for r in runs if r.data is not None and (not chosen_only or chosen.get(r.method) == r.lr)]
+    rows = [{"method": run.method, "lr": run.lr, "seed": run.seed, **row} for run in keep for row in curve_rows(run.data)]
     return pd.DataFrame(rows)
 
 

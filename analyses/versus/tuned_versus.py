@@ -34,7 +34,6 @@ from analyses.results import Interval, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from analyses.versus.pilot import steps_to_ce
 from analyses.versus.tuning import Selection, TunedRun, select_all
-from zerolock_theory.records import TEST_CE
 
 __all__ = ["TUNED_OUTCOMES", "Comparison", "MethodResult", "TunedVersus", "holm", "mean_test_curve", "tuned_versus"]
 
@@ -105,20 +104,19 @@ def _chosen(runs: Sequence[TunedRun], selection: Selection) -> list[TunedRun]:
     return sorted((r for r in runs if r.method == selection.method and r.lr == selection.lr), key=lambda r: r.seed)
 
 
-def mean_test_curve(runs: Sequence[TunedRun], column: str = TEST_CE):
-    """Mean over runs of ``column`` against steps done (0 = the initial value), at the steps every run logged."""
+def mean_test_curve(runs: Sequence[TunedRun]):
+    """Mean over runs of the test-split CE against steps done (0 = the initial value), at the steps
+    every run logged (``analyses.versus.data.TunedData``)."""
     import pandas as pd
 
     curves = []
     for run in runs:
-        frame = run.frame
-        if frame is None or column not in frame:
+        data = run.data
+        if data is None or not data.test.logged:
             continue
-        ok = pd.to_numeric(frame[column], errors="coerce").notna()
-        curve = pd.Series(frame.loc[ok, column].to_numpy(float), index=frame.loc[ok, "step"].to_numpy() + 1)
-        initial = f"{column}_initial"
-        if initial in frame and pd.notna(frame[initial].iloc[0]):
-            curve = pd.concat([pd.Series([float(frame[initial].iloc[0])], index=[0]), curve])
+        curve = pd.Series(data.test.ce, index=data.test.steps + 1)
+        if not math.isnan(data.test_initial):
+            curve = pd.concat([pd.Series([data.test_initial], index=[0]), curve])
         curves.append(curve)
     if not curves:
         return pd.Series(dtype=float)

@@ -24,11 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
 from analyses.io import RunDataError, load_run
-from analyses.versus.pilot import final_ce
-from zerolock_theory.records import EVAL_CE, TEST_CE
+from analyses.versus.data import TunedData, tuned_data
 
 __all__ = ["DIVERGED", "METHODS", "Selection", "TunedRun", "grid_seeds", "load_tuned", "method_of", "select", "select_all"]
 
@@ -48,7 +45,7 @@ class TunedRun:
     validation: float
     test: float
     steps: int
-    frame: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    data: TunedData | None = field(default=None, compare=False, repr=False)  # ``analyses.versus.data.tuned_data``
     path: Path | None = field(default=None, compare=False)
 
 
@@ -108,13 +105,6 @@ def select_all(runs: Sequence[TunedRun], methods: Sequence[str] = METHODS) -> di
     return {m: select(runs, m) for m in methods if any(r.method == m for r in runs)}
 
 
-def _last(frame: pd.DataFrame, column: str, where: str) -> float:
-    try:
-        return final_ce(frame, column, where=where)[1]
-    except RunDataError:
-        return math.nan
-
-
 def load_tuned(out: str | Path, *, complete_only: bool = True) -> list[TunedRun]:
     """Every run directory under a tune directory as a ``TunedRun`` (unfinished ones left out)."""
     runs = []
@@ -136,8 +126,8 @@ def load_tuned(out: str | Path, *, complete_only: bool = True) -> list[TunedRun]
         diverged = (path / DIVERGED).is_file()
         if complete_only and done < steps and not diverged:
             continue
-        val, test = (math.inf, math.inf) if diverged else (_last(run.metrics, EVAL_CE, path.name),
-                                                           _last(run.metrics, TEST_CE, path.name))
+        data = tuned_data(run.metrics, path.name)
+        val, test = (math.inf, math.inf) if diverged else (data.validation.last_or_nan(), data.test.last_or_nan())
         runs.append(TunedRun(method_of(run.config), float(run.get("optim.lr")), int(run.get("run.seed")),
-                             val, test, done, run.metrics, path))
+                             val, test, done, data, path))
     return runs
