@@ -7,6 +7,7 @@
 set -u
 out=${1:?OUT_DIR}
 shift
+mkdir -p "$out"
 names=${*:-backprop_wide plain alpha_out frozen twin_half p0_uniform alpha_one twin_one}
 dir=zerolock_theory/recipes/diagnosis
 for name in $names; do
