@@ -24,8 +24,8 @@ ORDER = ["backprop_wide", "plain", "alpha_out", "frozen", "twin_half", "p0_unifo
 LABEL = {
     "backprop_wide": "backprop",
     "plain": "ZeroLock forward, α = ½",
-    "alpha_out": "α = [½, ½, ½, 1] (M1)",
-    "frozen": "chunks 1–3 frozen, output α = 1 (M2, the detached floor)",
+    "alpha_out": "α = ½ but 1 on the output chunk (M1)",
+    "frozen": "chunks 1…K−1 frozen, output α = 1 (M2, the detached floor)",
     "twin_half": "un-detached twin, α = ½ (M3)",
     "p0_uniform": "p_0 uniform (M4)",
     "alpha_one": "α = 1 on every chunk (M1/M2)",
