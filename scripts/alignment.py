@@ -33,8 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages, not an installed one
 
 import torch  # noqa: E402
-from analyses.stats.seeds import seed_interval  # noqa: E402
 
+from analyses.stats.seeds import seed_interval  # noqa: E402
 from zerolock_theory.config import TrainConfig, read_recipe  # noqa: E402
 from zerolock_theory.config_overrides import apply_overrides  # noqa: E402
 from zerolock_theory.models import resolve_device  # noqa: E402

@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig, TrainConfig
-from zerolock_theory.models import resolve_device
-from zerolock_theory.models import ChunkedLM, attach_adapters
+from zerolock_theory.models import ChunkedLM, attach_adapters, resolve_device
 from zerolock_theory.training.alignment import (
     LOWERS,
     NOT_DISTINGUISHED,
