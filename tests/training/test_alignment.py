@@ -1,4 +1,5 @@
-"""The alignment probe: its first-order prediction against a measured tiny step; known cosines."""
+"""The alignment probe: its first-order prediction against a measured tiny step; known cosines; the
+steps it takes along a run are the training loop's."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import math
 import pytest
 import torch
 
-from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig
-from zerolock_theory.models import ChunkedLM, attach_adapters
+from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig, TrainConfig
+from zerolock_theory.models import ChunkedLM, attach_adapters, resolve_device
 from zerolock_theory.training.alignment import (
     LOWERS,
     NOT_DISTINGUISHED,
@@ -17,7 +18,9 @@ from zerolock_theory.training.alignment import (
     measure_alignment,
     measured_change,
     predicted_change,
+    train_steps,
 )
+from zerolock_theory.training.loop import build_components, execute, setup
 from zerolock_theory.training.steps import build_step
 
 V = 64
@@ -101,3 +104,38 @@ def test_measured_change_restores_the_parameters(tiny_lm):
 ])
 def test_outcome_words_follow_the_interval(low, high, words):
     assert first_order_outcome(low, high) == words
+
+
+def _run_config(method: dict) -> TrainConfig:
+    return TrainConfig.from_dict({
+        "model": {"chunks": 2},
+        "data": {"seq_len": 16, "batch_size": 2, "eval_batches": 1, "order_seed": 3},
+        "method": method,
+        "optim": {"name": "sgd", "lr": 0.2, "schedule": "inv_sqrt"},
+        "run": {"steps": 4, "eval_every": 2, "checkpoint_every": 2, "progress": False, "seed": 1},
+    })
+
+
+def _trainable(chunked) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in chunked.model.named_parameters() if p.requires_grad}
+
+
+@pytest.mark.parametrize("method", [{"alpha": 0.5}, {"alpha": [0.5, 1.0], "detach": False}],
+                         ids=["zerolock", "undetached"])
+def test_train_steps_reach_the_loops_parameters(tmp_path, method):
+    """``train_steps`` in two legs (1 then 3 steps) ends where the loop's 4-step run ends, bit for
+    bit, and moves the parameters (so the alignment after N steps is read at the run's ω^N)."""
+    config = _run_config(method)
+    run = setup(config, tmp_path / "run")
+    execute(run)
+    by_loop = _trainable(run.chunked)
+
+    chunked, _, _, stream = build_components(config, resolve_device(config.model.device))
+    start = _trainable(chunked)
+    step = build_step(chunked, config.method, config.optim, config.model, config.run.steps)
+    assert train_steps(step, stream, 0, 1) == 1
+    assert train_steps(step, stream, 1, 3) == 4
+    mine = _trainable(chunked)
+    assert mine.keys() == by_loop.keys()
+    assert all(torch.equal(mine[n], by_loop[n]) for n in mine)
+    assert any(not torch.equal(mine[n], start[n]) for n in mine)

@@ -17,6 +17,10 @@ Guarantees (tests/training/test_alignment.py): the prediction equals the measure
 (``measured_change``) to first order (within 5% at η = 1e-4 on a tiny model); the cosine is 1
 when the local loss is the output's CE (α = 1, K = 1) and for backprop's own step.
 
+Along a run: ``train_steps`` takes the method's own training steps on the training stream, as the
+training loop does (the same parameters, bit for bit, after the same steps), so the alignment can
+be read at ω^t for a few registered t, not only at ω⁰.
+
 Every inner product and norm is taken in float64 over each chunk's trainable parameters.
 """
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -38,8 +43,12 @@ from zerolock_theory.training.gradients import (
 from zerolock_theory.training.losses import Readout
 from zerolock_theory.training.undetached import undetached_loss
 
+if TYPE_CHECKING:
+    from zerolock_theory.data import DataStream
+    from zerolock_theory.training.steps import TrainStep
+
 __all__ = ["LOWERS", "NOT_DISTINGUISHED", "RAISES", "ChunkAlignment", "first_order_outcome", "measure_alignment", "measured_change", "output_ce", "predicted_change",
-           "step_direction"]
+           "step_direction", "train_steps"]
 
 Batch = dict[str, torch.Tensor]
 
@@ -160,3 +169,14 @@ def measured_change(readout: Readout, method: MethodConfig, params: Blocks, batc
                 for p, c in zip(ps, copies, strict=True):
                     p.copy_(c)
     return after - before
+
+
+def train_steps(step_fn: TrainStep, stream: DataStream, start: int, n: int, device: torch.device | str = "cpu") -> int:
+    """Take ``n`` training steps of ``step_fn`` (a ``TrainStep``) on ``stream``'s next batches,
+    numbered ``start`` … ``start + n − 1`` (the schedule reads the number), as the training loop
+    does; returns ``start + n``. The model is in train mode afterwards."""
+    step_fn.readout.chunked.train()
+    for step in range(start, start + n):
+        batch = {k: v.to(device) for k, v in stream.next_batch().items()}
+        step_fn.train_step(batch, step)
+    return start + n
