@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -40,6 +41,29 @@ class MemberRng:
     """The members' dropout generators, shared by every ``StackedLora`` of one population."""
 
     generators: list[torch.Generator] = field(default_factory=list)
+
+
+class _LoraProduct(torch.autograd.Function):
+    """B_s A_s x_s for every member at once: x [S, rows, in], A [S, r, in], B [S, out, r].
+
+    Forward and backward are batched matmuls laid out as ``F.linear``'s own forward and backward
+    (grad A_s = (gh_s)ᵀ x_s, not (x_sᵀ gh_s)ᵀ as autograd's ``bmm`` would form it): each member's
+    result and gradients then equal a single run's bit for bit on a CPU, not merely to rounding
+    (which Adam amplifies along a run)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        h = torch.bmm(x, a.transpose(1, 2))
+        ctx.save_for_backward(x, a, b, h)
+        return torch.bmm(h, b.transpose(1, 2))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, gy: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+        x, a, b, h = ctx.saved_tensors
+        gh = torch.bmm(gy, b)
+        gx = torch.bmm(gh, a) if ctx.needs_input_grad[0] else None
+        return gx, torch.bmm(gh.transpose(1, 2), x), torch.bmm(gy.transpose(1, 2), h)
 
 
 class StackedLora(nn.Module):
@@ -84,7 +108,7 @@ class StackedLora(nn.Module):
         a = torch.stack(list(self.lora_A))  # [S, r, in]
         b = torch.stack(list(self.lora_B))  # [S, out, r]
         rows = self._dropout(x.to(a.dtype).reshape(S, -1, x.shape[-1]))
-        delta = torch.bmm(torch.bmm(rows, a.transpose(1, 2)), b.transpose(1, 2))
+        delta = _LoraProduct.apply(rows, a, b)
         return (result + delta.reshape(result.shape) * self.scaling).to(result.dtype)
 
 

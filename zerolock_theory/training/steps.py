@@ -64,8 +64,8 @@ from zerolock_theory.training.losses import (
 from zerolock_theory.training.optimizers import ChunkOptimizers
 
 __all__ = [
-    "BackpropStep", "NonFiniteLossError", "TrainStep", "ZeroLockStep", "build_step", "global_grad_sq_unbiased",
-    "split_halves", "step_parts", "update_on_halves",
+    "BackpropStep", "NonFiniteLossError", "TrainStep", "ZeroLockStep", "accumulate_halves", "build_step",
+    "finish_update", "global_grad_sq_unbiased", "half_counts", "split_halves", "step_parts", "update_on_halves",
 ]
 
 Batch = dict[str, torch.Tensor]
@@ -119,19 +119,35 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
     halves = split_halves(batch)
     counts = half_counts(halves)
     n = max(1, sum(counts))  # labelled_tokens(batch)
-    totals: Totals = {}
-    first: Blocks | None = None
-    for i, half in enumerate(halves):
-        for key, value in accumulate(half, n).items():
-            totals[key] = totals[key] + value if key in totals else value
-        if i == 0 and len(halves) == 2 and getattr(step_fn, "unbiased_grad_sq", True):
-            first = snapshot(step_fn.params)
+    keep = len(halves) == 2 and getattr(step_fn, "unbiased_grad_sq", True)
+    totals, first = accumulate_halves(accumulate, halves, n, (lambda: snapshot(step_fn.params)) if keep else None)
     K = len(step_fn.params)
     sq_tensors, inner = grad_sums(step_fn.params, first, counts, n)  # each gradient read once
     scalars = [*totals.values(), *sq_tensors, *(inner or [])]
     values = torch.stack([v.double() for v in scalars]).tolist()  # the step's one read of its scalars
-    metrics = dict(zip(totals, values, strict=False))
-    sq, inner_values = values[len(totals): len(totals) + K], values[len(totals) + K:] if inner is not None else None
+    return finish_update(step_fn.optimizers, list(totals), values, K, inner is not None, step, loss_name)
+
+
+def accumulate_halves(accumulate: Callable[[Batch, Any], Totals], halves: list[Batch], n: Any,
+                      keep_first: Callable[[], Any] | None) -> tuple[Totals, Any]:
+    """Run ``accumulate`` on each half (``.grad`` adds up), summing its totals; ``keep_first()``
+    (the first half's gradient snapshot, for Ĝ_t) is taken after the first of two halves."""
+    totals: Totals = {}
+    first = None
+    for i, half in enumerate(halves):
+        for key, value in accumulate(half, n).items():
+            totals[key] = totals[key] + value if key in totals else value
+        if i == 0 and len(halves) == 2 and keep_first is not None:
+            first = keep_first()
+    return totals, first
+
+
+def finish_update(optimizers: ChunkOptimizers, keys: list[str], values: list[float], K: int, has_inner: bool,
+                  step: int, loss_name: Callable[[int], str]) -> dict[str, float | None]:
+    """The step's metrics from its read scalars (``keys``' totals, K ‖∇_k‖², K Ĝ_t terms when
+    ``has_inner``), checked finite; then every chunk's optimizer steps."""
+    metrics = dict(zip(keys, values, strict=False))
+    sq, inner_values = values[len(keys): len(keys) + K], values[len(keys) + K:] if has_inner else None
     for k in range(1, K + 1):
         if CHUNK.key(k, "loss") in metrics:
             check_finite(metrics[CHUNK.key(k, "loss")], step, loss_name(k))
@@ -142,7 +158,7 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
     out["train/final_ce"] = metrics[CHUNK.key(K, "ce")]
     out["train/grad_norm_sq"] = sum(sq)
     out["train/grad_sq_unbiased"] = None if inner_values is None else sum(inner_values)
-    out["train/lr"] = step_fn.optimizers.step(step, sq)
+    out["train/lr"] = optimizers.step(step, sq)
     return out
 
 
@@ -193,12 +209,21 @@ class ZeroLockStep:
     unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
-        return update_on_halves(self, self._accumulate, batch, step, lambda k: f"chunk {k} local loss")
+        return update_on_halves(self, self.accumulator(step), batch, step, self.loss_name)
+
+    def accumulator(self, step: int) -> Callable[[Batch, Any], Totals]:
+        """What step ``step`` accumulates per half: ``.grad`` and the loss terms (``update_on_halves``)."""
+        return self._accumulate
+
+    @staticmethod
+    def loss_name(k: int) -> str:
+        """The loss a non-finite chunk-k value is reported as."""
+        return f"chunk {k} local loss"
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return self.readout.autocast()
 
-    def _accumulate(self, batch: Batch, n: int) -> Totals:
+    def _accumulate(self, batch: Batch, n: int | torch.Tensor) -> Totals:
         """∇(Σ_k ℓ_k on ``batch`` / n) into ``.grad``, chunk by chunk; the loss terms (on the device)."""
         labels, spec = batch["labels"], LossSpec.local(self.method)
         with self.autocast():
@@ -234,15 +259,23 @@ class BackpropStep:
     readout_every: int = 1  # chunk/{k}/ce for k < K every so many steps (module docstring); 0 = never
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
+        return update_on_halves(self, self.accumulator(step), batch, step, self.loss_name)
+
+    def accumulator(self, step: int) -> Callable[[Batch, Any], Totals]:
+        """What step ``step`` accumulates per half, with the per-chunk readouts when they are due."""
         every = self.readout_every
         readouts = every > 0 and (step + 1) % every == 0
-        return update_on_halves(self, lambda half, n: self._accumulate(half, n, readouts), batch, step,
-                                lambda k: "loss")
+        return lambda half, n: self._accumulate(half, n, readouts)
+
+    @staticmethod
+    def loss_name(k: int) -> str:
+        """The loss a non-finite value is reported as."""
+        return "loss"
 
     def local_gradients(self, batch: Batch) -> Blocks:
         return local_gradients(self.readout, self.method, self.params, batch)
 
-    def _accumulate(self, batch: Batch, n: int, readouts: bool = True) -> Totals:
+    def _accumulate(self, batch: Batch, n: int | torch.Tensor, readouts: bool = True) -> Totals:
         """∇(L on ``batch`` / n) into ``.grad``; L's CE and, with ``readouts``, every chunk's CE (on the device)."""
         labels, spec = batch["labels"], LossSpec.global_(self.method)
         with self.autocast():
