@@ -18,6 +18,7 @@ import argparse
 import copy
 import statistics
 import time
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -25,6 +26,7 @@ except ModuleNotFoundError:  # Python 3.10
 from pathlib import Path
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from zerolock_theory.config import LoraSettings, MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models import ChunkedLM, attach_adapters, load_model, trainable_state_dict
@@ -77,20 +79,36 @@ def measure(model, method: MethodConfig, size: int, threads: int, repeats: int, 
     torch.set_num_threads(threads)
     chunks, rows, length = suite_sizes()
     vocab = model.config.vocab_size
-    single_step, pop_step = _steps(model, method, chunks, size, warmup + repeats)
+    single_step, pop_step = _steps(model, method, chunks, size, warmup + repeats + 1)
     g = torch.Generator().manual_seed(0)
+    with FlopCounterMode(display=False) as counter:  # matmuls and attention of one seed-step
+        single_step.train_step(_batch(g, vocab, rows, length), 0)
     single_times, pop_times = [], []
     for t in range(warmup + repeats):
         batches = [_batch(g, vocab, rows, length) for _ in range(size)]
         tic = time.perf_counter()
-        single_step.train_step(batches[0], t)
+        single_step.train_step(batches[0], t + 1)
         mid = time.perf_counter()
-        pop_step.train_step(batches, t)
+        pop_step.train_step(batches, t + 1)
         end = time.perf_counter()
         if t >= warmup:
             single_times.append(mid - tic)
             pop_times.append(end - mid)
-    return {"single": statistics.median(single_times), "population": statistics.median(pop_times)}
+    return {"single": statistics.median(single_times), "population": statistics.median(pop_times),
+            "flops": float(counter.get_total_flops())}
+
+
+def gemm_rate(rows: int, width: int, vocab: int, threads: int) -> float:
+    """FLOP/s of the readout's GEMM [rows, d]·[d, V] (the largest matmul of a step), median of 10."""
+    torch.set_num_threads(threads)
+    x, w = torch.randn(rows, width), torch.randn(vocab, width)
+    out = torch.empty(rows, vocab)
+    times = []
+    for _ in range(11):
+        tic = time.perf_counter()
+        torch.mm(x, w.t(), out=out)
+        times.append(time.perf_counter() - tic)
+    return 2 * rows * width * vocab / statistics.median(times[1:])
 
 
 def main() -> None:
@@ -105,14 +123,19 @@ def main() -> None:
     chunks, rows, length = suite_sizes()
     print(f"embedded model, K = {chunks}, batch {rows} x {length} tokens, {args.method}, "
           f"median of {args.repeats} steps (after {args.warmup})")
+    print("GFLOP/s: matmul and attention FLOPs of a seed-step (FlopCounterMode) per second; 'gemm' is the rate "
+          "of the readout's [b·T, d]·[d, V] GEMM alone at that thread count (a compute-bound step's ceiling)")
     print(f"{'threads':>7} {'S':>4} {'run step ms':>12} {'pop step ms':>12} {'runs seed-steps/s':>18} "
-          f"{'pop seed-steps/s':>17} {'ratio':>6}")
+          f"{'pop seed-steps/s':>17} {'ratio':>6} {'run GFLOP/s':>12} {'pop GFLOP/s':>12} {'gemm GFLOP/s':>13}")
     for threads in args.threads:
+        gemm = gemm_rate(rows * length, model.config.hidden_size, model.config.vocab_size, threads) / 1e9
         for size in args.sizes:
             m = measure(model, METHODS[args.method], size, threads, args.repeats, args.warmup)
             separate, together = 1.0 / m["single"], size / m["population"]
             print(f"{threads:>7} {size:>4} {1e3 * m['single']:>12.1f} {1e3 * m['population']:>12.1f} "
-                  f"{separate:>18.2f} {together:>17.2f} {together / separate:>6.2f}", flush=True)
+                  f"{separate:>18.2f} {together:>17.2f} {together / separate:>6.2f} "
+                  f"{m['flops'] * separate / 1e9:>12.1f} {m['flops'] * together / 1e9:>12.1f} {gemm:>13.1f}",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def test_population_forward_and_gradients_equal_single_runs(tiny_lm, dropout):
             rows = slice(2 * s, 2 * s + 2)
             want = single(ids[rows])
             want.square().mean(dim=(1, 2)).sum().backward()
-            torch.testing.assert_close(logits[rows], want, atol=1e-6, rtol=1e-6, msg=lambda m: f"{label} {s}: {m}")
+            torch.testing.assert_close(logits[rows], want, atol=1e-6, rtol=1e-6, msg=lambda m, label=label, s=s: f"{label} {s}: {m}")
             got_grads = [p.grad for ps in population.member_blocks(s) for p in ps]
             want_grads = [p.grad for k in range(1, chunks + 1) for p in single.chunk_parameters(k)]
             assert len(got_grads) == len(want_grads)
