@@ -13,11 +13,20 @@ own data order) and runs the wrapped step's own accumulation (``accumulator``) o
   optimizer (a ``ChunkOptimizers`` of its own, ``steps.finish_update``), as in a single run.
 
 All the step's scalars, of every member, are read from the device at once.
+
+Checkpoints: ``member_states`` gives each member's ``TrainState`` in a single run's format (its
+adapters under a single run's names, its optimizers' state dicts, its RNG with its dropout
+generator as the ``torch`` stream, its data position), so ``state.save_checkpoint`` writes a run
+directory's checkpoint that a single run resumes from, and ``restore_members`` loads S of them
+back into a population.
 """
 
 from __future__ import annotations
 
+import copy
+import random
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -26,6 +35,7 @@ from zerolock_theory.models.population import Population
 from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.gradients import Blocks, grad_sums, snapshot
 from zerolock_theory.training.optimizers import ChunkOptimizers
+from zerolock_theory.training.state import TrainState
 from zerolock_theory.training.steps import (
     Batch,
     TrainStep,
@@ -35,7 +45,7 @@ from zerolock_theory.training.steps import (
     split_halves,
 )
 
-__all__ = ["PopulationStep", "build_population_step", "stack_batches"]
+__all__ = ["PopulationStep", "build_population_step", "member_states", "restore_members", "stack_batches"]
 
 
 def stack_batches(batches: list[Batch]) -> Batch:
@@ -97,3 +107,42 @@ def build_population_step(population: Population, method: MethodConfig, optim: O
     params = [population.member_blocks(s) for s in range(population.size)]
     optimizers = [ChunkOptimizers(p, optim, total_steps) for p in params]
     return PopulationStep(inner, population, params, optimizers, unbiased_grad_sq)
+
+
+def member_states(step_fn: PopulationStep, step: int, data: list[dict[str, Any]] | None = None) -> list[TrainState]:
+    """Each member's ``TrainState`` after ``step`` completed updates, in a single run's format.
+
+    ``rng["torch"]`` is the member's dropout generator (a single run draws dropout from the global
+    stream, which ``state.restore_rng`` sets from it); without generators, the global state.
+    ``data`` holds each member's data position (``DataStream.state_dict``), empty when None.
+    """
+    population = step_fn.population
+    gens = population.rng.generators
+    out = []
+    for s in range(step_fn.size):
+        rng = {"torch": gens[s].get_state() if gens else torch.get_rng_state(), "python": random.getstate()}
+        params = {n: v.clone() for n, v in population.member_state_dict(s).items()}
+        optimizers = [copy.deepcopy(o.state_dict()) for o in step_fn.optimizers[s]]  # a snapshot, not the live state
+        out.append(TrainState(step, params, optimizers, rng, {} if data is None else data[s]))
+    return out
+
+
+def restore_members(step_fn: PopulationStep, states: list[TrainState]) -> int:
+    """Load S members' states (``member_states``, or S single runs' checkpoints) into the population;
+    return the step they resume at (all members must have completed the same number of steps).
+
+    As ``Optimizer.load_state_dict``, the optimizers keep the states' tensors: load a state once."""
+    if len(states) != step_fn.size:
+        raise ValueError(f"{len(states)} states for {step_fn.size} members")
+    steps = {state.step for state in states}
+    if len(steps) != 1:
+        raise ValueError(f"members stopped at different steps: {sorted(steps)}")
+    population = step_fn.population
+    for s, state in enumerate(states):
+        population.load_member(s, state.params)
+        for opt, saved in zip(step_fn.optimizers[s], state.optimizers, strict=True):
+            opt.load_state_dict(saved)
+    if population.rng.generators:
+        for gen, state in zip(population.rng.generators, states, strict=True):
+            gen.set_state(state.rng["torch"])
+    return steps.pop()
