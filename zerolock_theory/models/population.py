@@ -21,7 +21,8 @@ single run's ``trainable_state_dict`` (``member_state_dict``), hence as today's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,7 @@ class MemberRng:
     """The members' dropout generators, shared by every ``StackedLora`` of one population."""
 
     generators: list[torch.Generator] = field(default_factory=list)
+    active: int | None = None  # the member every row belongs to inside ``Population.member``; None: S groups
 
 
 class _LoraProduct(torch.autograd.Function):
@@ -99,9 +101,22 @@ class StackedLora(nn.Module):
         masks = [torch.empty_like(x[s]).bernoulli_(keep, generator=g).div_(keep) for s, g in enumerate(gens)]
         return x * torch.stack(masks)
 
+    def _member_forward(self, x: torch.Tensor, result: torch.Tensor, s: int) -> torch.Tensor:
+        """W x + scaling · B_s A_s dropout(x) with every row member s's; dropout from the global RNG,
+        as a single run's peft layer draws it (``Population.member`` sets that RNG to member s's)."""
+        a, b = self.lora_A[s].unsqueeze(0), self.lora_B[s].unsqueeze(0)
+        rows = x.to(a.dtype).reshape(1, -1, x.shape[-1])
+        if self.training and self.dropout > 0.0:
+            keep = 1.0 - self.dropout
+            rows = rows * torch.empty_like(rows[0]).bernoulli_(keep).div_(keep).unsqueeze(0)
+        delta = _LoraProduct.apply(rows, a, b)
+        return (result + delta.reshape(result.shape) * self.scaling).to(result.dtype)
+
     def forward(self, x: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
         """W x, plus scaling · B_s A_s x on member s's rows (one ``bmm`` per factor)."""
         result = self.base_layer(x, *args, **kwargs)
+        if self.rng.active is not None:
+            return self._member_forward(x, result, self.rng.active)
         S = self.size
         if x.shape[0] % S:
             raise ValueError(f"{x.shape[0]} rows do not split into {S} members")
@@ -154,9 +169,46 @@ class Population:
             blocks.append(params)
         return blocks
 
+    @contextlib.contextmanager
+    def member(self, s: int) -> Iterator[None]:
+        """The population as member s's single run: every row is member s's, only its adapters
+        require gradients (so ``chunk_parameters`` and a model's trainable parameters are its
+        own, in a single run's order), and the global RNG holds member s's dropout stream.
+
+        What runs inside (evaluation, probes, a gradient at ω^t) sees what it sees in the single
+        run. On exit the global RNG, every generator and ``requires_grad`` are as before: the
+        member's stream advances only in the population's own training step, as a single run's
+        does only in its step (the loop runs everything else under a forked RNG)."""
+        if not 0 <= s < self.size:
+            raise ValueError(f"no member {s} in a population of {self.size}")
+        gens = self.rng.generators
+        others = [p for layer in self.layers.values() for i in range(self.size) if i != s
+                  for p in (layer.lora_A[i], layer.lora_B[i]) if p.requires_grad]
+        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+        with torch.random.fork_rng(devices=devices):
+            if gens:
+                _set_global_rng(gens[s])
+            for p in others:
+                p.requires_grad_(False)
+            self.rng.active = s
+            try:
+                yield
+            finally:
+                self.rng.active = None
+                for p in others:
+                    p.requires_grad_(True)
+
     def seed_dropout(self, seeds: list[int]) -> None:
         """One dropout generator per member, seeded by ``seeds[s]``."""
         self.rng.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+
+
+def _set_global_rng(gen: torch.Generator) -> None:
+    """The global RNG of ``gen``'s device set to ``gen``'s state."""
+    if gen.device.type == "cuda":
+        torch.cuda.set_rng_state(gen.get_state(), gen.device)
+    else:
+        torch.set_rng_state(gen.get_state())
 
 
 def _lora_layers(model: nn.Module) -> dict[str, nn.Module]:

@@ -16,7 +16,7 @@ All the step's scalars, of every member, are read from the device at once.
 
 Checkpoints: ``member_states`` gives each member's ``TrainState`` in a single run's format (its
 adapters under a single run's names, its optimizers' state dicts, its RNG with its dropout
-generator as the ``torch`` stream, its data position), so ``state.save_checkpoint`` writes a run
+generator as its device's global stream, its data position), so ``state.save_checkpoint`` writes a run
 directory's checkpoint that a single run resumes from, and ``restore_members`` loads S of them
 back into a population.
 """
@@ -24,7 +24,6 @@ back into a population.
 from __future__ import annotations
 
 import copy
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +34,7 @@ from zerolock_theory.models.population import Population
 from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.gradients import Blocks, grad_sums, snapshot
 from zerolock_theory.training.optimizers import ChunkOptimizers
-from zerolock_theory.training.state import TrainState
+from zerolock_theory.training.state import TrainState, capture_rng
 from zerolock_theory.training.steps import (
     Batch,
     TrainStep,
@@ -45,7 +44,10 @@ from zerolock_theory.training.steps import (
     split_halves,
 )
 
-__all__ = ["PopulationStep", "build_population_step", "member_states", "restore_members", "stack_batches"]
+__all__ = [
+    "PopulationStep", "build_population_step", "member_rng", "member_states", "restore_member_rng", "restore_members",
+    "stack_batches",
+]
 
 
 def stack_batches(batches: list[Batch]) -> Batch:
@@ -109,18 +111,36 @@ def build_population_step(population: Population, method: MethodConfig, optim: O
     return PopulationStep(inner, population, params, optimizers, unbiased_grad_sq)
 
 
+def member_rng(gen: torch.Generator | None) -> dict[str, Any]:
+    """A member's RNG in a single run's ``state.capture_rng`` format: its dropout generator's state
+    as the global stream of the generator's device (a single run draws dropout from that stream);
+    without a generator, the global state."""
+    rng = capture_rng()
+    if gen is None:
+        return rng
+    if gen.device.type == "cuda":
+        rng["cuda"][gen.device.index or 0] = gen.get_state()
+    else:
+        rng["torch"] = gen.get_state()
+    return rng
+
+
+def restore_member_rng(gen: torch.Generator, rng: dict[str, Any]) -> None:
+    """The inverse of ``member_rng`` for the generator (the global RNG is left alone)."""
+    gen.set_state(rng["cuda"][gen.device.index or 0] if gen.device.type == "cuda" else rng["torch"])
+
+
 def member_states(step_fn: PopulationStep, step: int, data: list[dict[str, Any]] | None = None) -> list[TrainState]:
     """Each member's ``TrainState`` after ``step`` completed updates, in a single run's format.
 
-    ``rng["torch"]`` is the member's dropout generator (a single run draws dropout from the global
-    stream, which ``state.restore_rng`` sets from it); without generators, the global state.
+    ``rng`` holds the member's dropout generator as its device's global stream (``member_rng``).
     ``data`` holds each member's data position (``DataStream.state_dict``), empty when None.
     """
     population = step_fn.population
     gens = population.rng.generators
     out = []
     for s in range(step_fn.size):
-        rng = {"torch": gens[s].get_state() if gens else torch.get_rng_state(), "python": random.getstate()}
+        rng = member_rng(gens[s] if gens else None)
         params = {n: v.clone() for n, v in population.member_state_dict(s).items()}
         optimizers = [copy.deepcopy(o.state_dict()) for o in step_fn.optimizers[s]]  # a snapshot, not the live state
         out.append(TrainState(step, params, optimizers, rng, {} if data is None else data[s]))
@@ -144,5 +164,5 @@ def restore_members(step_fn: PopulationStep, states: list[TrainState]) -> int:
             opt.load_state_dict(saved)
     if population.rng.generators:
         for gen, state in zip(population.rng.generators, states, strict=True):
-            gen.set_state(state.rng["torch"])
+            restore_member_rng(gen, state.rng)
     return steps.pop()
