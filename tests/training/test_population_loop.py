@@ -141,3 +141,32 @@ def test_members_may_differ_only_in_their_seeds():
     check_members([a, config(METHODS["forward"], 1)])
     with pytest.raises(ValueError, match="method.direction"):
         check_members([a, config(METHODS["reverse"], 1)])
+
+
+def test_cli_population_seeds_writes_one_single_run_per_seed(tmp_path):
+    """``zerolock train --population-seeds 3 4`` writes out/seed-3, out/seed-4, each equal to
+    ``zerolock train --seed s --order-seed s`` (here: ``train`` of that config)."""
+    from zerolock_theory.app.cli import main
+    from zerolock_theory.app.workflows.runs import member_configs
+
+    args = ["train", "--out", str(tmp_path / "pop"), "--chunks", "2", "--seq-len", "32", "--batch-size", "2",
+            "--steps", "3", "--eval-every", "3", "--checkpoint-every", "3", "--optimizer", "adamw", "--lr", "0.003",
+            "--set", "data.eval_batches=1", "--set", "model.lora.dropout=0.1", "--no-progress",
+            "--population-seeds", "3", "4"]
+    assert main(args) == 0
+    members = member_configs(TrainConfig.from_dict(json_config(tmp_path / "pop" / "seed-3")), [3, 4])
+    for c, seed in zip(members, (3, 4), strict=True):
+        assert c.run.seed == c.data.order_seed == seed
+        train(c, tmp_path / f"single-{seed}")
+        a, b = (read_records(d / "metrics.jsonl") for d in (tmp_path / "pop" / f"seed-{seed}", tmp_path / f"single-{seed}"))
+        assert len(a) == len(b) == 3
+        for x, y in zip(a, b, strict=True):
+            for key in x.keys() - TIMING:
+                _close(x[key], y[key], f"seed {seed} step {x['step']} {key}")
+    assert main([*args[:-3], "--resume", "--population-seeds", "3", "4"]) == 0  # completed: nothing to do
+
+
+def json_config(run_dir: Path) -> dict:
+    import json
+
+    return json.loads((run_dir / "config.json").read_text())
