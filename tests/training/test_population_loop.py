@@ -118,6 +118,7 @@ def test_population_of_three_equals_three_single_runs(tmp_path, method):
     _population_equals_single_runs(tmp_path, method)
 
 
+@pytest.mark.slow  # 23 s; training.population's own resume test runs by default
 def test_population_cut_back_resumes_equal_to_uninterrupted(tmp_path):
     configs = [config(METHODS["reverse"], s, keep_checkpoints=4) for s in SEEDS]
     full = [tmp_path / "full" / f"seed-{s}" for s in SEEDS]
