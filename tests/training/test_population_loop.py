@@ -1,7 +1,8 @@
 """A population trained through the loop writes each member's run directory as its single run would.
 
 S = 3 members against three separate runs of the same configs (embedded model, fp32, 20 steps,
-LoRA dropout on, every probe but the kernels on): every record value (losses, Ĝ_t, gradient
+LoRA dropout on, the readouts, stability, minimizers, Lemma 2, gradients and step-scaling probes;
+the proof and gradient-batch probes in a second, slow test): every record value (losses, Ĝ_t, gradient
 norms, evaluations, every probe value) to 1e-5 relative, every LoRA tensor of the final
 checkpoints, the readout store; the analyses load a member's directory as a single run. A
 population cut back to an earlier checkpoint (members at different steps) resumes equal to the
@@ -44,7 +45,11 @@ METHODS = {
 }
 
 
-def config(method: dict, seed: int, **run) -> TrainConfig:
+MORE_PROBES = {"n_positions": 16, "epsilon": 0.1, "proof": {"every": 2, "smoothness_every": 4},
+               "gradient_batch": {"every": 4, "multiple": 2}}
+
+
+def config(method: dict, seed: int, probes: dict | None = None, **run) -> TrainConfig:
     return TrainConfig.from_dict({
         "model": {"chunks": 2, "lora": {"dropout": 0.1}},
         "data": {"seq_len": 32, "batch_size": 4, "eval_batches": 1, "order_seed": seed},
@@ -52,7 +57,7 @@ def config(method: dict, seed: int, **run) -> TrainConfig:
         "method": method,
         "run": {"steps": STEPS, "eval_every": 5, "checkpoint_every": 5, "progress": False, "seed": seed,
                 "global_grad_every": 5, **run},
-        "probes": PROBES,
+        "probes": PROBES if probes is None else probes,
     })
 
 
@@ -70,8 +75,8 @@ def _close(a, b, where: str) -> None:
         assert a == b, f"{where}: {a!r} vs {b!r}"
 
 
-def assert_same_run(a: Path, b: Path) -> int:
-    """Records (timing aside), final adapters and readout stores equal; the number of values compared."""
+def assert_same_records(a: Path, b: Path) -> int:
+    """Records equal, timing aside; the number of values compared."""
     ra, rb = read_records(a / "metrics.jsonl"), read_records(b / "metrics.jsonl")
     assert len(ra) == len(rb) == STEPS
     n = 0
@@ -80,6 +85,12 @@ def assert_same_run(a: Path, b: Path) -> int:
         for key in x.keys() - TIMING:
             _close(x[key], y[key], f"step {x['step']} {key}")
             n += 1
+    return n
+
+
+def assert_same_run(a: Path, b: Path) -> int:
+    """Records (timing aside), final adapters and readout stores equal; the number of values compared."""
+    n = assert_same_records(a, b)
     wa, wb = (load_file(str(latest_checkpoint(r) / "adapters.safetensors")) for r in (a, b))
     assert wa.keys() == wb.keys()
     for name in wa:
@@ -116,6 +127,19 @@ def test_population_of_three_equals_three_single_runs_forward(tmp_path):
 @pytest.mark.parametrize("method", ["reverse", "backprop"])
 def test_population_of_three_equals_three_single_runs(tmp_path, method):
     _population_equals_single_runs(tmp_path, method)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["forward", "backprop"])
+def test_population_with_the_proof_and_gradient_batch_probes_equals_single_runs(tmp_path, method):
+    configs = [config(METHODS[method], s, MORE_PROBES) for s in SEEDS[:2]]
+    outs = [tmp_path / "pop" / f"seed-{s}" for s in SEEDS[:2]]
+    train_population(configs, outs, hooks=_hooks(configs))
+    for c, out, s in zip(configs, outs, SEEDS, strict=False):
+        train(c, tmp_path / f"single-{s}", hooks=build_probes(c.probes, c.probe_settings))
+        assert assert_same_records(out, tmp_path / f"single-{s}") > 400
+        keys = {k for r in read_records(out / "metrics.jsonl") for k in r}
+        assert any(k.startswith("probe/proof/") for k in keys) and any(k.startswith("probe/gradient_batch/") for k in keys)
 
 
 @pytest.mark.slow  # 23 s; training.population's own resume test runs by default
