@@ -37,33 +37,29 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from zerolock_theory import records
 from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.models import resolve_device, trainable_state_dict
 from zerolock_theory.models.population import Population, stack_adapters
 from zerolock_theory.records import (
-    DATA_EPOCH,
     EVAL_CE,
-    EVAL_CE_INITIAL,
-    EVAL_CHUNK,
-    EVAL_OBJECTIVE,
-    EVAL_OBJECTIVE_INITIAL,
     GLOBAL_GRAD_SQ_UNBIASED,
     GRAD_SQ_UNBIASED,
-    STEP_TIME_S,
-    TEST,
-    TOKENS,
-    TOKENS_PER_S,
 )
 from zerolock_theory.training.export import ADAPTER_DIR, base_model_path
 from zerolock_theory.training.gradients import count_labelled
 from zerolock_theory.training.hooks import Hook, HookContext
 from zerolock_theory.training.logger import open_loggers
-from zerolock_theory.training.loop import Run, RunSummary, build_components, evaluate, quiet_mode
+from zerolock_theory.training.loop import (
+    Run,
+    RunSummary,
+    build_components,
+    evaluate,
+    quiet_mode,
+    step_record,
+)
 from zerolock_theory.training.manifest import write_manifest
 from zerolock_theory.training.population import (
     PopulationStep,
@@ -151,8 +147,7 @@ def setup_population(configs: Sequence[TrainConfig], outs: Sequence[str | Path],
     for config, out in zip(configs, outs, strict=True):
         check_sources(config)
         actions.append(check_out(out, "train", resume=resume, overwrite=overwrite))
-    start = common_checkpoint([o for o, a in zip(outs, actions, strict=True) if a == "resume"]) \
-        if all(a == "resume" for a in actions) else 0
+    start = common_checkpoint(outs) if all(a == "resume" for a in actions) else 0
     saved = [read_saved_config(out) if action == "resume" else None for out, action in zip(outs, actions, strict=True)]
     for config, out, action, old in zip(configs, outs, actions, saved, strict=True):
         if old is not None:
@@ -254,8 +249,10 @@ def execute_population(prun: PopulationRun) -> list[RunSummary]:
             metrics = prun.step_fn.train_step(batches, step)
             share = (time.perf_counter() - tic) / S
             for s, (run, batch) in enumerate(zip(members, batches, strict=True)):
-                record = _record(run, step, metrics[s], batch, share, initial[s],
-                                 (metrics[s][GRAD_SQ_UNBIASED] if own else g_hat[s]) if glob else _NONE)
+                mine = metrics[s]
+                if glob:
+                    mine = {**mine, GLOBAL_GRAD_SQ_UNBIASED: mine[GRAD_SQ_UNBIASED] if own else g_hat[s]}
+                record = step_record(run, step, mine, count_labelled(batch["labels"]), share, initial[s])
                 due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
                 if due or run.hooks:
                     with population.member(s), quiet_mode(run.chunked):
@@ -284,27 +281,6 @@ def execute_population(prun: PopulationRun) -> list[RunSummary]:
     seconds = time.perf_counter() - t_start
     return [RunSummary(run.run_dir, cfg.steps, None if initial[s] is None else initial[s][EVAL_CE], final[s], seconds)
             for s, run in enumerate(members)]
-
-
-_NONE = object()  # no global Ĝ_t this step
-
-
-def _record(run: Run, step: int, metrics: dict[str, float | None], batch: dict[str, torch.Tensor], share: float,
-            initial: dict[str, float] | None, g_hat: Any) -> dict[str, Any]:
-    """Member ``run``'s record of ``step``, keyed and ordered as ``loop.execute`` writes a single run's."""
-    if g_hat is not _NONE:
-        metrics = {**metrics, GLOBAL_GRAD_SQ_UNBIASED: g_hat}
-    tokens = count_labelled(batch["labels"])
-    record: dict[str, Any] = {"step": step, **metrics, TOKENS: tokens, DATA_EPOCH: run.stream.epoch}
-    record[STEP_TIME_S] = share
-    record[TOKENS_PER_S] = tokens / max(share, 1e-9)
-    if step == 0 and initial is not None:
-        record[EVAL_CE_INITIAL] = initial[EVAL_CE]
-        record[EVAL_OBJECTIVE_INITIAL] = initial[EVAL_OBJECTIVE]
-        if run.data.n_test:
-            record.update({records.initial(k): v for k, v in initial.items()
-                           if k.startswith((EVAL_CHUNK.prefix, TEST.prefix))})
-    return record
 
 
 def train_population(configs: Sequence[TrainConfig], outs: Sequence[str | Path], *, resume: bool = False,
