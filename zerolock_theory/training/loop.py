@@ -62,7 +62,7 @@ from zerolock_theory.training.state import (
 )
 from zerolock_theory.training.steps import TrainStep, build_step, global_grad_sq_unbiased
 
-__all__ = ["Run", "RunSummary", "build_components", "evaluate", "execute", "setup", "train"]
+__all__ = ["Run", "RunSummary", "build_components", "evaluate", "execute", "quiet_mode", "setup", "step_record", "train"]
 
 TIMING_KEYS = (TOKENS_PER_S, STEP_TIME_S)
 
@@ -250,6 +250,22 @@ def _checkpoint(run: Run, step: int) -> None:
     save_checkpoint(run.run_dir, state, keep=run.config.run.keep_checkpoints)
 
 
+def step_record(run: Run, step: int, metrics: dict[str, Any], tokens: int, elapsed: float,
+                initial: dict[str, float] | None) -> dict[str, Any]:
+    """The record of ``step``: the step's metrics, its labelled tokens, the data epoch, its timing
+    (``elapsed`` seconds) and, at step 0, the evaluation at ω^0 (``initial``)."""
+    record: dict[str, Any] = {"step": step, **metrics, TOKENS: tokens, DATA_EPOCH: run.stream.epoch}
+    record[STEP_TIME_S] = elapsed
+    record[TOKENS_PER_S] = tokens / max(elapsed, 1e-9)
+    if step == 0 and initial is not None:
+        record[EVAL_CE_INITIAL] = initial[EVAL_CE]
+        record[EVAL_OBJECTIVE_INITIAL] = initial[EVAL_OBJECTIVE]
+        if run.data.n_test:  # every readout at ω^0 on both splits (the per-chunk curves' start)
+            record.update({records.initial(k): v for k, v in initial.items()
+                           if k.startswith((EVAL_CHUNK.prefix, TEST.prefix))})
+    return record
+
+
 def execute(run: Run) -> RunSummary:
     """Run steps ``start_step .. steps-1``; log, evaluate, probe and checkpoint."""
     from tqdm.auto import tqdm
@@ -283,16 +299,7 @@ def execute(run: Run) -> RunSummary:
             elapsed = time.perf_counter() - tic
             if glob:
                 metrics = {**metrics, GLOBAL_GRAD_SQ_UNBIASED: metrics[GRAD_SQ_UNBIASED] if own else g_hat}
-            tokens = count_labelled(batch["labels"])
-            record: dict[str, Any] = {"step": step, **metrics, TOKENS: tokens, DATA_EPOCH: run.stream.epoch}
-            record[STEP_TIME_S] = elapsed
-            record[TOKENS_PER_S] = tokens / max(elapsed, 1e-9)
-            if step == 0 and initial is not None:
-                record[EVAL_CE_INITIAL] = initial[EVAL_CE]
-                record[EVAL_OBJECTIVE_INITIAL] = initial[EVAL_OBJECTIVE]
-                if run.data.n_test:  # every readout at ω^0 on both splits (the per-chunk curves' start)
-                    record.update({records.initial(k): v for k, v in initial.items()
-                                   if k.startswith((EVAL_CHUNK.prefix, TEST.prefix))})
+            record = step_record(run, step, metrics, count_labelled(batch["labels"]), elapsed, initial)
             due = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
             if due or run.hooks:  # eval mode and back visit every module: only when used
                 with quiet_mode(run.chunked):

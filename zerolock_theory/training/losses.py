@@ -154,16 +154,25 @@ class _WithGradient(torch.autograd.Function):
         return grad * g.to(grad.dtype), None, None
 
 
-def _terms(spec: LossSpec, logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None, n: float, grad: bool,
-           out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """(Σ term / n of each ``SUM_KEYS`` term, float64; d(Σ loss / n)/dz; the norm) of ``logits``."""
+def _terms(spec: LossSpec, logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None, n: float | torch.Tensor,
+           grad: bool, out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """(Σ term / n of each ``SUM_KEYS`` term, float64; d(Σ loss / n)/dz; the norm) of ``logits``.
+
+    A population (``models.population``) passes n as a float64 tensor [S]: the rows are S equal
+    groups, member by member, and group s is normalised by n[s]; the sums are then [4, S]."""
+    if not isinstance(n, torch.Tensor):
+        terms, dz, norm = loss_and_grad(logits.detach(), labels, prev, spec.alpha, spec.direction, spec.epsilon,
+                                       1.0 / n, grad=grad, out=out)
+        return terms.reshape(len(SUM_KEYS), -1).sum(-1).double() / n, dz, norm
+    groups = n.shape[0]
+    scale = (1.0 / n).float().repeat_interleave(labels.numel() // groups)  # each position its member's 1/n
     terms, dz, norm = loss_and_grad(logits.detach(), labels, prev, spec.alpha, spec.direction, spec.epsilon,
-                                   1.0 / n, grad=grad, out=out)
-    return terms.reshape(len(SUM_KEYS), -1).sum(-1).double() / n, dz, norm
+                                   scale, grad=grad, out=out)
+    return terms.reshape(len(SUM_KEYS), groups, -1).sum(-1).double() / n, dz, norm
 
 
 def chunk_loss(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
-               labels: torch.Tensor, k: int, n: float, prev: Prev | None = None) -> ChunkLoss:
+               labels: torch.Tensor, k: int, n: float | torch.Tensor, prev: Prev | None = None) -> ChunkLoss:
     """Chunk k's readout loss on ``hidden``, summed over labelled positions / n (no backward).
 
     ``prev`` is the target p_{k-1} when already at hand (``ChunkLoss.prev`` of chunk k−1);
@@ -182,7 +191,7 @@ def chunk_loss(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: t
 
 
 def sliced_backward(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
-                    labels: torch.Tensor, k: int, n: float,
+                    labels: torch.Tensor, k: int, n: float | torch.Tensor,
                     prev: Prev | None = None) -> tuple[dict[str, float], Prev | None]:
     """Backpropagate ``chunk_loss`` into ``hidden``'s graph slice by slice; return the sums and,
     when the loss ran as one slice and α < 1, the readout as the next chunk's target (else None)."""
@@ -191,7 +200,7 @@ def sliced_backward(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_pr
 
 
 def sliced_backward_totals(readout: Readout, spec: LossSpec, hidden: torch.Tensor, h_prev: torch.Tensor | None,
-                           labels: torch.Tensor, k: int, n: float,
+                           labels: torch.Tensor, k: int, n: float | torch.Tensor,
                            prev: Prev | None = None, keep: bool | None = None) -> tuple[torch.Tensor, Prev | None]:
     """``sliced_backward`` with the sums left on the device (``ChunkLoss.totals``, added slice by
     slice in float64): no host synchronisation.

@@ -1,7 +1,7 @@
 """The step objects of the one training loop: ZeroLock, the backprop baseline and ZeroLock's
 un-detached twin (``UndetachedStep``, ``method.detach = false``: undetached.py).
 
-Both implement the ``TrainStep`` protocol with the same parts (``ChunkOptimizers``, the
+All implement the ``TrainStep`` protocol with the same parts (``ChunkOptimizers``, the
 schedule, clipping, ``sliced_backward``) and the same update (``update_on_halves``); they
 differ only in where the loss that updates ω_k comes from (docs/MATH.md, "Local losses"):
 
@@ -9,6 +9,13 @@ differ only in where the loss that updates ω_k comes from (docs/MATH.md, "Local
   minimizes its local loss ℓ_k (α·task + (1-α)·consistency to the detached p^t_{k-1}),
   then steps its optimizer, in order k = 1..K. No gradient crosses a chunk boundary.
 * ``BackpropStep``: L = CE(p_y^ε, p_K) backpropagated through all chunks.
+* ``UndetachedStep``: ZeroLock's ℓ_k summed and backpropagated through all chunks (a
+  ``ZeroLockStep`` whose accumulation alone differs).
+
+Each step object splits its ``train_step`` into what it accumulates per half
+(``accumulator(step)``) and the update shared by all (``accumulate_halves``, then one read of
+the scalars, then ``finish_update``), so a population of runs (``training.population``) reuses
+the same accumulation over S members' rows.
 
 Ĝ_t (docs/MATH.md, "Theorem 1"): the minibatch's sequences are split into two halves, run one
 after the other, both summed over labelled positions / n (n = labelled tokens of the whole
@@ -66,9 +73,9 @@ from zerolock_theory.training.optimizers import ChunkOptimizers
 from zerolock_theory.training.undetached import undetached_backward
 
 __all__ = [
-    "BackpropStep", "NonFiniteLossError", "TrainStep", "UndetachedStep", "ZeroLockStep", "build_step", "drop_frozen_grads",
-    "global_grad_sq_unbiased",
-    "split_halves", "step_parts", "update_on_halves",
+    "BackpropStep", "NonFiniteLossError", "TrainStep", "UndetachedStep", "ZeroLockStep", "accumulate_halves",
+    "build_step", "drop_frozen_grads", "finish_update", "global_grad_sq_unbiased", "half_counts", "split_halves",
+    "step_parts", "update_on_halves",
 ]
 
 Batch = dict[str, torch.Tensor]
@@ -122,19 +129,35 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
     halves = split_halves(batch)
     counts = half_counts(halves)
     n = max(1, sum(counts))  # labelled_tokens(batch)
-    totals: Totals = {}
-    first: Blocks | None = None
-    for i, half in enumerate(halves):
-        for key, value in accumulate(half, n).items():
-            totals[key] = totals[key] + value if key in totals else value
-        if i == 0 and len(halves) == 2 and getattr(step_fn, "unbiased_grad_sq", True):
-            first = snapshot(step_fn.params)
+    keep = len(halves) == 2 and getattr(step_fn, "unbiased_grad_sq", True)
+    totals, first = accumulate_halves(accumulate, halves, n, (lambda: snapshot(step_fn.params)) if keep else None)
     K = len(step_fn.params)
     sq_tensors, inner = grad_sums(step_fn.params, first, counts, n)  # each gradient read once
     scalars = [*totals.values(), *sq_tensors, *(inner or [])]
     values = torch.stack([v.double() for v in scalars]).tolist()  # the step's one read of its scalars
-    metrics = dict(zip(totals, values, strict=False))
-    sq, inner_values = values[len(totals): len(totals) + K], values[len(totals) + K:] if inner is not None else None
+    return finish_update(step_fn.optimizers, list(totals), values, K, inner is not None, step, loss_name)
+
+
+def accumulate_halves(accumulate: Callable[[Batch, Any], Totals], halves: list[Batch], n: Any,
+                      keep_first: Callable[[], Any] | None) -> tuple[Totals, Any]:
+    """Run ``accumulate`` on each half (``.grad`` adds up), summing its totals; ``keep_first()``
+    (the first half's gradient snapshot, for Ĝ_t) is taken after the first of two halves."""
+    totals: Totals = {}
+    first = None
+    for i, half in enumerate(halves):
+        for key, value in accumulate(half, n).items():
+            totals[key] = totals[key] + value if key in totals else value
+        if i == 0 and len(halves) == 2 and keep_first is not None:
+            first = keep_first()
+    return totals, first
+
+
+def finish_update(optimizers: ChunkOptimizers, keys: list[str], values: list[float], K: int, has_inner: bool,
+                  step: int, loss_name: Callable[[int], str]) -> dict[str, float | None]:
+    """The step's metrics from its read scalars (``keys``' totals, K ‖∇_k‖², K Ĝ_t terms when
+    ``has_inner``), checked finite; then every chunk's optimizer steps."""
+    metrics = dict(zip(keys, values, strict=False))
+    sq, inner_values = values[len(keys): len(keys) + K], values[len(keys) + K:] if has_inner else None
     for k in range(1, K + 1):
         if CHUNK.key(k, "loss") in metrics:
             check_finite(metrics[CHUNK.key(k, "loss")], step, loss_name(k))
@@ -145,7 +168,7 @@ def update_on_halves(step_fn: TrainStep, accumulate: Callable[[Batch, int], Tota
     out[FINAL_CE] = metrics[CHUNK.key(K, "ce")]
     out[GRAD_NORM_SQ] = sum(sq)
     out[GRAD_SQ_UNBIASED] = None if inner_values is None else sum(inner_values)
-    out[LR] = step_fn.optimizers.step(step, sq)
+    out[LR] = optimizers.step(step, sq)
     return out
 
 
@@ -204,12 +227,21 @@ class ZeroLockStep:
     unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
-        return update_on_halves(self, self._accumulate, batch, step, lambda k: f"chunk {k} local loss")
+        return update_on_halves(self, self.accumulator(step), batch, step, self.loss_name)
+
+    def accumulator(self, step: int) -> Callable[[Batch, Any], Totals]:
+        """What step ``step`` accumulates per half: ``.grad`` and the loss terms (``update_on_halves``)."""
+        return self._accumulate
+
+    @staticmethod
+    def loss_name(k: int) -> str:
+        """The loss a non-finite chunk-k value is reported as."""
+        return f"chunk {k} local loss"
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return self.readout.autocast()
 
-    def _accumulate(self, batch: Batch, n: int) -> Totals:
+    def _accumulate(self, batch: Batch, n: int | torch.Tensor) -> Totals:
         """∇(Σ_k ℓ_k on ``batch`` / n) into ``.grad``, chunk by chunk; the loss terms (on the device).
 
         Each chunk's ℓ_k has its own α (``config.alpha_of``); a chunk of ``method.frozen_chunks``
@@ -255,15 +287,23 @@ class BackpropStep:
     readout_every: int = 1  # chunk/{k}/ce for k < K every so many steps (module docstring); 0 = never
 
     def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
+        return update_on_halves(self, self.accumulator(step), batch, step, self.loss_name)
+
+    def accumulator(self, step: int) -> Callable[[Batch, Any], Totals]:
+        """What step ``step`` accumulates per half, with the per-chunk readouts when they are due."""
         every = self.readout_every
         readouts = every > 0 and (step + 1) % every == 0
-        return update_on_halves(self, lambda half, n: self._accumulate(half, n, readouts), batch, step,
-                                lambda k: "loss")
+        return lambda half, n: self._accumulate(half, n, readouts)
+
+    @staticmethod
+    def loss_name(k: int) -> str:
+        """The loss a non-finite value is reported as."""
+        return "loss"
 
     def local_gradients(self, batch: Batch) -> Blocks:
         return local_gradients(self.readout, self.method, self.params, batch)
 
-    def _accumulate(self, batch: Batch, n: int, readouts: bool = True) -> Totals:
+    def _accumulate(self, batch: Batch, n: int | torch.Tensor, readouts: bool = True) -> Totals:
         """∇(L on ``batch`` / n) into ``.grad``; L's CE and, with ``readouts``, every chunk's CE (on the device)."""
         labels, spec = batch["labels"], LossSpec.global_(self.method)
         with self.autocast():
@@ -289,34 +329,16 @@ class BackpropStep:
 
 
 @dataclass(eq=False)
-class UndetachedStep:
+class UndetachedStep(ZeroLockStep):
     """ZeroLock's local losses summed (weights ``method.loss_weights``) and backpropagated through
-    every chunk (``undetached.py``); same adapters, optimizers, schedule and update."""
+    every chunk (``undetached.py``); ZeroLock's step in every other part (the update on halves, the
+    optimizers, schedule and clipping, the gradients the probes read), only the accumulation differs."""
 
-    name: ClassVar[str] = "zerolock"  # its objective and evaluation are ZeroLock's local losses
-    chunked: ChunkedLM
-    method: MethodConfig
-    readout: Readout
-    params: Blocks
-    optimizers: ChunkOptimizers
-    unbiased_grad_sq: bool = True  # Ĝ_t from the two halves (module docstring)
-
-    def train_step(self, batch: Batch, step: int) -> dict[str, float | None]:
-        return update_on_halves(self, self._accumulate, batch, step, lambda k: f"chunk {k} local loss")
-
-    def _accumulate(self, batch: Batch, n: int) -> Totals:
+    def _accumulate(self, batch: Batch, n: int | torch.Tensor) -> Totals:
+        """∇(Σ_k w_k·ℓ_k on ``batch`` / n) into ``.grad`` through every chunk; the loss terms (on the device)."""
         metrics = undetached_backward(self.readout, self.method, batch, n)
         drop_frozen_grads(self.params, self.method.frozen_chunks)
         return metrics
-
-    def autocast(self) -> contextlib.AbstractContextManager[Any]:
-        return self.readout.autocast()
-
-    def global_gradient(self, batch: Batch) -> Blocks:
-        return global_gradient(self.readout, self.method, self.params, batch)
-
-    def local_gradients(self, batch: Batch) -> Blocks:
-        return local_gradients(self.readout, self.method, self.params, batch)
 
 
 def build_step(chunked: ChunkedLM, method: MethodConfig, optim: OptimConfig, model_cfg: ModelConfig,

@@ -34,7 +34,7 @@ def loss_weights(method: MethodConfig, chunks: int) -> list[float]:
 
 
 def undetached_loss(readout: Readout, method: MethodConfig, batch: dict[str, torch.Tensor],
-                    n: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                    n: int | torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """J = Σ_k w_k·ℓ_k on ``batch`` / n with its graph through every chunk, and each chunk's loss
     terms (``chunk/{k}/{loss,task,consistency,ce}``, on the device, unweighted)."""
     chunked, labels = readout.chunked, batch["labels"]
@@ -60,7 +60,7 @@ def undetached_loss(readout: Readout, method: MethodConfig, batch: dict[str, tor
 
 
 def undetached_backward(readout: Readout, method: MethodConfig, batch: dict[str, torch.Tensor],
-                        n: int) -> dict[str, torch.Tensor]:
+                        n: int | torch.Tensor) -> dict[str, torch.Tensor]:
     """∇ of ``undetached_loss`` into ``.grad`` through every chunk; each chunk's loss terms."""
     total, metrics = undetached_loss(readout, method, batch, n)
     total.backward()

@@ -5,6 +5,7 @@ Examples::
     zerolock train --out runs/zl                      # ZeroLock-forward on the embedded model
     zerolock train --config backprop --out runs/bp --steps 400   # a packaged recipe by name
     zerolock train --out runs/zl --resume             # continue from the latest checkpoint
+    zerolock train --population-seeds 0 1 2 --out runs/pop   # three seeds as one population: runs/pop/seed-0 ...
     zerolock train --model /models/qwen --data corpus.jsonl --device cuda --dtype bfloat16 --out runs/q
 """
 
@@ -86,6 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_arguments(parser)
     add_field_flags(parser, TRAIN_CONFIG, RUN_FLAGS)
     parser.add_argument("--out", type=Path, required=True, help="run directory")
+    parser.add_argument("--population-seeds", type=int, nargs="+", metavar="SEED",
+                        help="train one run per seed (run.seed = data.order_seed = SEED) as one population of "
+                        "adapters in one forward; each run's directory is --out/seed-SEED, as zerolock train writes it")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", action="store_true", help="continue from the latest complete checkpoint in --out")
     group.add_argument("--overwrite", action="store_true", help="replace --out if it holds one of our runs (never a directory of yours)")
@@ -104,8 +108,10 @@ def read_saved(path: Path) -> dict[str, Any]:
 
 
 def _saved_base(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The run's own config.json as the base of a resume without --config."""
-    saved = args.out / "config.json"
+    """The run's own config.json as the base of a resume without --config (a population's: its
+    first member's)."""
+    seeds = getattr(args, "population_seeds", None)
+    saved = args.out / f"seed-{seeds[0]}" / "config.json" if seeds else args.out / "config.json"
     if not args.resume or args.config or not saved.is_file():
         return None
     return read_saved(saved)
@@ -117,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise CLIError("train runs in one process, but WORLD_SIZE > 1 (torchrun): use 'zerolock pipeline' "
                        "for multi-process training, or run train without torchrun")
+    if args.population_seeds:
+        return _run_population(args)
     check_out(args.out, "train", resume=args.resume, overwrite=args.overwrite)  # before reading anything
     config = config_from_args(args, _saved_base(args), flag_values(args, RUN_FLAGS))
     try:
@@ -141,4 +149,33 @@ def run(args: argparse.Namespace) -> int:
     start, end = human(summary.initial_eval_ce), human(summary.final_eval_ce)
     print(f"run: {summary.run_dir}  steps: {summary.steps}  held-out CE: {start} -> {end}  "
           f"time: {summary.seconds:.1f}s")
+    return 0
+
+
+def _run_population(args: argparse.Namespace) -> int:
+    """``--population-seeds``: one member directory per seed under --out (``workflows.runs``)."""
+    from zerolock_theory.training.rundir import check_out
+
+    seeds = args.population_seeds
+    if len(set(seeds)) != len(seeds):
+        raise CLIError(f"--population-seeds repeats a seed: {seeds}")
+    for seed in seeds:  # before reading anything
+        check_out(args.out / f"seed-{seed}", "train", resume=args.resume, overwrite=args.overwrite)
+    config = config_from_args(args, _saved_base(args), flag_values(args, RUN_FLAGS))
+    from zerolock_theory.app.workflows.runs import probed_train_population
+    from zerolock_theory.training.state import CheckpointError
+    from zerolock_theory.training.steps import NonFiniteLossError
+
+    try:
+        summaries = probed_train_population(config, seeds, args.out, resume=args.resume, overwrite=args.overwrite)
+    except (ValueError, NonFiniteLossError, CheckpointError) as exc:
+        raise CLIError(str(exc)) from exc
+    from zerolock_theory.formatting import human
+
+    for summary in summaries:
+        if summary.noop:
+            print(f"run: {summary.run_dir} already completed {summary.steps} steps; nothing to do")
+        else:
+            print(f"run: {summary.run_dir}  steps: {summary.steps}  held-out CE: {human(summary.initial_eval_ce)} -> "
+                  f"{human(summary.final_eval_ce)}  time: {summary.seconds:.1f}s")
     return 0

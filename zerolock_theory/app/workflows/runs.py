@@ -9,7 +9,7 @@ from zerolock_theory.app.workflows.kill_point import kill_hooks
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.training.loop import Run, RunSummary, execute, setup
 
-__all__ = ["probed_setup", "probed_train"]
+__all__ = ["member_configs", "probed_setup", "probed_train", "probed_train_population"]
 
 
 def probed_setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Run:
@@ -21,3 +21,27 @@ def probed_setup(config: TrainConfig, out: str | Path, *, resume: bool = False, 
 def probed_train(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> RunSummary:
     """Train ``config`` into ``out`` with every probe of its ``[probes]`` table attached."""
     return execute(probed_setup(config, out, resume=resume, overwrite=overwrite))
+
+
+def member_configs(config: TrainConfig, seeds: list[int]) -> list[TrainConfig]:
+    """``config`` once per seed s, with ``run.seed`` = ``data.order_seed`` = s (each member its own
+    initialisation, dropout and data order, as ``zerolock train --seed s --order-seed s``)."""
+    out = []
+    for seed in seeds:
+        raw = config.to_dict()
+        raw["run"]["seed"] = int(seed)
+        raw["data"]["order_seed"] = int(seed)
+        out.append(TrainConfig.from_dict(raw))
+    return out
+
+
+def probed_train_population(config: TrainConfig, seeds: list[int], out: str | Path, *, resume: bool = False,
+                            overwrite: bool = False) -> list[RunSummary]:
+    """Train ``config`` for every seed as one population (``training.population_loop``) into
+    ``out/seed-{s}``, each member with the probes of its ``[probes]`` table."""
+    from zerolock_theory.training.population_loop import train_population
+
+    configs = member_configs(config, seeds)
+    outs = [Path(out) / f"seed-{seed}" for seed in seeds]
+    hooks = [build_probes(c.probes, c.probe_settings) for c in configs]
+    return train_population(configs, outs, resume=resume, overwrite=overwrite, hooks=hooks)
