@@ -292,7 +292,7 @@ def run_all(args: argparse.Namespace) -> int:
         table = args.out / f"{part}.txt"
         budget = min(args.budget[part], deadline - time.monotonic())
         if budget < 1:
-            Table(table, f"gpu_run part {part}").status("skipped: no time left of the total budget")
+            Table(table, f"gpu_run part {part}").status(f"skipped: no time left of the total budget ({args.total} s)")
             summary.row(part, f"skipped: no time left of the total budget ({args.total} s) | 0 s | {table.name}")
             bad += 1
             continue
