@@ -63,27 +63,29 @@ TINY = ["suite.steps=6", "suite.scaled_steps=2", "suite.pilot_steps=3", "suite.l
 """--tiny: the suite's code on the embedded model in seconds."""
 
 
-def suite_overrides(model: str, device: str, tiny: bool, full: bool) -> list[str]:
+def suite_overrides(model: str, device: str, tiny: bool, full: bool, horizon: list[str] | None = None) -> list[str]:
     """The overrides of ``SUITE`` the check runs: the model, the device (bf16 autocast on CUDA) and
-    the horizon (``SHORT``, ``TINY`` or none with ``full``)."""
+    the horizon (``horizon`` when given, else ``SHORT``, ``TINY`` or none with ``full``)."""
     overrides = [f"model.path=\"{model}\"", f"model.device=\"{device}\""]
     if device.startswith("cuda"):
         overrides += ["model.autocast=\"bfloat16\""]
-    return overrides + (TINY if tiny else [] if full else SHORT)
+    return overrides + (horizon if horizon is not None else TINY if tiny else [] if full else SHORT)
 
 
-def suite(model: str, device: str, tiny: bool, out: Path, full: bool = False):
-    """``SUITE`` on ``device`` at the check's horizon (``suite_overrides``); its result."""
+def suite(model: str, device: str, tiny: bool, out: Path, full: bool = False, horizon: list[str] | None = None,
+          jobs: int = 1):
+    """``SUITE`` on ``device`` at the check's horizon (``suite_overrides``) with ``jobs`` worker
+    processes; its result."""
     from zerolock_theory.app.workflows.verify import verify
     from zerolock_theory.app.workflows.verify_config import load_suite
 
-    spec, tables = load_suite(SUITE, suite_overrides(model, device, tiny, full))
+    spec, tables = load_suite(SUITE, suite_overrides(model, device, tiny, full, horizon))
     started = time.perf_counter()
 
     def log(line: str) -> None:  # progress on stderr: a run cut off by a time limit shows where
         print(f"[suite {time.perf_counter() - started:6.1f} s] {line}", file=sys.stderr, flush=True)
 
-    return verify(spec, out, device=device, jobs=1, tables=tables, log=log)
+    return verify(spec, out, device=device, jobs=jobs, tables=tables, log=log)
 
 
 def main() -> int:

@@ -5,8 +5,11 @@ work? ``verify`` prints it at the end of every suite; this script recomputes it 
 the run directories' file times, to compare cost models on the same run: each run's steps are
 spread evenly between its ``config.json`` (written when its setup ends) and the last write of
 its ``metrics.jsonl`` (its last step); time 0 is the verify directory's ``manifest.json``.
-Printed per model (with and without the process start-up ``START_STEPS``): when 10 % of the
-cost was done, the estimated total time then, the actual time of the runs and their ratio::
+The replay runs the suite's own ``SuiteProgress`` (its calibration included) on a clock that
+ticks once a second. Printed per cost model (every step priced as a plain one, or each step
+priced by the probes due at it; with and without the process start-up ``START_STEPS``): when
+10 % of the cost was done, the estimated total time then, the actual time of the runs and
+their ratio::
 
     python3 benchmarks/progress_replay.py runs/verify-quick          # a --quick suite
     python3 benchmarks/progress_replay.py runs/verify --config verify_full --jobs 2
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from zerolock_theory.app.workflows import progress
@@ -41,8 +45,44 @@ def _steps_at(run: progress.PlannedRun, t: float, times: dict[Path, tuple[float,
     return min(run.steps, int(run.steps * (t - start) / max(end - start, 1e-9)))
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def estimate(before: list[progress.PlannedRun], after: list[progress.PlannedRun], pilot_end: float,
+             steps_at, actual: float) -> tuple[float, float] | None:
+    """(time, estimated total) at the first second where a tenth of the work is done: the suite's
+    own ``SuiteProgress`` (calibration included), polled once a second on a replayed clock;
+    ``steps_at(run, t)`` is the run's logged steps at time t."""
+    clock = _Clock()
+    bar = progress.SuiteProgress(before, enabled=False, clock=clock, counter=lambda r: steps_at(r, clock.now),
+                                 poll=False)
+    try:
+        for t in range(1, int(actual) + 1):
+            clock.now = float(t)
+            if t >= pilot_end and before is not after:
+                bar.plan(after)
+                before = after
+            bar.update()
+            if bar.first_estimate is not None:
+                return float(t), bar.first_estimate
+    finally:
+        bar.close()
+    return None
+
+
+def uniform(plan: list[progress.PlannedRun]) -> list[progress.PlannedRun]:
+    """The plan with every step priced as a plain one (no extras)."""
+    return [replace(r, extras=()) for r in plan]
+
+
 def replay(out: Path, config: str, jobs: int) -> list[str]:
-    """One line per cost model (``START_STEPS`` on, off)."""
+    """One line per cost model: steps priced uniformly or with the probes due at each, with and
+    without ``START_STEPS``."""
     spec, tables = load_suite(config, [])
     saved = json.loads((out / "verify.json").read_text(encoding="utf-8"))
     base = suite_base(spec, "embedded", "embedded", "cpu", "float32", None, tables)
@@ -54,15 +94,12 @@ def replay(out: Path, config: str, jobs: int) -> list[str]:
         before, after = _plan(spec, base, out, jobs=workers), _plan(spec, base, out, saved["lr"], workers)
         times = _times(out, after, t0)
         actual = max(end for _, end in times.values())
-        for t in range(1, int(actual) + 1):
-            plan = before if t < pilot_end else after
-            done = sum(progress._done_cost(r, _steps_at(r, t, times)) for r in plan)  # noqa: SLF001
-            total = sum(r.cost for r in plan)
-            if done >= 0.1 * total:
-                estimate = t * total / done
-                lines.append(f"{out}: {label}: 10% at {t}s, estimate {estimate:.0f}s, actual {actual:.0f}s, "
-                             f"ratio {estimate / actual:.2f}")
-                break
+        for model, plans in (("uniform steps", (uniform(before), uniform(after))), ("priced steps", (before, after))):
+            found = estimate(*plans, pilot_end, lambda r, t, times=times: _steps_at(r, t, times), actual)
+            if found is not None:
+                t, total = found
+                lines.append(f"{out}: {label}, {model}: 10% at {t:.0f}s, estimate {total:.0f}s, actual {actual:.0f}s, "
+                             f"ratio {total / actual:.2f}")
     return lines
 
 

@@ -43,7 +43,13 @@ from typing import Any
 
 from zerolock_theory.app.workflows.kill_point import reached
 from zerolock_theory.app.workflows.preflight import check_verify_resume, suite_checks
-from zerolock_theory.app.workflows.progress import UNPROBED, PlannedRun, SuiteProgress, starting
+from zerolock_theory.app.workflows.progress import (
+    UNPROBED,
+    PlannedRun,
+    SuiteProgress,
+    starting,
+    step_extras,
+)
 from zerolock_theory.app.workflows.suite_spec import (
     PRIMARY,
     VARIANTS,
@@ -54,6 +60,7 @@ from zerolock_theory.app.workflows.suite_spec import (
 )
 from zerolock_theory.app.workflows.sweep import GridPoint, run_grid, validate_grid
 from zerolock_theory.app.workflows.worker import die_with_parent
+from zerolock_theory.config_overrides import apply_values
 
 __all__ = ["VerifyResult", "reanalyze", "record_seconds", "recorded_seconds", "verify"]
 
@@ -163,8 +170,14 @@ def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float
               for m in ([] if spec.lr is not None else PRIMARY)]
     pilots = [x for i in range(len(grid)) for c in chains for x in c[i:i + 1] if lrs is None or x[0].is_dir()]  # side by side
     runs = [(out / "runs" / p.name, p, 1.0) for p in sorted(suite_points(spec, lrs), key=lambda p: -_cost(base, p))]  # then
-    return [r for part in (pilots, runs) for r in starting([PlannedRun(d, n, w * _cost(base, p) / n) for d, p, w in part
-                                                            for n in [dict(p.overrides).get("run.steps", steps)]], jobs)]
+    bare = {**base, "probes": {}}  # the pilots run without probes (choose_lr)
+
+    def planned(run_dir: Path, point: GridPoint, weight: float) -> PlannedRun:
+        n = dict(point.overrides).get("run.steps", steps)
+        raw = apply_values(bare if weight == UNPROBED else base, dict(point.overrides))
+        return PlannedRun(run_dir, n, weight * _cost(base, point) / n, extras=step_extras(raw))
+
+    return [r for part in (pilots, runs) for r in starting([planned(*x) for x in part], jobs)]
 
 
 
