@@ -176,6 +176,12 @@ def _missing_method() -> list[dict]:
     return points
 
 
+def _linear_from(smallest: int) -> Callable[[Path], Path]:
+    """The families' linear split measured at powers of two from ``smallest`` up to 2048 tokens."""
+    sizes = [smallest * 2 ** i for i in range(int(math.log2(2048 // smallest)) + 1)]
+    return lambda folder: write(folder, [linear(n) for n in sizes])
+
+
 STEP = {32: 0.9, 64: 0.8, 128: 0.7, 256: 0.65, 512: 0.6}  # a plain crossing between 64 and 128
 
 
@@ -222,9 +228,7 @@ CONSTRUCTIONS: tuple[Construction, ...] = (
     Construction("points_written_out_of_order", lambda f: write(f, _points_shuffled()),
                  FROM, (128, 256), "memory_map", "linear split", N_STAR),
     # every smallest size
-    *(Construction(f"linear_from_{s}", (lambda s: lambda f: write(f, [linear(n) for n in
-                                                                       (s * 2 ** i for i in range(20)) if n <= 2048]))(s),
-                   FROM, (128, 256) if s <= 128 else None, "memory_map", f"linear split from {s}", N_STAR)
+    *(Construction(f"linear_from_{s}", _linear_from(s), FROM, (128, 256) if s <= 128 else None, "memory_map", f"linear split from {s}", N_STAR)
       for s in (16, 32, 64, 128, 256, 512)),
     Construction("below_at_the_tiniest_size_from_16", lambda f: write(f, curve(
         {16: 0.7, 32: 0.9, 64: 0.8, 128: 0.7, 256: 0.65})), RISES, None, "memory_map",
