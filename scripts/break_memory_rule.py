@@ -185,6 +185,12 @@ def _linear_from(smallest: int) -> Callable[[Path], Path]:
 STEP = {32: 0.9, 64: 0.8, 128: 0.7, 256: 0.65, 512: 0.6}  # a plain crossing between 64 and 128
 
 
+def _short(result: object) -> str:
+    """The row's short line for ``result``."""
+    row = claim("systems_memory")
+    return row.short(row.decide(ClaimInputs({"systems_memory": result}, {})).evidence)
+
+
 def _finite_map(result: object) -> bool:
     found = result.map
     return found is not None and all(math.isfinite(p.total) for p in found.points) and (
@@ -223,6 +229,9 @@ CONSTRUCTIONS: tuple[Construction, ...] = (
                  FROM, (64, 256), "memory_map", "linear split", N_STAR),
     Construction("only_2_sizes_falls_back", lambda f: write(f, curve({64: 0.9, 128: 0.7})),
                  ONE_LESS, None, "", "one setting 0.9"),
+    Construction("only_2_sizes_short_line", lambda f: write(f, curve({64: 0.9, 128: 0.7})),
+                 ONE_LESS, None, "", "the row's short line names no crossing from a map that cannot decide",
+                 extra=lambda r: "near" not in _short(r)),
     Construction("uneven_sizes", lambda f: write(f, [linear(n) for n in (16, 48, 80, 1000, 4000)]),
                  FROM, (80, 1000), "memory_map", "linear split, a wide bracket", N_STAR),
     Construction("points_written_out_of_order", lambda f: write(f, _points_shuffled()),

@@ -28,6 +28,9 @@ BREAKS = {
         "(0.70 then 0.80 at 128 reads 'rises above 0.735 again')",
     "a_size_repeated_disagreeing_above_first":
         "a size measured twice is not merged: 0.80 then 0.70 at 128 gives the degenerate bracket [128, 128]",
+    "only_2_sizes_short_line":
+        "with 2 sizes the one setting decides the word, yet the short line names the 2-size map's crossing "
+        "('reaches 0.735 near 113 tokens') and not the setting that decided",
     "map_without_K": "a map without 'K' escapes as a bare KeyError, not RunDataError (int(data['K']) is read "
                      "outside the try)",
     "systems_without_split_map_present":
