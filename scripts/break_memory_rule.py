@@ -123,7 +123,8 @@ def read(con: Construction, folder: Path) -> Reading:
         result = memory_claim(con.build(folder))
         verdict = claim("systems_memory").decide(ClaimInputs({"systems_memory": result}, {}))
     except Exception as exc:  # noqa: BLE001 -- the exception's type is the outcome under test
-        return Reading(type(exc).__name__, str(exc).splitlines()[0][:70] if str(exc) else "",
+        message = str(exc).replace(f"{folder}/", "")
+        return Reading(type(exc).__name__, message.splitlines()[0][:70] if message else "",
                        con.truth == ERROR and isinstance(exc, RunDataError))
     found = result.map
     bracket = tuple(found.bracket) if found is not None and found.bracket else None
