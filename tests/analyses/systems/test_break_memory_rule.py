@@ -1,0 +1,90 @@
+"""The memory row's map rule against a hostile referee's constructions (``scripts/break_memory_rule.py``).
+
+Each construction is written as the suite writes ``memory_map.json`` and ``systems.json`` and read
+through ``memory_claim`` and the row's ``decide``. Where the row agrees with the construction's truth
+the test is plain; where it does not, the test is ``xfail(strict=True)`` with what breaks, so the
+test turns red the day the rule is fixed (remove the mark then)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyses.systems.memory import MAP_OUTCOMES, memory_claim, place_on_map
+
+_PATH = Path(__file__).resolve().parents[3] / "scripts" / "break_memory_rule.py"
+_SPEC = importlib.util.spec_from_file_location("break_memory_rule", _PATH)
+harness = importlib.util.module_from_spec(_SPEC)
+sys.modules.setdefault("break_memory_rule", harness)
+_SPEC.loader.exec_module(harness)
+
+BREAKS = {
+    "a_size_repeated_disagreeing_below_first":
+        "a size measured twice is not merged: the word depends on the order of the repeats in the file "
+        "(0.70 then 0.80 at 128 reads 'rises above 0.735 again')",
+    "a_size_repeated_disagreeing_above_first":
+        "a size measured twice is not merged: 0.80 then 0.70 at 128 gives the degenerate bracket [128, 128]",
+    "only_2_sizes_short_line":
+        "with 2 sizes the one setting decides the word, yet the short line names the 2-size map's crossing "
+        "('reaches 0.735 near 113 tokens') and not the setting that decided",
+    "map_without_K": "a map without 'K' escapes as a bare KeyError, not RunDataError (int(data['K']) is read "
+                     "outside the try)",
+    "systems_without_split_map_present":
+        "a complete map is ignored when systems.json has no memory split: the row says 'not measured'",
+    "map_at_K2_primary_K4": "the map's K is not checked against the primary (largest) K: a K = 2 map decides "
+                            "the K = 4 row",
+    "map_at_K8_primary_K4": "the map's K is not checked against the suite's Ks: a K = 8 map decides the row",
+    "map_micro_batches_differ": "the map's micro-batches are not checked against the suite's setting",
+    "nan_zerolock_before_the_crossing": "a NaN byte count is read as 'above 0.735'; the named crossing is NaN "
+                                        "('near nan tokens')",
+    "nan_zerolock_after_reaching": "a NaN byte count after the crossing reads as a rise above 0.735",
+    "inf_1f1b_total": "an infinite 1F1B peak gives a ratio of 0, which counts as reaching 0.735",
+    "inf_zerolock_total": "an infinite ZeroLock peak is accepted and read as 'above 0.735'",
+    "negative_1f1b_total": "a negative 1F1B peak is accepted by the map (the one-setting rows reject it): the "
+                           "negative ratio makes the paper's claim hold",
+    "a_size_of_0_tokens": "a size of 0 tokens escapes as a bare ValueError (log 0 in the crossing), not "
+                          "RunDataError",
+}
+
+CASES = [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=BREAKS[c.name])]
+                      if c.name in BREAKS else []) for c in harness.CONSTRUCTIONS]
+
+
+def test_every_break_names_a_construction():
+    assert set(BREAKS) <= {c.name for c in harness.CONSTRUCTIONS}
+
+
+@pytest.mark.parametrize("construction", CASES)
+def test_the_row_reads_the_construction_truth(tmp_path, construction):
+    got = harness.read(construction, tmp_path)
+    assert got.agrees, (construction.truth, construction.bracket, got.outcome, got.detail)
+
+
+def test_the_harness_catches_a_wrong_truth(tmp_path):
+    """A construction whose stated truth is false is reported as a disagreement."""
+    plain = next(c for c in harness.CONSTRUCTIONS if c.name == "crosses_between_the_last_two")
+    wrong = harness.Construction("wrong", plain.build, MAP_OUTCOMES[1], None, "memory_map")
+    assert harness.read(plain, tmp_path / "a").agrees and not harness.read(wrong, tmp_path / "b").agrees
+
+
+def test_the_crossing_is_interpolated_in_log_tokens_inside_its_bracket(tmp_path):
+    """With a wide bracket (80 to 1000 tokens) the named crossing stays inside it, and is the log-linear
+    interpolation of the two measured ratios, whatever its distance from the true crossing."""
+    uneven = next(c for c in harness.CONSTRUCTIONS if c.name == "uneven_sizes")
+    found = memory_claim(uneven.build(tmp_path)).map
+    a, b = (p for p in found.points if p.tokens in found.bracket)
+    w = (a.total - 0.735) / (a.total - b.total)
+    assert found.bracket == [80, 1000] and 80 < harness.N_STAR < found.crossing_tokens < 1000
+    assert found.crossing_tokens == pytest.approx(math.exp(math.log(80) + w * math.log(1000 / 80)))
+
+
+def test_place_on_map_reads_a_measured_size_exactly(tmp_path):
+    plain = next(c for c in harness.CONSTRUCTIONS if c.name == "reaches_only_at_the_largest")
+    found = memory_claim(plain.build(tmp_path)).map
+    assert place_on_map(found, 64).startswith("at 64 tokens per micro-batch the total ratio is 0.800")
+    assert place_on_map(found, 128).endswith("at or below 0.735")
+    assert "outside" in place_on_map(found, 256)
