@@ -70,18 +70,23 @@ def _throughput(inputs: SuiteInputs) -> ThroughputPrediction:
 
 
 def _memory_short(ev: Evidence) -> str:
+    """What decided the row: the map's ends and crossing when the map decided, else the one setting (and why a
+    map present did not decide)."""
     r = ev.result
-    if not isinstance(r, MemoryClaim) or not r.rows:
+    if not isinstance(r, MemoryClaim):
         return "-"
-    if r.map is not None and r.map.points:
+    if r.reason == "memory_map" and r.map is not None and r.map.points:
         where = r.map.where
         cross = f"; reaches 0.735 {where}" if where else "; reaches 0.735 at no measured size"
         ends = f"{r.map.points[0].total:.3f} at {r.map.points[0].tokens} to {r.map.points[-1].total:.3f} at " \
                f"{r.map.points[-1].tokens} tokens per micro-batch"
         return f"K = {r.map.chunks}: total {ends}{cross} (paper 0.735, its size not stated)"
-    row = next(x for x in r.rows if x.chunks == r.primary_chunks)
+    unused = f" (map not used: {r.map_unused})" if r.map_unused else ""
+    row = next((x for x in r.rows if x.chunks == r.primary_chunks), None)
+    if row is None:
+        return f"-{unused}" if unused else "-"
     return f"{r.setting or f'K = {row.chunks}'}: total {row.total.estimate:.3f}, activations " \
-           f"{row.activations.estimate:.3f} (paper 0.735)"
+           f"{row.activations.estimate:.3f} (paper 0.735){unused}"
 
 
 def _memory_measured(ev: Evidence) -> str:
@@ -89,12 +94,15 @@ def _memory_measured(ev: Evidence) -> str:
     if not isinstance(r, MemoryClaim):
         return "-"
     cells = [f"K = {x.chunks}: total {x.total.estimate:.3f}, activations {x.activations.estimate:.3f}" for x in r.rows]
-    text = f"ZeroLock / 1F1B per-stage peak memory at the suite's setting ({r.setting}): " + "; ".join(cells)
+    text = (f"ZeroLock / 1F1B per-stage peak memory at the suite's setting ({r.setting}): " + "; ".join(cells)
+            if cells else f"No per-stage memory split at the suite's setting ({r.setting})")
     if r.map is not None:
-        points = "; ".join(f"{p.tokens} tokens: total {p.total:.3f}, activations {p.activations:.3f}"
-                           for p in r.map.points)
+        points = "; ".join(f"{p.tokens} tokens: total {p.total:.3f}" + (
+            f" (largest of {p.repeats} repeats, smallest {p.lowest:.3f})" if p.repeats > 1 else "")
+            + f", activations {p.activations:.3f}" for p in r.map.points)
         text += f". Map at K = {r.map.chunks}, {r.map.micro_batches} micro-batches (measured): {points}"
-        text += f"; {place_on_map(r.map)}"
+        text += f"; {place_on_map(r.map)}" if r.map.points else ""
+        text += f"; not used: {r.map_unused}" if r.map_unused else ""
     return text
 
 
