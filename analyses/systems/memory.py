@@ -30,8 +30,15 @@ split is a deterministic accounting: repeats agree, and their spread is no evide
 The answer depends on the setting: weights and optimizer state are fixed while activations grow
 with the tokens a micro-batch carries, so the total ratio falls with the micro-batch size.
 ``memory_map`` reads ``memory_map.json`` (``zerolock_theory.app.workflows.memory_map``: the ratio
-at ≥ 3 measured sizes, the split per component) and ``memory_claim`` decides on it when present,
-from where the total ratio crosses 0.735 (``map_outcome``): "as the paper claims from a
+per measured size, the split per component). A size measured more than once is one point
+(``_merge``): it reaches 0.735 only when every repeat does, its ratio is the largest repeat's,
+whatever the order in the file. Byte counts must be finite and ≥ 0, the 1F1B peak positive, sizes,
+K and micro-batches whole numbers ≥ 1, every key present: anything else is a ``RunDataError``.
+``memory_claim`` decides on the map when it has ≥ 3 sizes and stands at the row's primary setting
+(its K the primary K, its micro-batches the suite's where ``systems.json`` records them), with or
+without a per-stage split in ``systems.json``; otherwise the one setting decides and
+``map_unused`` says why the map did not. The map decides from where the total ratio crosses 0.735
+(``map_outcome``): "as the paper claims from a
 micro-batch size on" (at or below 0.735 at the largest measured size and at every size after the
 first one that is; where it starts is named: the crossing, linear in log tokens between the two
 measured sizes that bracket it, or "at or below the smallest measured size" when even that one
@@ -42,8 +49,8 @@ sizes: measuring the same curve from a smaller first size adds points on the sid
 and leaves the word and the bracketing sizes unchanged. Where the paper's own setting lies on
 the map (``place_on_map``): the paper states no tokens per micro-batch (``PAPER_TOKENS`` is
 None), so the row says from which size the map reaches 0.735 and that the paper's size is not
-stated. Without a map the outcome is the one measured setting's, and it says which setting (K,
-micro-batches, tokens per micro-batch).
+stated. Without a map that may decide, the outcome is the one measured setting's, and it says
+which setting (K, micro-batches, tokens per micro-batch).
 """
 
 from __future__ import annotations
