@@ -4,10 +4,11 @@
   pipelined ZeroLock against 1F1B at the same K, micro-batches and batch, split into weights,
   optimizer state, activations and communication buffers (``analyses.systems.memory.memory_claim`` on
   ``systems.json``). The ratio falls with the tokens a micro-batch carries, so the row decides on
-  the memory map (``memory_map.json``: ≥ 3 measured sizes) when present, from where its total
-  crosses 0.735 (interpolated between the measured sizes that bracket it), whatever the smallest
-  measured size, and says that the paper's own tokens per micro-batch are not stated; without a
-  map, on the suite's one setting, which it names. The split is a deterministic
+  the memory map (``memory_map.json``: ≥ 3 measured sizes, repeats of a size merged, at the primary
+  K and the suite's micro-batches) when present, from where its total crosses 0.735 (interpolated
+  between the measured sizes that bracket it), whatever the smallest measured size, and says that
+  the paper's own tokens per micro-batch are not stated; otherwise on the suite's one setting,
+  which it names, with why a map present did not decide. The split is a deterministic
   accounting: repeats are not shown as a spread.
 * **Throughput** (paper: 4.9% higher than 1F1B, 1.049): a schedule model's prediction over
   (model, K, m), never a verdict: the region where it reaches 1.049 per model, the suite's own
@@ -70,18 +71,23 @@ def _throughput(inputs: SuiteInputs) -> ThroughputPrediction:
 
 
 def _memory_short(ev: Evidence) -> str:
+    """What decided the row: the map's ends and crossing when the map decided, else the one setting (and why a
+    map present did not decide)."""
     r = ev.result
-    if not isinstance(r, MemoryClaim) or not r.rows:
+    if not isinstance(r, MemoryClaim):
         return "-"
-    if r.map is not None and r.map.points:
+    if r.reason == "memory_map" and r.map is not None and r.map.points:
         where = r.map.where
         cross = f"; reaches 0.735 {where}" if where else "; reaches 0.735 at no measured size"
         ends = f"{r.map.points[0].total:.3f} at {r.map.points[0].tokens} to {r.map.points[-1].total:.3f} at " \
                f"{r.map.points[-1].tokens} tokens per micro-batch"
         return f"K = {r.map.chunks}: total {ends}{cross} (paper 0.735, its size not stated)"
-    row = next(x for x in r.rows if x.chunks == r.primary_chunks)
+    unused = f" (map not used: {r.map_unused})" if r.map_unused else ""
+    row = next((x for x in r.rows if x.chunks == r.primary_chunks), None)
+    if row is None:
+        return f"-{unused}" if unused else "-"
     return f"{r.setting or f'K = {row.chunks}'}: total {row.total.estimate:.3f}, activations " \
-           f"{row.activations.estimate:.3f} (paper 0.735)"
+           f"{row.activations.estimate:.3f} (paper 0.735){unused}"
 
 
 def _memory_measured(ev: Evidence) -> str:
@@ -89,12 +95,15 @@ def _memory_measured(ev: Evidence) -> str:
     if not isinstance(r, MemoryClaim):
         return "-"
     cells = [f"K = {x.chunks}: total {x.total.estimate:.3f}, activations {x.activations.estimate:.3f}" for x in r.rows]
-    text = f"ZeroLock / 1F1B per-stage peak memory at the suite's setting ({r.setting}): " + "; ".join(cells)
+    text = (f"ZeroLock / 1F1B per-stage peak memory at the suite's setting ({r.setting}): " + "; ".join(cells)
+            if cells else f"No per-stage memory split at the suite's setting ({r.setting})")
     if r.map is not None:
-        points = "; ".join(f"{p.tokens} tokens: total {p.total:.3f}, activations {p.activations:.3f}"
-                           for p in r.map.points)
+        points = "; ".join(f"{p.tokens} tokens: total {p.total:.3f}" + (
+            f" (largest of {p.repeats} repeats, smallest {p.lowest:.3f})" if p.repeats > 1 else "")
+            + f", activations {p.activations:.3f}" for p in r.map.points)
         text += f". Map at K = {r.map.chunks}, {r.map.micro_batches} micro-batches (measured): {points}"
-        text += f"; {place_on_map(r.map)}"
+        text += f"; {place_on_map(r.map)}" if r.map.points else ""
+        text += f"; not used: {r.map_unused}" if r.map_unused else ""
     return text
 
 
@@ -143,7 +152,8 @@ def _throughput_measured(ev: Evidence) -> str:
 
 REASONS = {
     "memory_map": "the memory map decides: where its total ratio (>= 3 measured micro-batch sizes) crosses 0.735",
-    "computed": "the suite's one setting decides (no memory map): its total ratio against 0.735 and 1",
+    "computed": "the suite's one setting decides (no memory map of >= 3 sizes at the primary K and the suite's "
+                "micro-batches): its total ratio against 0.735 and 1",
     "no_memory_split": "no per-stage memory split recorded",
     "prediction": "a schedule model's prediction: shown as a map, never a verdict",
 }
@@ -167,11 +177,11 @@ MEMORY = register(Claim(
               MAP_OUTCOMES[1]: Outcome("the total ratio is above 0.735 at every measured micro-batch size", "fails"),
               MAP_OUTCOMES[2]: Outcome("the total ratio reaches 0.735 at some measured size and rises above it at "
                                        "a larger one", "mixed"),
-              MEMORY_OUTCOMES[0]: Outcome("at the named setting, the total ratio is at or below 0.735 (no map)",
+              MEMORY_OUTCOMES[0]: Outcome("at the named setting, the total ratio is at or below 0.735 (no map decides)",
                                           "holds"),
-              MEMORY_OUTCOMES[1]: Outcome("at the named setting, lower than 1F1B but by less than 26.5% (no map)",
+              MEMORY_OUTCOMES[1]: Outcome("at the named setting, lower than 1F1B but by less than 26.5% (no map decides)",
                                           "mixed"),
-              MEMORY_OUTCOMES[2]: Outcome("at the named setting, not lower than 1F1B (no map)", "fails"),
+              MEMORY_OUTCOMES[2]: Outcome("at the named setting, not lower than 1F1B (no map decides)", "fails"),
               MEMORY_OUTCOMES[3]: Outcome("the repeats straddle the thresholds", "mixed"),
               "not measured": NOT_MEASURED},
     rule=result_rule("systems_memory", MEMORY, lambda found: found.reason or "computed"),

@@ -30,8 +30,15 @@ split is a deterministic accounting: repeats agree, and their spread is no evide
 The answer depends on the setting: weights and optimizer state are fixed while activations grow
 with the tokens a micro-batch carries, so the total ratio falls with the micro-batch size.
 ``memory_map`` reads ``memory_map.json`` (``zerolock_theory.app.workflows.memory_map``: the ratio
-at ≥ 3 measured sizes, the split per component) and ``memory_claim`` decides on it when present,
-from where the total ratio crosses 0.735 (``map_outcome``): "as the paper claims from a
+per measured size, the split per component). A size measured more than once is one point
+(``_merge``): it reaches 0.735 only when every repeat does, its ratio is the largest repeat's,
+whatever the order in the file. Byte counts must be finite and ≥ 0, the 1F1B peak positive, sizes,
+K and micro-batches whole numbers ≥ 1, every key present: anything else is a ``RunDataError``.
+``memory_claim`` decides on the map when it has ≥ 3 sizes and stands at the row's primary setting
+(its K the primary K, its micro-batches the suite's where ``systems.json`` records them), with or
+without a per-stage split in ``systems.json``; otherwise the one setting decides and
+``map_unused`` says why the map did not. The map decides from where the total ratio crosses 0.735
+(``map_outcome``): "as the paper claims from a
 micro-batch size on" (at or below 0.735 at the largest measured size and at every size after the
 first one that is; where it starts is named: the crossing, linear in log tokens between the two
 measured sizes that bracket it, or "at or below the smallest measured size" when even that one
@@ -42,8 +49,8 @@ sizes: measuring the same curve from a smaller first size adds points on the sid
 and leaves the word and the bracketing sizes unchanged. Where the paper's own setting lies on
 the map (``place_on_map``): the paper states no tokens per micro-batch (``PAPER_TOKENS`` is
 None), so the row says from which size the map reaches 0.735 and that the paper's size is not
-stated. Without a map the outcome is the one measured setting's, and it says which setting (K,
-micro-batches, tokens per micro-batch).
+stated. Without a map that may decide, the outcome is the one measured setting's, and it says
+which setting (K, micro-batches, tokens per micro-batch).
 """
 
 from __future__ import annotations
@@ -235,10 +242,12 @@ class MemoryMapPoint:
 
     tokens: int
     sequences: int
-    total: float
-    activations: float
-    zerolock_split: dict[str, float]
+    total: float  # the largest over the size's repeats (a size reaches 0.735 only when every repeat does)
+    activations: float  # the largest over the size's repeats
+    zerolock_split: dict[str, float]  # of the repeat with the largest total
     baseline_split: dict[str, float]
+    repeats: int = 1  # how many times the size was measured
+    lowest: float | None = None  # the smallest total over the repeats (None: measured once)
 
 
 @register
@@ -317,23 +326,74 @@ def place_on_map(found: MemoryMap, tokens: int | None = PAPER_TOKENS) -> str:
     return f"at {tokens} tokens per micro-batch the total ratio is {ratio:.3f} (interpolated), {side} 0.735"
 
 
+def _merge(points: list[MemoryMapPoint]) -> list[MemoryMapPoint]:
+    """One point per size, sorted by tokens: a size measured more than once keeps its largest total and
+    activations ratio (it reaches 0.735 only when every repeat does), the split of its largest total, and
+    the smallest total as ``lowest``; the order of the repeats in the file does not matter."""
+    by: dict[int, list[MemoryMapPoint]] = {}
+    for p in points:
+        by.setdefault(p.tokens, []).append(p)
+    merged = []
+    for tokens in sorted(by):
+        group = by[tokens]
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        top = max(group, key=lambda p: p.total)
+        merged.append(MemoryMapPoint(tokens, top.sequences, top.total, max(p.activations for p in group),
+                                     top.zerolock_split, top.baseline_split, len(group),
+                                     min(p.total for p in group)))
+    return merged
+
+
+def _map_point(raw: Any, where: str) -> MemoryMapPoint:
+    """One measured size of ``memory_map.json``; ``RunDataError`` for a size below 1 token or a 1F1B peak
+    (total or activations) that is not positive."""
+    if not isinstance(raw, dict):
+        raise RunDataError(f"{where}: a point is not an object")
+    for key in ("tokens", "sequences", "zerolock", "1f1b"):
+        if key not in raw:
+            raise RunDataError(f"{where}: a point has no {key!r}")
+    tokens, sequences = _count(raw["tokens"], f"{where}: tokens"), _count(raw["sequences"], f"{where}: sequences")
+    where = f"{where}: {tokens} tokens"
+    (zt, zs), (bt, bs) = _peak(raw["zerolock"], "total", f"{where}, zerolock"), _peak(raw["1f1b"], "total",
+                                                                                        f"{where}, 1f1b")
+    za, ba = _peak(raw["zerolock"], "activations", f"{where}, zerolock")[0], _peak(raw["1f1b"], "activations",
+                                                                                  f"{where}, 1f1b")[0]
+    if bt <= 0 or ba <= 0:
+        raise RunDataError(f"{where}: the 1F1B peak is not positive (total {bt:g}, activations {ba:g} bytes)")
+    return MemoryMapPoint(tokens, sequences, zt / bt, za / ba, zs, bs)
+
+
+def _count(value: Any, where: str) -> int:
+    """A positive whole number (tokens, sequences, K, micro-batches, sequence length)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value) or value < 1:
+        raise RunDataError(f"{where}: expected a whole number >= 1, got {value!r}")
+    return int(value)
+
+
 def memory_map(path: str | Path) -> MemoryMap:
-    """``memory_map.json`` as a ``MemoryMap`` (points sorted by tokens); ``RunDataError`` if malformed."""
+    """``memory_map.json`` as a ``MemoryMap``: one point per size, sorted by tokens, repeats of a size merged
+    (``_merge``); ``RunDataError`` with one line if malformed (a key missing, a size below 1 token, a byte
+    count that is not a finite number >= 0, a 1F1B peak that is not positive)."""
     path = Path(path)
     path = path / "memory_map.json" if path.is_dir() else path
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        points = []
-        for raw in data["points"]:
-            (zt, zs), (bt, bs) = _peak(raw["zerolock"], "total", str(path)), _peak(raw["1f1b"], "total", str(path))
-            za, ba = _peak(raw["zerolock"], "activations", str(path))[0], _peak(raw["1f1b"], "activations", str(path))[0]
-            points.append(MemoryMapPoint(int(raw["tokens"]), int(raw["sequences"]), zt / bt, za / ba, zs, bs))
-    except (OSError, KeyError, TypeError, ZeroDivisionError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RunDataError(f"{path}: not a memory map ({exc})") from exc
-    points.sort(key=lambda p: p.tokens)
+    if not isinstance(data, dict):
+        raise RunDataError(f"{path}: not a memory map (expected a JSON object)")
+    for key in ("K", "micro_batches", "seq_len", "points"):
+        if key not in data:
+            raise RunDataError(f"{path}: not a memory map (no {key!r})")
+    if not isinstance(data["points"], list):
+        raise RunDataError(f"{path}: not a memory map ('points' is not a list)")
+    chunks, micro, seq = (_count(data[k], f"{path}: {k}") for k in ("K", "micro_batches", "seq_len"))
+    points = _merge([_map_point(raw, str(path)) for raw in data["points"]])
     crossing, bracket, first = _crossing(points)
-    return MemoryMap(map_outcome([p.total for p in points]), int(data["K"]), int(data["micro_batches"]),
-                     int(data["seq_len"]), points, crossing, bracket, first)
+    return MemoryMap(map_outcome([p.total for p in points]), chunks, micro, seq, points, crossing, bracket, first)
 
 
 @register
@@ -351,6 +411,7 @@ class MemoryClaim(Result):
     reason: str = ""
     setting: str = ""  # the measured setting of the rows (K, micro-batches, tokens per micro-batch)
     map: MemoryMap | None = None  # the ratio against tokens per micro-batch, when measured
+    map_unused: str = ""  # why a map present did not decide the row ("" when it decided or is absent)
 
 
 SYSTEMS = declare("systems", SystemsComparison, builtin=True)
@@ -365,9 +426,17 @@ def _peak(stages: list[dict[str, Any]], key: str, where: str) -> tuple[float, di
     """The largest stage value of ``key`` and that stage's split."""
     if not stages or not all(isinstance(s, dict) for s in stages):
         raise RunDataError(f"{where}: expected a list of per-stage memory splits")
-    values = [_number(s.get(key), f"{where}: {key}") for s in stages]
+    values = [_bytes(s.get(key), f"{where}: {key}") for s in stages]
     top = max(range(len(values)), key=values.__getitem__)
-    return values[top], {k: _number(stages[top].get(k), f"{where}: {k}") for k in (*SPLIT_PARTS, "total")}
+    return values[top], {k: _bytes(stages[top].get(k), f"{where}: {k}") for k in (*SPLIT_PARTS, "total")}
+
+
+def _bytes(value: Any, where: str) -> float:
+    """A byte count: a finite number >= 0."""
+    number = _number(value, where)
+    if not math.isfinite(number) or number < 0:
+        raise RunDataError(f"{where}: expected a finite byte count >= 0, got {number!r}")
+    return number
 
 
 def memory_outcome(ratios: list[float]) -> str:
@@ -405,32 +474,51 @@ def _memory_row(K: int, zl_runs: list, bp_runs: list, where: str) -> MemoryRatio
                           memory_outcome(totals))
 
 
+def _map_unused(found: MemoryMap, primary: int, micro_batches: Any) -> str:
+    """Why the map cannot decide the row ("" when it can): fewer than ``MIN_MAP_POINTS`` sizes, or a setting
+    other than the row's primary one (its K, and the suite's micro-batches where ``systems.json`` records them)."""
+    if found.outcome not in MAP_OUTCOMES:
+        return f"the map has {len(found.points)} measured sizes, fewer than {MIN_MAP_POINTS}"
+    if found.chunks != primary:
+        return f"the map is at K = {found.chunks}, the row's primary setting at K = {primary}"
+    if isinstance(micro_batches, int) and not isinstance(micro_batches, bool) and found.micro_batches != micro_batches:
+        return f"the map has {found.micro_batches} micro-batches, the suite's setting {micro_batches}"
+    return ""
+
+
 def memory_claim(path: str | Path) -> MemoryClaim:
     """ZeroLock ÷ 1F1B peak memory per K from ``systems.json`` (module docstring).
 
     Guarantees (tests): the ratio of each repeat is max-stage total ZeroLock / max-stage total
-    1F1B exactly; the outcome is one of ``MEMORY_OUTCOMES``, decided at the largest K with both
-    methods measured; a file without memory splits gives "not measured".
+    1F1B exactly; the outcome is one of ``MEMORY_OUTCOMES`` or ``MAP_OUTCOMES``, at the primary K
+    (the largest K with both methods' splits measured, else with both methods measured); a
+    complete map at the primary K and the suite's micro-batches decides (reason "memory_map"),
+    otherwise the one setting does and ``map_unused`` says why a map present did not; a file
+    without memory splits and without such a map gives "not measured".
     """
     path = Path(path)
     path = path / "systems.json" if path.is_dir() else path
-    read_systems(path)  # the same errors as the throughput rows for a missing or malformed file
+    measured = read_systems(path)  # the same errors as the throughput rows for a missing or malformed file
     data = json.loads(path.read_text(encoding="utf-8"))
     zl, bp = data.get("zerolock", {}), data.get("1f1b", {})
+    zl, bp = (x if isinstance(x, dict) else {} for x in (zl, bp))
     rows = []
     for K in sorted({int(k) for k in zl} & {int(k) for k in bp}):
         z, b = zl[str(K)].get("memory"), bp[str(K)].get("memory")
         if isinstance(z, list) and isinstance(b, list) and z and b:
             rows.append(_memory_row(K, z, b, f"{path}: K={K}"))
-    if not rows:
-        return MemoryClaim(QUESTION, "not measured", 0, [], reason="no_memory_split")
-    primary = rows[-1]
+    both = {r.chunks for r in measured if r.method == "zerolock"} & {r.chunks for r in measured if r.method == "1f1b"}
+    primary_k = rows[-1].chunks if rows else max(both, default=0)
     setup = data.get("setup", {}) if isinstance(data.get("setup"), dict) else {}
     m, batch, seq = (setup.get(k) for k in ("micro_batches", "batch_size", "seq_len"))
-    setting = f"K = {primary.chunks}" + (
+    setting = f"K = {primary_k}" + (
         f", {m} micro-batches of {batch // m} x {seq} = {batch // m * seq} tokens" if m and batch and seq else "")
     found = memory_map(path.parent) if (path.parent / "memory_map.json").is_file() else None
-    if found is not None and found.outcome in MAP_OUTCOMES:
-        return MemoryClaim(QUESTION, found.outcome, primary.chunks, rows, setting=setting, map=found,
+    unused = _map_unused(found, primary_k, m) if found is not None and primary_k else ""
+    if found is not None and primary_k and not unused:
+        return MemoryClaim(QUESTION, found.outcome, primary_k, rows, setting=setting, map=found,
                            reason="memory_map")
-    return MemoryClaim(QUESTION, primary.outcome, primary.chunks, rows, setting=setting, map=found)
+    if not rows:
+        return MemoryClaim(QUESTION, "not measured", primary_k, [], reason="no_memory_split", setting=setting,
+                           map=found, map_unused=unused)
+    return MemoryClaim(QUESTION, rows[-1].outcome, primary_k, rows, setting=setting, map=found, map_unused=unused)

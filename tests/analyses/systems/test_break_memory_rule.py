@@ -1,9 +1,9 @@
 """The memory row's map rule against a hostile referee's constructions (``scripts/break_memory_rule.py``).
 
 Each construction is written as the suite writes ``memory_map.json`` and ``systems.json`` and read
-through ``memory_claim`` and the row's ``decide``. Where the row agrees with the construction's truth
-the test is plain; where it does not, the test is ``xfail(strict=True)`` with what breaks, so the
-test turns red the day the rule is fixed (remove the mark then)."""
+through ``memory_claim`` and the row's ``decide``; every construction must read its truth. ``FIXED``
+names the constructions that once broke the rule and what broke, so that a return of the same break
+is recognised by its name."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ harness = importlib.util.module_from_spec(_SPEC)
 sys.modules.setdefault("break_memory_rule", harness)
 _SPEC.loader.exec_module(harness)
 
-BREAKS = {
+FIXED = {
     "a_size_repeated_disagreeing_below_first":
         "a size measured twice is not merged: the word depends on the order of the repeats in the file "
         "(0.70 then 0.80 at 128 reads 'rises above 0.735 again')",
@@ -50,12 +50,11 @@ BREAKS = {
                           "RunDataError",
 }
 
-CASES = [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=BREAKS[c.name])]
-                      if c.name in BREAKS else []) for c in harness.CONSTRUCTIONS]
+CASES = [pytest.param(c, id=c.name) for c in harness.CONSTRUCTIONS]
 
 
-def test_every_break_names_a_construction():
-    assert set(BREAKS) <= {c.name for c in harness.CONSTRUCTIONS}
+def test_every_fixed_break_names_a_construction():
+    assert set(FIXED) <= {c.name for c in harness.CONSTRUCTIONS}
 
 
 @pytest.mark.parametrize("construction", CASES)
@@ -88,3 +87,36 @@ def test_place_on_map_reads_a_measured_size_exactly(tmp_path):
     assert place_on_map(found, 64).startswith("at 64 tokens per micro-batch the total ratio is 0.800")
     assert place_on_map(found, 128).endswith("at or below 0.735")
     assert "outside" in place_on_map(found, 256)
+
+
+def test_a_repeated_size_is_one_point_whatever_the_order(tmp_path):
+    """128 tokens measured at 0.70 and 0.80: one point at the largest ratio, the smallest beside it, and the
+    same map from either order of the repeats."""
+    maps = [memory_claim(harness.write(tmp_path / str(i), harness._duplicate(*pair))).map
+            for i, pair in enumerate(((0.7, 0.8), (0.8, 0.7)))]
+    assert maps[0] == maps[1]
+    point = next(p for p in maps[0].points if p.tokens == 128)
+    assert [p.tokens for p in maps[0].points] == [32, 64, 128, 256, 512]
+    assert (point.repeats, point.total, point.lowest) == (2, pytest.approx(0.8), pytest.approx(0.7))
+    assert maps[0].bracket == [128, 256] and maps[0].reaches_from == 256
+
+
+def test_a_map_at_another_setting_is_shown_and_says_why_it_did_not_decide(tmp_path):
+    con = next(c for c in harness.CONSTRUCTIONS if c.name == "map_at_K2_primary_K4")
+    result = memory_claim(con.build(tmp_path))
+    assert result.reason == "" and result.map is not None and result.primary_chunks == 4
+    assert result.map_unused == "the map is at K = 2, the row's primary setting at K = 4"
+    short = harness._short(result)
+    assert short.startswith("K = 4, 4 micro-batches") and "map not used: the map is at K = 2" in short
+    assert "near" not in short
+
+
+@pytest.mark.parametrize("name, says", [("map_without_K", "no 'K'"), ("a_size_of_0_tokens", "tokens"),
+                                        ("negative_1f1b_total", "finite byte count >= 0"),
+                                        ("inf_1f1b_total", "finite byte count >= 0"),
+                                        ("nan_zerolock_after_reaching", "finite byte count >= 0")])
+def test_a_malformed_map_is_one_line_naming_the_entry(tmp_path, name, says):
+    con = next(c for c in harness.CONSTRUCTIONS if c.name == name)
+    with pytest.raises(harness.RunDataError) as caught:
+        memory_claim(con.build(tmp_path))
+    assert "\n" not in str(caught.value) and says in str(caught.value) and "memory_map.json" in str(caught.value)
