@@ -136,6 +136,7 @@ def part_population(args: argparse.Namespace, table: Table) -> str:
     on the device, interleaved, median of ``repeats`` after ``warmup``."""
     try:
         import population  # benchmarks/population.py, beside this script
+
         import zerolock_theory.training.population  # noqa: F401
     except ImportError:
         return "not available: population trainer not available in this checkout"

@@ -133,6 +133,8 @@ def _fixed_rule(inputs: ClaimInputs) -> Verdict:
     key, controls, plain = "lemma2_fixed_point", _controls(inputs), _fixed_points(inputs)
     if controls:
         first, beside = controls[0], tuple(_other_chunk(c) for c in controls[1:])
+        if first.main.forward_arm is None or first.main.reverse_arm is None:  # written before the arms were decided
+            return Verdict(key, "not testable", Evidence("no_arms", result=first, beside=beside))
         if not first.calibrated:
             return Verdict(key, "not calibrated", Evidence("controls_failed", result=first, beside=beside,
                                                            uncalibrated=tuple(first.failed_controls)))
@@ -211,6 +213,8 @@ REASONS = {
     "TV(.,g_k) against the label-free floor, Holm over the two arms; the row's word follows from the two arms; "
     "both controls read as they must",
     "controls_failed": lambda ev: "a control of the rule failed: " + "; ".join(ev.uncalibrated),
+    "no_arms": lambda ev: "the fixed-point files record no per-arm decision (written by an earlier version of "
+    "zerolock probe fixed-point); rerun the fixed point (zerolock verify resumes it) to decide each arm",
     "no_controls": lambda ev: "no controls run (controls.json): no label-free floor, and no check that trainings "
     "on permuted labels or a move without labels find no direction",
 }

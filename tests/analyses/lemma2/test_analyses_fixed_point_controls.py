@@ -9,6 +9,8 @@ carry no information about the labels: neither arm may find a direction; exact o
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -134,6 +136,9 @@ def test_the_row_reads_the_controls():
     assert failed.outcome == "not calibrated" and "label permutation" in failed.evidence.uncalibrated[0]
     plain = row.decide(ClaimInputs({"fixed_point_chunk1": good.main}, {}))
     assert plain.outcome == "not calibrated" and plain.evidence.reason == "no_controls"
+    stale = dataclasses.replace(good, main=dataclasses.replace(good.main, forward_arm=None, reverse_arm=None))
+    old = row.decide(ClaimInputs({"fixed_point_controls_chunk1": stale}, {}))  # files without per-arm decisions
+    assert old.outcome == "not testable" and old.evidence.reason == "no_arms" and old.evidence.p_value is None
 
 
 def test_a_chunk_above_the_rows_is_shown_beside_it_with_its_controls():
