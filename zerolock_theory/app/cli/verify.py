@@ -207,14 +207,15 @@ def _publish(args: argparse.Namespace, result) -> None:
 
     out = Path(args.out)
     shown = out.name if out.is_absolute() else str(out)  # a page names no directory of the machine it ran on
-    command = (resume_command(args) + (" --reanalyze" if args.reanalyze else "")
-               + f" --publish {args.publish}").replace(str(out), shown)
+    page = Path(args.publish)
+    command = (resume_command(args).replace(str(out), shown) + (" --reanalyze" if args.reanalyze else "")
+               + f" --publish {page.name if page.is_absolute() else page}")
     report = Path(result.report_html)
     report = Path(shown) / report.relative_to(out) if report.is_relative_to(out) else Path(report.name)
     title = f"Verdicts: {out.name}" + (" (re-analysed)" if args.reanalyze else "")
-    page = write_results_page(args.publish, result.verdicts, result.scope, title=title, command=command,
-                              seconds=recorded_seconds(out), report=str(report))
-    print(f"results page: {page}")
+    written = write_results_page(args.publish, result.verdicts, result.scope, title=title, command=command,
+                                 seconds=recorded_seconds(out), report=str(report))
+    print(f"results page: {written}")
 
 
 def run(args: argparse.Namespace) -> int:
