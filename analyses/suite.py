@@ -37,6 +37,7 @@ from analyses.stats.seeds import diverged
 from analyses.suite_result import INDEX, SuiteAnalysis, load_suite
 from analyses.systems.memory import SYSTEMS, systems_comparison
 from analyses.theorem1.bound_set import theorem1_results
+from analyses.versus.factorial import FACTORIAL, analyze_factorial, is_factorial_dir
 from analyses.versus.tuned_versus import TUNED
 from zerolock_theory.vocab import direction_of
 
@@ -76,7 +77,8 @@ def analyze_runs(
 
     A directory holding ``systems.json`` but no ``metrics.jsonl`` is taken as the systems
     benchmark output (as is ``systems``); one holding ``tune.json`` as a ``zerolock tune``
-    directory (the tuned comparison of ZeroLock against backprop). Raises ``RunDataError`` for an unreadable run.
+    directory (the tuned comparison of ZeroLock against backprop); one holding tune directories as the
+    factorial of method controls (``analyses.versus.factorial``: why ZeroLock falls behind). Raises ``RunDataError`` for an unreadable run.
     """
     paths = [Path(p) for p in run_dirs]
     runs_paths, extra = [], {}
@@ -85,6 +87,11 @@ def analyze_runs(
             systems = systems or path
         elif path.is_dir() and (path / TUNE_FILE).is_file() and not (path / "metrics.jsonl").exists():
             extra[TUNED.name] = _tuned(path, level)
+        elif is_factorial_dir(path):
+            try:
+                extra[FACTORIAL.name] = analyze_factorial(path, level)
+            except ValueError as exc:
+                raise RunDataError(f"{path}: {exc}") from exc
         elif path.is_dir() and any((path / f).is_file() for f in (FIXED_POINT_FILE, CONTROLS_FILE)) \
                 and not (path / "metrics.jsonl").exists():
             if (path / FIXED_POINT_FILE).is_file():

@@ -32,6 +32,7 @@ from reports.blocks import Block, Card, pct, table
 from reports.figures import render_figures
 from reports.legend import legend_block
 from reports.scope import scope_line
+from reports.diagnosis import why_blocks
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 from reports.sensitivity import sensitivity_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION
@@ -181,7 +182,7 @@ def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
     ]
     out.append(table(["group", "method", "runs", "start", "end", "best", "improvement"], rows))
     out.append(Block("figure", "outcome"))
-    return out + _tuned_blocks(suite)
+    return out + _tuned_blocks(suite) + why_blocks(suite)
 
 
 def _tuned_blocks(suite: SuiteAnalysis) -> list[Block]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 COMMANDS: tuple[str, ...] = (
     "verify", "train", "sweep", "analyze", "report", "theory", "pipeline", "export", "recipes", "probe",
-    "cache", "tune",
+    "cache", "tune", "diagnose",
 )
 
 

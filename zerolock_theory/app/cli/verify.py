@@ -78,7 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "and report; trains nothing")
     parser.add_argument("--with", dest="extra", action="append", type=Path, default=[], metavar="DIR",
                         help="with --reanalyze: another input of the analysis, e.g. a zerolock tune directory "
-                        "(the tuned ZeroLock-against-backprop row)")
+                        "(the tuned ZeroLock-against-backprop row) or a directory of them (the factorial of zerolock diagnose: "
+                        "the report's section on why)")
     parser.add_argument("--overwrite", action="store_true", help="replace --out if it holds another of our runs (never a directory of yours)")
     parser.add_argument("--publish", type=Path, default=None, metavar="PAGE.md",
                         help="also write the verdict table as a results page (command, commit, date, wall time, "

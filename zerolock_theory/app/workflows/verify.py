@@ -243,8 +243,8 @@ def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResu
     started = time.perf_counter()
     model = str(saved.get("base", {}).get("model", {}).get("path", "embedded"))
     for path in extra:  # a tune directory of another model would answer another question
-        other = next((json.loads(c.read_text()).get("model", {}).get("path") for c in sorted(Path(path).glob("*/config.json"))),
-                     None)
+        configs = sorted(Path(path).glob("*/config.json")) or sorted(Path(path).glob("*/*/config.json"))  # a factorial
+        other = next((json.loads(c.read_text()).get("model", {}).get("path") for c in configs), None)
         if other is not None and str(other) != model:
             raise ValueError(f"--with {path}: its runs train model {other!r}, this suite's runs {model!r}")
     settings = _scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model)

@@ -1,0 +1,319 @@
+"""Why ZeroLock falls behind backprop: the factorial of method controls (docs/DIAGNOSIS.md).
+
+A factorial directory holds one ``zerolock tune`` directory per control (``zerolock_theory/recipes/
+diagnosis/``): backprop, plain ZeroLock forward (α = ½), and the settings that each remove one
+suspected cause. A control is recognised by its runs' method settings (``control_of``), never by its
+directory's name, so a renamed or reordered directory reads the same.
+
+For each control at the η_0 its validation split chose (``analyses.versus.tuning.select``): the
+test CE at the budget over the seeds run at that η_0, and the paired differences (same seeds) to
+backprop and to plain ZeroLock, each a t-interval over seeds with its two-sided t-test p; Holm over
+every difference of the table. Then each registered prediction (``PREDICTIONS``) reads
+"supported", "refuted" or "undecided" from its own contrast's interval, and each mechanism takes
+the reading of its decisive prediction. A prediction whose thresholds were written after some
+results had been seen says so (``Prediction.written``): the report prints it beside the reading.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyses.results import Interval, Result, declare, register
+from analyses.stats.multiplicity import multiplicity, t_test_p
+from analyses.stats.seeds import seed_interval
+from analyses.versus.tuning import TunedRun, load_tuned, select
+
+__all__ = [
+    "CONTROLS", "FACTORIAL", "MECHANISMS", "PREDICTIONS", "Control", "ControlRow", "Factorial", "Prediction",
+    "PredictionReading", "analyze_factorial", "control_of", "factorial", "is_factorial_dir", "load_factorial",
+]
+
+BACKPROP, PLAIN = "backprop", "plain"
+READINGS = ("supported", "refuted", "undecided", "not run")
+
+
+@dataclass(frozen=True)
+class Control:
+    """One cell of the factorial: its name, its label in tables, and the mechanism it tests."""
+
+    name: str
+    label: str
+    tests: str  # the mechanism (``MECHANISMS``) it was added for; "" for the two references
+
+
+CONTROLS: tuple[Control, ...] = (
+    Control(BACKPROP, "backprop", ""),
+    Control(PLAIN, "ZeroLock forward, α = ½", ""),
+    Control("alpha_out", "α = ½, 1 on the output chunk", "M1"),
+    Control("frozen", "chunks 1…K−1 frozen, output α = 1 (the detached floor)", "M2"),
+    Control("alpha_one", "α = 1 on every chunk", "M1"),
+    Control("twin_half", "un-detached twin, α = ½", "M3"),
+    Control("twin_one", "un-detached twin, α = 1", "M3"),
+    Control("p0_uniform", "p_0 uniform", "M4"),
+)
+_BY_NAME = {c.name: c for c in CONTROLS}
+
+MECHANISMS: dict[str, str] = {
+    "M1": "the output chunk's teacher p_{K−1}",
+    "M2": "the early chunks' local objectives (the frozen head reading mid-depth states)",
+    "M3": "detaching: no gradient crosses a chunk boundary",
+    "M4": "p_0 copies the input token",
+    "M5": "the step size",
+}
+
+
+def control_of(method: dict, chunks: int) -> str | None:
+    """The control (``CONTROLS``) a run's ``method`` settings at K = ``chunks`` make; None for none.
+
+    Only ZeroLock forward without smoothing (ε = 0) and backprop are cells of the factorial."""
+    if method.get("name") == "backprop":
+        return BACKPROP
+    if method.get("direction", "forward") != "forward" or float(method.get("epsilon", 0.0) or 0.0) != 0.0:
+        return None
+    raw = method.get("alpha", 0.5)
+    alphas = [float(a) for a in raw] if isinstance(raw, list) else [float(raw)] * chunks
+    if len(alphas) != chunks:
+        return None
+    frozen = sorted(int(k) for k in method.get("frozen_chunks") or [])
+    detach = bool(method.get("detach", True))
+    p0 = method.get("p0", "embedding")
+    if method.get("loss_weights") not in (None, []):
+        return None
+    early, last = alphas[:-1], alphas[-1]
+    if frozen:
+        return "frozen" if frozen == list(range(1, chunks)) and last == 1.0 and detach and p0 == "embedding" else None
+    if p0 == "uniform":
+        return "p0_uniform" if all(a == 0.5 for a in alphas) and detach else None
+    if p0 != "embedding":
+        return None
+    if all(a == 0.5 for a in alphas):
+        return PLAIN if detach else "twin_half"
+    if all(a == 1.0 for a in alphas):
+        return "alpha_one" if detach else "twin_one"
+    if all(a == 0.5 for a in early) and last == 1.0 and detach:
+        return "alpha_out"
+    return None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A registered prediction: if ``mechanism`` is the cause, ``contrast`` (a per-seed difference of
+    test CE, in nats, or a share of the gap to backprop) lies on ``side`` of ``threshold``."""
+
+    mechanism: str
+    text: str
+    contrast: str  # a key of ``CONTRASTS``
+    side: str  # "above" or "below"
+    threshold: float
+    decisive: bool
+    written: str  # when the thresholds were written, and what had been seen then
+
+
+_AFTER_EMBEDDED = "2026-12-06, after the embedded factorial's results, before SmolLM2's"
+
+
+def _gain(control: str) -> Callable[[dict[str, dict[int, float]], int], float]:
+    """Plain ZeroLock's test CE minus ``control``'s (nats): what removing the control's cause gains."""
+    return lambda t, s: t[PLAIN][s] - t[control][s]
+
+
+def _share(control: str) -> Callable[[dict[str, dict[int, float]], int], float]:
+    """The gain of ``control`` as a share of the seed's gap, plain − backprop."""
+    return lambda t, s: (t[PLAIN][s] - t[control][s]) / (t[PLAIN][s] - t[BACKPROP][s])
+
+
+CONTRASTS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, dict[int, float]], int], float]]] = {
+    "share_alpha_out": ((PLAIN, BACKPROP, "alpha_out"), _share("alpha_out")),
+    "share_twin_half": ((PLAIN, BACKPROP, "twin_half"), _share("twin_half")),
+    "gain_alpha_one": ((PLAIN, "alpha_one"), _gain("alpha_one")),
+    "gain_p0_uniform": ((PLAIN, "p0_uniform"), _gain("p0_uniform")),
+    "frozen_minus_alpha_out": (("frozen", "alpha_out"), lambda t, s: t["frozen"][s] - t["alpha_out"][s]),
+    "twin_one_minus_twin_half": (("twin_one", "twin_half"), lambda t, s: t["twin_one"][s] - t["twin_half"][s]),
+    "twin_one_minus_alpha_one": (("twin_one", "alpha_one"), lambda t, s: t["twin_one"][s] - t["alpha_one"][s]),
+}
+
+PREDICTIONS: tuple[Prediction, ...] = (
+    Prediction("M1", "α = 1 on the output chunk alone closes most (> ½) of the gap to backprop",
+               "share_alpha_out", "above", 0.5, True, _AFTER_EMBEDDED),
+    Prediction("M1", "α = 1 everywhere is better than α = ½", "gain_alpha_one", "above", 0.0, False, _AFTER_EMBEDDED),
+    Prediction("M1", "the twin at α = 1 is better than the twin at α = ½", "twin_one_minus_twin_half", "below", 0.0,
+               False, _AFTER_EMBEDDED),
+    Prediction("M2", "freezing the early chunks is better than the α-per-chunk control", "frozen_minus_alpha_out",
+               "below", 0.0, True, _AFTER_EMBEDDED),
+    Prediction("M2", "the twin at α = 1 is better than ZeroLock at α = 1 (deep supervision)",
+               "twin_one_minus_alpha_one", "below", 0.0, False, _AFTER_EMBEDDED),
+    Prediction("M3", "the un-detached twin at α = ½ closes most (> ½) of the gap to backprop", "share_twin_half",
+               "above", 0.5, True, _AFTER_EMBEDDED),
+    Prediction("M4", "p_0 uniform gains more than 0.05 nats over plain ZeroLock", "gain_p0_uniform", "above", 0.05,
+               True, _AFTER_EMBEDDED),
+)
+
+
+@dataclass(frozen=True)
+class ControlRow:
+    """One control at its chosen η_0: test CE and its paired differences, with Holm over the table."""
+
+    control: str
+    label: str
+    lr: float
+    on_boundary: bool
+    scores: dict[float, float]  # validation CE per η_0 of the grid (mean over the grid seeds)
+    test_by_seed: dict[int, float]
+    test: Interval | None
+    minus_backprop: Interval | None
+    minus_plain: Interval | None
+    p_backprop: float | None
+    p_plain: float | None
+    holm_backprop: float | None  # Holm-adjusted p over every difference of the table
+    holm_plain: float | None
+
+
+@dataclass(frozen=True)
+class PredictionReading:
+    """One prediction's contrast over the paired seeds, and what its interval reads."""
+
+    mechanism: str
+    text: str
+    contrast: str
+    side: str
+    threshold: float
+    decisive: bool
+    written: str
+    estimate: Interval | None
+    seeds: tuple[int, ...]
+    reading: str  # ``READINGS``
+
+
+@register
+@dataclass(frozen=True)
+class Factorial(Result):
+    """The factorial table, the predictions' readings and each mechanism's (module docstring)."""
+
+    kind = "versus_factorial"
+
+    model: str
+    chunks: int
+    steps: int
+    level: float
+    rows: tuple[ControlRow, ...]
+    missing: dict[str, str]  # control -> why it has no row (not run, unfinished)
+    predictions: tuple[PredictionReading, ...]
+    mechanisms: dict[str, str]  # mechanism -> reading of its decisive prediction ("not tested" for M5)
+    all_interior: bool  # every control's η_0 is interior to its grid
+
+    def row(self, control: str) -> ControlRow | None:
+        return next((r for r in self.rows if r.control == control), None)
+
+
+FACTORIAL = declare("versus_factorial", Factorial, builtin=True)
+
+
+def _config(run: TunedRun) -> dict:
+    return json.loads((Path(run.path) / "config.json").read_text()) if run.path is not None else {}
+
+
+def is_factorial_dir(path: Path) -> bool:
+    """A directory of ``zerolock tune`` directories (no run or tune file of its own)."""
+    path = Path(path)
+    return (path.is_dir() and not (path / "metrics.jsonl").exists() and not (path / "tune.json").exists()
+            and any((d / "tune.json").is_file() for d in path.iterdir() if d.is_dir()))
+
+
+def load_factorial(path: str | Path) -> dict[str, list[TunedRun]]:
+    """The runs of each control under a factorial directory; ``ValueError`` when two tune directories
+    make the same control, or one mixes controls."""
+    found: dict[str, list[TunedRun]] = {}
+    where: dict[str, Path] = {}
+    for tune in sorted(d for d in Path(path).iterdir() if (d / "tune.json").is_file()):
+        runs = [r for r in load_tuned(tune) if r.path is not None]
+        controls = {control_of(_config(r)["method"], int(_config(r)["model"]["chunks"])) for r in runs}
+        controls.discard(None)
+        if len(controls) > 1:
+            raise ValueError(f"{tune}: its runs make several controls {sorted(controls)}")
+        if not controls:
+            continue
+        name = controls.pop()
+        if name in found:
+            raise ValueError(f"{tune} and {where[name]} both hold the control {name!r}")
+        found[name], where[name] = runs, tune
+    return found
+
+
+def analyze_factorial(path: str | Path, level: float = 0.95) -> Factorial:
+    """``factorial`` of a factorial directory, with the model and K its runs' configs name."""
+    by_control = load_factorial(path)
+    first = next((r for runs in by_control.values() for r in runs), None)
+    config = _config(first) if first is not None else {}
+    return factorial(by_control, level, model=str(config.get("model", {}).get("path", "")),
+                     chunks=int(config.get("model", {}).get("chunks", 0)))
+
+
+def _interval(values: list[float], level: float) -> Interval | None:
+    return seed_interval(values, level, min_seeds=2)
+
+
+def _reading(iv: Interval | None, side: str, threshold: float) -> str:
+    if iv is None:
+        return "undecided"
+    if side == "above":
+        return "supported" if iv.low > threshold else "refuted" if iv.high < threshold else "undecided"
+    return "supported" if iv.high < threshold else "refuted" if iv.low > threshold else "undecided"
+
+
+def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, model: str = "", chunks: int = 0
+              ) -> Factorial:
+    """The table and the readings (module docstring) from the runs of each control (``load_factorial``)."""
+    rows, missing, tests = [], {}, {}
+    for control in CONTROLS:
+        runs = by_control.get(control.name, [])
+        if not runs:
+            missing[control.name] = "not run"
+            continue
+        method = runs[0].method
+        try:
+            chosen = select(runs, method)
+        except ValueError as exc:
+            missing[control.name] = str(exc)
+            continue
+        by_seed = {r.seed: r.test for r in runs if r.lr == chosen.lr and math.isfinite(r.test)}
+        tests[control.name] = (chosen, by_seed)
+    ps: list[float | None] = []
+    cells = []
+    for name, (chosen, by_seed) in tests.items():
+        diffs = {}
+        for ref in (BACKPROP, PLAIN):
+            other = tests.get(ref, (None, {}))[1]
+            seeds = sorted(set(by_seed) & set(other))
+            d = [by_seed[s] - other[s] for s in seeds] if name != ref else []
+            diffs[ref] = d
+            ps.append(t_test_p(d) if d else None)
+        cells.append((name, chosen, by_seed, diffs))
+    adjusted = multiplicity(ps, level)
+    for i, (name, chosen, by_seed, diffs) in enumerate(cells):
+        holm_bp, holm_zl = adjusted[2 * i], adjusted[2 * i + 1]
+        rows.append(ControlRow(
+            name, _BY_NAME[name].label, chosen.lr, chosen.on_boundary, chosen.scores, by_seed,
+            _interval(list(by_seed.values()), level), _interval(diffs[BACKPROP], level), _interval(diffs[PLAIN], level),
+            ps[2 * i], ps[2 * i + 1], holm_bp.adjusted if holm_bp else None, holm_zl.adjusted if holm_zl else None))
+    by_seed_of = {name: t[1] for name, t in tests.items()}
+    readings = []
+    for p in PREDICTIONS:
+        needs, fn = CONTRASTS[p.contrast]
+        if not all(n in by_seed_of for n in needs):
+            readings.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive,
+                                              p.written, None, (), "not run"))
+            continue
+        seeds = sorted(set.intersection(*(set(by_seed_of[n]) for n in needs)))
+        values = [fn(by_seed_of, s) for s in seeds]
+        iv = _interval(values, level)
+        readings.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive, p.written,
+                                          iv, tuple(seeds), _reading(iv, p.side, p.threshold)))
+    mechanisms = {r.mechanism: r.reading for r in readings if r.decisive}
+    mechanisms["M5"] = "not tested"
+    return Factorial(
+        model, chunks, max((r.steps for runs in by_control.values() for r in runs), default=0), level, tuple(rows), missing,
+        tuple(readings), mechanisms, all(not r.on_boundary for r in rows))

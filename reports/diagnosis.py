@@ -1,0 +1,109 @@
+"""Why ZeroLock falls behind backprop: the factorial's section of the report, and its Markdown.
+
+One table of the controls at their own best η_0 (test CE, paired differences to backprop and to
+plain ZeroLock with their Holm-adjusted p), one of the registered predictions with their readings
+and when their thresholds were written, and each mechanism's reading (``analyses.versus.factorial``).
+The same rows make the HTML section (``why_blocks``) and ``zerolock diagnose``'s Markdown.
+"""
+
+from __future__ import annotations
+
+from analyses.results import Interval
+from analyses.suite import SuiteAnalysis
+from analyses.versus.factorial import FACTORIAL, MECHANISMS, Factorial
+from reports.blocks import Block, table
+from reports.wording import fmt
+
+__all__ = ["control_table", "intro", "markdown", "mechanism_rows", "prediction_table", "why_blocks", "written_line"]
+
+TITLE = "Why ZeroLock falls behind backprop: the factorial of method controls"
+
+
+def _iv(iv: Interval | None) -> str:
+    return "—" if iv is None else f"{fmt(iv.estimate)} [{fmt(iv.low)}, {fmt(iv.high)}]"
+
+
+def _p(p: float | None, adjusted: float | None) -> str:
+    return "—" if p is None else f"p {p:.2g}, Holm {adjusted:.2g}"
+
+
+def intro(f: Factorial) -> str:
+    """What the table is, on which model, budget and seeds."""
+    interior = ("every control's η_0 is interior to its grid" if f.all_interior
+                else "some control's η_0 is on its grid's edge (marked)")
+    return (f"{f.model or 'the model'} (K = {f.chunks}), {f.steps} steps: each control at the η_0 its validation "
+            f"split chose, test-split CE at the budget over the seeds run there, paired differences with "
+            f"{fmt(100 * f.level)}% t-intervals over seeds and Holm over every difference of the table; {interior}.")
+
+
+def _choice(row) -> str:
+    """The chosen η_0 (bold), the grid's validation score per η_0, and a grid-edge mark."""
+    scores = " / ".join(f"{lr:g}: {'diverged' if v == float('inf') else fmt(v)}" for lr, v in sorted(row.scores.items()))
+    return f"**{row.lr:g}**" + (", grid edge" if row.on_boundary else "") + (f" ({scores})" if len(row.scores) > 1 else "")
+
+
+def control_table(f: Factorial) -> tuple[list[str], list[list[str]]]:
+    headers = ["control", "η_0 (validation CE per η_0)", "test CE", "− backprop", "− ZeroLock α = ½", "p (− backprop)", "p (− ZeroLock)",
+               "seeds"]
+    rows = [[r.label, _choice(r), _iv(r.test), _iv(r.minus_backprop),
+             _iv(r.minus_plain), _p(r.p_backprop, r.holm_backprop), _p(r.p_plain, r.holm_plain),
+             ", ".join(map(str, sorted(r.test_by_seed)))] for r in f.rows]
+    rows += [[name, "—", why, "", "", "", "", ""] for name, why in f.missing.items()]
+    return headers, rows
+
+
+def prediction_table(f: Factorial) -> tuple[list[str], list[list[str]]]:
+    """One row per registered prediction; the "thresholds written" column only when they differ
+    (``written_line`` says it once otherwise)."""
+    one = len({p.written for p in f.predictions}) <= 1
+    headers = ["mechanism", "if it is the cause", "contrast", "reading"] + ([] if one else ["thresholds written"])
+    rows = []
+    for p in f.predictions:
+        threshold = f"{'>' if p.side == 'above' else '<'} {p.threshold:g}"
+        rows.append([p.mechanism + (" (decisive)" if p.decisive else ""), p.text, f"{_iv(p.estimate)} ({threshold})",
+                     p.reading] + ([] if one else [p.written]))
+    return headers, rows
+
+
+def written_line(f: Factorial) -> str:
+    """Each prediction read from its contrast's interval, and when its thresholds were written."""
+    when = {p.written for p in f.predictions}
+    stamp = f" The thresholds were written {when.pop()}." if len(when) == 1 else ""
+    return ("Registered predictions, each read from its contrast's interval: supported when the interval lies past "
+            "the threshold, refuted when it lies on the other side, undecided when it holds the threshold; a "
+            "mechanism takes the reading of its decisive prediction." + stamp)
+
+
+def mechanism_rows(f: Factorial) -> list[list[str]]:
+    """Each mechanism and its reading; M5 (the step size) is not a cell of the factorial."""
+    rows = []
+    for key, what in MECHANISMS.items():
+        reading = f.mechanisms.get(key, "not run")
+        if key == "M5":
+            reading = ("not tested by the factorial; every control at an interior η_0 of its grid" if f.all_interior
+                       else "not tested by the factorial; a choice on its grid's edge leaves it open")
+        rows.append([f"{key}, {what}", reading])
+    return rows
+
+
+def why_blocks(suite: SuiteAnalysis) -> list[Block]:
+    """The section, when a factorial directory was among the inputs; nothing otherwise."""
+    f = suite.get(FACTORIAL)
+    if not isinstance(f, Factorial):
+        return []
+    return [Block("h2", TITLE), Block("p", intro(f)), table(*control_table(f)),
+            Block("p", written_line(f)),
+            table(*prediction_table(f)), table(["mechanism", "reading"], mechanism_rows(f))]
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def markdown(f: Factorial) -> str:
+    """The section as Markdown (``zerolock diagnose``)."""
+    return "\n\n".join([f"## {TITLE}", intro(f), _md_table(*control_table(f)), written_line(f),
+                        _md_table(*prediction_table(f)),
+                        "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f))]) + "\n"

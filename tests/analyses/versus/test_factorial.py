@@ -1,0 +1,162 @@
+"""The factorial of method controls (analyses.versus.factorial): each control recognised by its
+settings, the table's paired differences and Holm, and each prediction's reading on constructions
+whose answer is known."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from analyses.versus.factorial import (
+    CONTROLS,
+    FACTORIAL,
+    PREDICTIONS,
+    Factorial,
+    analyze_factorial,
+    control_of,
+    factorial,
+    is_factorial_dir,
+    load_factorial,
+)
+from analyses.versus.tuning import TunedRun
+from zerolock_theory.config import TrainConfig, read_recipe
+
+RECIPES = Path(__file__).resolve().parents[3] / "zerolock_theory" / "recipes" / "diagnosis"
+FILE_TO_CONTROL = {"backprop_wide": "backprop"}
+
+
+def _config(recipe: Path, lr: float, seed: int) -> dict:
+    raw = read_recipe(recipe)
+    method = raw["tune"]["methods"][0]
+    sections = {k: v for k, v in raw.items() if k in ("model", "data", "method", "optim", "run")}
+    sections["method"] = {**sections.get("method", {}), "name": "backprop" if method == "backprop" else "zerolock"}
+    config = TrainConfig.from_dict(sections).to_dict()
+    config["optim"]["lr"], config["run"]["seed"], config["run"]["steps"] = lr, seed, 20
+    return config
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_diagnosis_recipe_makes_the_control_it_is_named_for(recipe):
+    config = _config(recipe, 0.1, 0)
+    name = recipe.stem.split("_", 1)[1]
+    assert control_of(config["method"], config["model"]["chunks"]) == FILE_TO_CONTROL.get(name, name)
+
+
+def test_settings_outside_the_factorial_make_no_control():
+    assert control_of({"name": "zerolock", "direction": "reverse", "alpha": 0.5, "epsilon": 0.1}, 4) is None
+    assert control_of({"name": "zerolock", "alpha": [0.5, 1.0, 0.5, 1.0]}, 4) is None
+    assert control_of({"name": "zerolock", "alpha": 0.5, "frozen_chunks": [1]}, 4) is None
+    assert control_of({"name": "zerolock", "alpha": [0.5, 0.5, 1.0]}, 4) is None  # K mismatch
+
+
+def _runs(test_by_control: dict[str, list[float]], lr: float = 0.1) -> dict[str, list[TunedRun]]:
+    """Each control run at one η_0 over seeds 0.. with the given test CE (validation = test)."""
+    out = {}
+    for name, values in test_by_control.items():
+        method = "backprop" if name == "backprop" else "zerolock-forward"
+        out[name] = [TunedRun(method, lr, s, v, v, 20) for s, v in enumerate(values)]
+    return out
+
+
+NOISE = (0.0, 0.004, -0.004, 0.002, -0.002)
+
+
+def _cells(**means: float) -> dict[str, list[float]]:
+    return {name: [m + NOISE[s] * (1 + i % 3) for s in range(5)] for i, (name, m) in enumerate(means.items())}
+
+
+def _readings(result: Factorial) -> dict[str, str]:
+    return {f"{p.mechanism}:{p.contrast}": p.reading for p in result.predictions}
+
+
+def test_a_control_that_closes_most_of_the_gap_supports_its_mechanism():
+    # gap 0.4; alpha_out closes 0.32 (80%): M1 supported; twin_half closes 0.08 (20%): M3 refuted
+    result = factorial(_runs(_cells(backprop=5.0, plain=5.4, alpha_out=5.08, twin_half=5.32)))
+    got = _readings(result)
+    assert got["M1:share_alpha_out"] == "supported"
+    assert got["M3:share_twin_half"] == "refuted"
+    assert result.mechanisms["M1"] == "supported" and result.mechanisms["M3"] == "refuted"
+    assert got["M2:frozen_minus_alpha_out"] == "not run" and result.mechanisms["M2"] == "not run"
+    assert result.mechanisms["M5"] == "not tested"
+    assert set(result.missing) == {"frozen", "alpha_one", "twin_one", "p0_uniform"}
+
+
+def test_a_contrast_whose_interval_holds_its_threshold_is_undecided():
+    # p0 uniform gains exactly the registered 0.05 nats, with noise: the interval straddles it
+    result = factorial(_runs({"backprop": [5.0] * 5, "plain": [5.4] * 5,
+                              "p0_uniform": [5.35 + d for d in (0.03, -0.03, 0.02, -0.02, 0.0)]}))
+    assert _readings(result)["M4:gain_p0_uniform"] == "undecided"
+
+
+def test_the_table_pairs_seeds_and_corrects_over_every_difference():
+    cells = _cells(backprop=5.0, plain=5.4, frozen=5.1, alpha_out=5.38)
+    result = factorial(_runs(cells))
+    frozen = result.row("frozen")
+    assert frozen.minus_backprop.estimate == pytest.approx(sum(a - b for a, b in zip(cells["frozen"], cells["backprop"])) / 5)
+    assert frozen.minus_plain.estimate == pytest.approx(-0.3, abs=0.01)
+    p = [x for r in result.rows for x in (r.p_backprop, r.p_plain) if x is not None]
+    assert len(p) == 6  # 4 controls x 2 references, less the two self-differences
+    assert all(r.holm_backprop is None or r.holm_backprop >= r.p_backprop for r in result.rows)
+    assert result.row("backprop").minus_backprop is None and result.row("plain").minus_plain is None
+    assert _readings(result)["M2:frozen_minus_alpha_out"] == "supported"
+
+
+def test_only_the_chosen_eta_0_enters_and_a_boundary_choice_is_flagged():
+    runs = _runs(_cells(backprop=5.0, plain=5.4))
+    worse = [TunedRun("zerolock-forward", 0.2, s, 9.0, 1.0, 20) for s in range(2)]  # test CE never read at 0.2
+    result = factorial({**runs, "plain": runs["plain"] + worse})
+    plain = result.row("plain")
+    assert plain.lr == 0.1 and plain.on_boundary and not result.all_interior
+    assert plain.test.estimate == pytest.approx(5.4, abs=0.01)
+
+
+def test_relabelled_seeds_give_the_same_readings():
+    cells = _cells(backprop=5.0, plain=5.4, alpha_out=5.3, frozen=5.1, twin_half=5.2)
+    base = factorial(_runs(cells))
+    shifted = {name: [TunedRun(r.method, r.lr, r.seed + 10, r.validation, r.test, r.steps) for r in reversed(rs)]
+               for name, rs in _runs(cells).items()}
+    other = factorial(shifted)
+    assert _readings(base) == _readings(other)
+    assert [r.minus_backprop for r in base.rows] == [r.minus_backprop for r in other.rows]
+
+
+def _write_tune(root: Path, recipe: str, values: dict[int, float], lr: float = 0.1) -> None:
+    root.mkdir(parents=True)
+    (root / "tune.json").write_text("{}")
+    for seed, value in values.items():
+        run = root / f"run_lr-{lr}_seed-{seed}"
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(_config(RECIPES / f"{recipe}.toml", lr, seed)))
+        (run / "metrics.jsonl").write_text(json.dumps({"step": 19, "eval/ce": value, "test/ce": value}) + "\n")
+
+
+def test_a_directory_reads_by_settings_not_by_names(tmp_path):
+    values = {"embedded_backprop_wide": 5.0, "embedded_plain": 5.4, "embedded_frozen": 5.1}
+    for i, (recipe, mean) in enumerate(values.items()):
+        _write_tune(tmp_path / "named" / recipe, recipe, {s: mean + NOISE[s] for s in range(3)})
+        _write_tune(tmp_path / "shuffled" / f"dir{2 - i}", recipe, {s: mean + NOISE[s] for s in range(3)})
+    assert is_factorial_dir(tmp_path / "named") and not is_factorial_dir(tmp_path / "named" / "embedded_plain")
+    named, shuffled = analyze_factorial(tmp_path / "named"), analyze_factorial(tmp_path / "shuffled")
+    assert named.model == "embedded" and named.chunks == 4
+    assert [r.control for r in named.rows] == ["backprop", "plain", "frozen"]
+    assert named.rows == shuffled.rows
+    assert FACTORIAL.check(Factorial.from_json(named.to_json())) == named
+
+
+def test_two_directories_of_one_control_are_refused(tmp_path):
+    _write_tune(tmp_path / "a", "embedded_plain", {0: 5.4})
+    _write_tune(tmp_path / "b", "embedded_plain", {0: 5.4})
+    with pytest.raises(ValueError, match="both hold the control 'plain'"):
+        load_factorial(tmp_path)
+
+
+def test_every_prediction_names_a_known_contrast_and_mechanism():
+    from analyses.versus.factorial import CONTRASTS, MECHANISMS
+    assert all(p.contrast in CONTRASTS and p.mechanism in MECHANISMS for p in PREDICTIONS)
+    assert {c.tests for c in CONTROLS} - {""} <= set(MECHANISMS)
+    decisive = [p.mechanism for p in PREDICTIONS if p.decisive]
+    assert len(decisive) == len(set(decisive))
+    assert not math.isnan(PREDICTIONS[0].threshold)

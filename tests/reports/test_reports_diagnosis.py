@@ -1,0 +1,49 @@
+"""The report's "why" section: a factorial directory among the analysis inputs puts the factorial's
+table, the predictions' readings and each mechanism's reading into the page; ``zerolock diagnose``
+prints the same rows, and refuses a directory without tune directories in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyses.suite import analyze_runs
+from analyses.versus.factorial import FACTORIAL
+from reports.page import write_report
+from tests.analyses.versus.test_factorial import NOISE, _write_tune
+from zerolock_theory.app.cli import main
+
+
+@pytest.fixture
+def factorial_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "factorial"
+    root.mkdir()
+    for recipe, mean in {"embedded_backprop_wide": 5.0, "embedded_plain": 5.4, "embedded_alpha_out": 5.1}.items():
+        _write_tune(root / recipe, recipe, {s: mean + NOISE[s] for s in range(3)})
+    return root
+
+
+def test_the_report_answers_why_with_a_factorial_among_its_inputs(factorial_dir, tmp_path):
+    run = next(p for p in (factorial_dir / "embedded_plain").iterdir() if p.is_dir())
+    suite = analyze_runs([run, factorial_dir], n_boot=20)
+    found = suite.get(FACTORIAL)
+    assert [r.control for r in found.rows] == ["backprop", "plain", "alpha_out"]
+    assert found.mechanisms["M1"] == "supported"  # 0.3 of a 0.4 gap closed
+    html = write_report(suite, tmp_path / "report").html.read_text(encoding="utf-8")
+    assert "Why ZeroLock falls behind backprop" in html
+    assert "α = ½, 1 on the output chunk" in html and "<td>M3, detaching: no gradient crosses a chunk boundary</td><td>not run</td>" in html
+
+
+def test_diagnose_prints_the_table_and_refuses_a_directory_without_tunes(factorial_dir, tmp_path, capsys):
+    assert main(["diagnose", str(factorial_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "| α = ½, 1 on the output chunk | **0.1** |" in out and "- M1, the output chunk's teacher p_{K−1}: **supported**" in out
+    assert main(["diagnose", str(factorial_dir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "versus_factorial"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["diagnose", str(empty)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds no zerolock tune directory" in err[0]
