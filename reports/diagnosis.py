@@ -8,13 +8,15 @@ The same rows make the HTML section (``why_blocks``) and ``zerolock diagnose``'s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from analyses.results import Interval
 from analyses.suite import SuiteAnalysis
 from analyses.versus.factorial import FACTORIAL, MECHANISMS, Factorial
 from reports.blocks import Block, table
 from reports.wording import fmt
 
-__all__ = ["control_table", "intro", "markdown", "mechanism_rows", "prediction_table", "why_blocks", "written_line"]
+__all__ = ["compact_markdown", "publish", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table", "why_blocks", "written_line"]
 
 TITLE = "Why ZeroLock falls behind backprop: the factorial of method controls"
 
@@ -107,3 +109,43 @@ def markdown(f: Factorial) -> str:
     return "\n\n".join([f"## {TITLE}", intro(f), _md_table(*control_table(f)), written_line(f),
                         _md_table(*prediction_table(f)),
                         "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f))]) + "\n"
+
+
+def compact_markdown(f: Factorial) -> str:
+    """README's form: each control's test CE and its differences, then the mechanisms' readings."""
+    rows = [[r.label, f"{r.lr:g}" + (" (edge)" if r.on_boundary else ""), _iv(r.test), _iv(r.minus_backprop),
+             _iv(r.minus_plain)] for r in f.rows]
+    table_md = _md_table(["control", "η_0", "test CE", "− backprop", "− ZeroLock α = ½"], rows)
+    readings = "; ".join(f"{what.split(',')[0]} **{reading}**" for what, reading in mechanism_rows(f)[:4])
+    return "\n\n".join([f"**{intro(f)}**", table_md, f"Mechanisms (M1 output teacher, M2 early objectives, M3 "
+                          f"detaching, M4 p_0): {readings}; M5 (the step size) is not a cell of the factorial."]) + "\n"
+
+
+def _markers(model: str) -> tuple[str, str]:
+    return (f"<!-- zerolock diagnose --publish {model}: begin -->", f"<!-- zerolock diagnose --publish {model}: end -->")
+
+
+def publish(f: Factorial, path: Path, command: str) -> Path:
+    """Replace ``path``'s block for this model (``_markers``) with the compact table and its provenance, or
+    write a new page; a one-line ``ValueError`` for an existing file without the block (nothing written)."""
+    import datetime as dt
+
+    from reports.publish import package_commit
+
+    path = Path(path)
+    begin, end = _markers(f.model or "model")
+    lines = [f"- command: `{command}`", f"- commit: `{package_commit()}`",
+             f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d')}", ""]
+    block = "\n".join([begin, *lines, compact_markdown(f) + end])
+    if path.is_dir():
+        raise ValueError(f"--publish {path}: a directory; give a file")
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        if not (begin in text and end in text and text.index(begin) < text.index(end)):
+            raise ValueError(f"--publish {path}: the file exists and holds no {begin} ... {end} block; not overwriting it")
+        head, rest = text.split(begin, 1)
+        path.write_text(head + block + rest.split(end, 1)[1], encoding="utf-8")
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {TITLE}\n\n{block}\n", encoding="utf-8")
+    return path

@@ -47,3 +47,20 @@ def test_diagnose_prints_the_table_and_refuses_a_directory_without_tunes(factori
     assert main(["diagnose", str(empty)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "holds no zerolock tune directory" in err[0]
+
+
+def test_publish_replaces_only_its_models_block_and_refuses_a_file_without_it(factorial_dir, tmp_path, capsys):
+    page = tmp_path / "README.md"
+    begin, end = "<!-- zerolock diagnose --publish embedded: begin -->", "<!-- zerolock diagnose --publish embedded: end -->"
+    other = "<!-- zerolock diagnose --publish smollm2-135m: begin -->\nkept\n<!-- zerolock diagnose --publish smollm2-135m: end -->"
+    page.write_text(f"# title\n\n{begin}\nold\n{end}\n\n{other}\n", encoding="utf-8")
+    assert main(["diagnose", str(factorial_dir), "--publish", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "old" not in text and other in text and text.startswith("# title\n")
+    assert "| α = ½, 1 on the output chunk | 0.1 |" in text and "M1 **supported**" in text
+    mine = tmp_path / "mine.md"
+    mine.write_text("my notes\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["diagnose", str(factorial_dir), "--publish", str(mine)]) == 2
+    assert mine.read_text(encoding="utf-8") == "my notes\n"
+    assert "holds no" in capsys.readouterr().err

@@ -9,6 +9,7 @@ their readings, and each mechanism's reading (docs/DIAGNOSIS.md). ``zerolock ver
 
     zerolock diagnose runs/diag-embedded
     zerolock diagnose runs/diag-embedded --json > factorial.json
+    zerolock diagnose runs/diag-embedded --publish README.md   # README's block for this model
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("factorial", type=Path, metavar="DIR", help="a directory of zerolock tune directories")
     parser.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--publish", type=Path, metavar="PAGE.md",
+                        help="also write the compact table into PAGE.md: a new page, or the file's block for this "
+                        "model (<!-- zerolock diagnose --publish MODEL: begin --> ... end -->, e.g. README.md)")
     parser.set_defaults(func=run)
 
 
@@ -39,12 +43,22 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.factorial}: no such directory")
     if not is_factorial_dir(args.factorial):
         raise CLIError(f"{args.factorial}: holds no zerolock tune directory (each with tune.json)")
+    if args.publish is not None and args.publish.is_dir():
+        raise CLIError(f"--publish {args.publish}: a directory; give a file")
     try:
         result = analyze_factorial(args.factorial, args.level)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
     if not result.rows:
         raise CLIError(f"{args.factorial}: no control of the factorial has a finished grid")
+    if args.publish is not None:
+        from reports.diagnosis import publish
+
+        command = f"zerolock diagnose {args.factorial.name} --publish {args.publish.name}"
+        try:
+            publish(result, args.publish, command)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from exc
     if args.json:
         print(result.to_json())
     else:
