@@ -16,7 +16,7 @@ from analyses.versus.factorial import FACTORIAL, MECHANISMS, Factorial
 from reports.blocks import Block, table
 from reports.wording import fmt
 
-__all__ = ["compact_markdown", "publish", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table", "why_blocks", "written_line"]
+__all__ = ["alignment_table", "compact_markdown", "publish", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table", "why_blocks", "written_line"]
 
 TITLE = "Why ZeroLock falls behind backprop: the factorial of method controls"
 
@@ -88,6 +88,23 @@ def mechanism_rows(f: Factorial) -> list[list[str]]:
     return rows
 
 
+def alignment_table(f: Factorial) -> tuple[list[str], list[list[str]]] | None:
+    """cos(g_out, g_ZL) per chunk (columns) at each step along plain ZeroLock's run (rows), when given."""
+    if not f.alignment:
+        return None
+    chunks = sorted({p.chunk for p in f.alignment if p.chunk})
+    headers = ["after step"] + [f"chunk {k}" for k in chunks] + ["all chunks", "seeds"]
+    rows = []
+    for step in sorted({p.step for p in f.alignment}):
+        at = {p.chunk: p for p in f.alignment if p.step == step}
+        rows.append([str(step)] + [_iv(at[k].cosine) if k in at else "—" for k in [*chunks, 0]] + [str(at[0].seeds)])
+    return headers, rows
+
+
+ALIGNMENT_TEXT = ("The alignment along plain ZeroLock's run: the cosine between the output CE's gradient and "
+                  "ZeroLock's step, per chunk and over all (positive: the step lowers the output CE at first order).")
+
+
 def why_blocks(suite: SuiteAnalysis) -> list[Block]:
     """The section, when a factorial directory was among the inputs; nothing otherwise."""
     f = suite.get(FACTORIAL)
@@ -95,7 +112,13 @@ def why_blocks(suite: SuiteAnalysis) -> list[Block]:
         return []
     return [Block("h2", TITLE), Block("p", intro(f)), table(*control_table(f)),
             Block("p", written_line(f)),
-            table(*prediction_table(f)), table(["mechanism", "reading"], mechanism_rows(f))]
+            table(*prediction_table(f)), table(["mechanism", "reading"], mechanism_rows(f)),
+            *_alignment_blocks(f)]
+
+
+def _alignment_blocks(f: Factorial) -> list[Block]:
+    found = alignment_table(f)
+    return [] if found is None else [Block("p", ALIGNMENT_TEXT), table(*found)]
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -108,7 +131,8 @@ def markdown(f: Factorial) -> str:
     """The section as Markdown (``zerolock diagnose``)."""
     return "\n\n".join([f"## {TITLE}", intro(f), _md_table(*control_table(f)), written_line(f),
                         _md_table(*prediction_table(f)),
-                        "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f))]) + "\n"
+                        "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f)),
+                        *([ALIGNMENT_TEXT, _md_table(*alignment_table(f))] if f.alignment else [])]) + "\n"
 
 
 def compact_markdown(f: Factorial) -> str:

@@ -16,6 +16,7 @@ results had been seen says so (``Prediction.written``): the report prints it bes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from analyses.stats.seeds import seed_interval
 from analyses.versus.tuning import TunedRun, load_tuned, select
 
 __all__ = [
-    "CONTROLS", "FACTORIAL", "MECHANISMS", "PREDICTIONS", "Control", "ControlRow", "Factorial", "Prediction",
+    "ALIGNMENT_FILE", "CONTROLS", "FACTORIAL", "AlignmentPoint", "alignment_along", "MECHANISMS", "PREDICTIONS", "Control", "ControlRow", "Factorial", "Prediction",
     "PredictionReading", "analyze_factorial", "control_of", "factorial", "is_factorial_dir", "load_factorial",
 ]
 
@@ -188,6 +189,38 @@ class PredictionReading:
     reading: str  # ``READINGS``
 
 
+@dataclass(frozen=True)
+class AlignmentPoint:
+    """The alignment probe after ``step`` training steps: cos(g_out, g_ZL) of one chunk (0: all chunks)."""
+
+    step: int
+    chunk: int
+    cosine: Interval | None
+    seeds: int
+
+
+ALIGNMENT_FILE = "alignment.json"
+"""In a factorial directory: ``scripts/alignment.py --after-steps ... --json`` of plain ZeroLock (optional)."""
+
+
+def alignment_along(data: dict, level: float = 0.95) -> tuple[AlignmentPoint, ...]:
+    """Per step and chunk the seeds' cosine between the output CE's gradient and ZeroLock's step
+    (``inner / (norm_step · norm_out)``), and over all chunks (chunk 0: the inner products summed over
+    the norms of the concatenated gradients), each a t-interval over seeds."""
+    out = []
+    for step, seeds in sorted(data.get("after_steps", {}).items(), key=lambda kv: int(kv[0])):
+        by_chunk: dict[int, list[float]] = {}
+        for seed in seeds:
+            chunks = seed["chunks"]
+            for c in chunks:
+                by_chunk.setdefault(int(c["chunk"]), []).append(c["inner"] / (c["norm_step"] * c["norm_out"]))
+            inner = sum(c["inner"] for c in chunks)
+            norm = math.sqrt(sum(c["norm_step"] ** 2 for c in chunks)) * math.sqrt(sum(c["norm_out"] ** 2 for c in chunks))
+            by_chunk.setdefault(0, []).append(inner / norm)
+        out += [AlignmentPoint(int(step), k, _interval(v, level), len(v)) for k, v in sorted(by_chunk.items())]
+    return tuple(out)
+
+
 @register
 @dataclass(frozen=True)
 class Factorial(Result):
@@ -204,6 +237,7 @@ class Factorial(Result):
     predictions: tuple[PredictionReading, ...]
     mechanisms: dict[str, str]  # mechanism -> reading of its decisive prediction ("not tested" for M5)
     all_interior: bool  # every control's η_0 is interior to its grid
+    alignment: tuple[AlignmentPoint, ...] = ()  # plain ZeroLock along its run (``ALIGNMENT_FILE``), when given
 
     def row(self, control: str) -> ControlRow | None:
         return next((r for r in self.rows if r.control == control), None)
@@ -248,8 +282,20 @@ def analyze_factorial(path: str | Path, level: float = 0.95) -> Factorial:
     by_control = load_factorial(path)
     first = next((r for runs in by_control.values() for r in runs), None)
     config = _config(first) if first is not None else {}
-    return factorial(by_control, level, model=str(config.get("model", {}).get("path", "")),
-                     chunks=int(config.get("model", {}).get("chunks", 0)))
+    result = factorial(by_control, level, model=str(config.get("model", {}).get("path", "")),
+                       chunks=int(config.get("model", {}).get("chunks", 0)))
+    file = Path(path) / ALIGNMENT_FILE
+    if file.is_file():
+        try:
+            data = json.loads(file.read_text())
+            made = control_of(data["config"]["method"], int(data["config"]["model"]["chunks"]))
+            if made != PLAIN:
+                raise ValueError(f"its runs are the control {made!r}, not plain ZeroLock")
+            points = alignment_along(data, level)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise ValueError(f"{file}: not plain ZeroLock's scripts/alignment.py --json ({exc})") from exc
+        result = dataclasses.replace(result, alignment=points)
+    return result
 
 
 def _interval(values: list[float], level: float) -> Interval | None:

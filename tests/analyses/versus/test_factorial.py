@@ -160,3 +160,32 @@ def test_every_prediction_names_a_known_contrast_and_mechanism():
     decisive = [p.mechanism for p in PREDICTIONS if p.decisive]
     assert len(decisive) == len(set(decisive))
     assert not math.isnan(PREDICTIONS[0].threshold)
+
+
+def _alignment_seed(cosines: list[float]) -> dict:
+    return {"chunks": [{"chunk": k + 1, "inner": c * 2.0 * 0.5, "norm_step": 2.0, "norm_out": 0.5}
+                       for k, c in enumerate(cosines)]}
+
+
+def test_alignment_along_the_run_reads_each_chunks_cosine_and_the_total():
+    from analyses.versus.factorial import alignment_along
+
+    data = {"after_steps": {"50": [_alignment_seed([0.2, -0.4]), _alignment_seed([0.4, -0.2])],
+                            "0": [_alignment_seed([1.0, 1.0])] * 2}}
+    points = {(p.step, p.chunk): p for p in alignment_along(data)}
+    assert [k for k in points] == [(0, 0), (0, 1), (0, 2), (50, 0), (50, 1), (50, 2)]
+    assert points[0, 0].cosine.estimate == pytest.approx(1.0)
+    assert points[50, 1].cosine.estimate == pytest.approx(0.3) and points[50, 2].cosine.estimate == pytest.approx(-0.3)
+    # equal norms per chunk: the total is the mean of the chunks' cosines
+    assert points[50, 0].cosine.estimate == pytest.approx(0.0, abs=1e-12)
+
+
+def test_an_alignment_file_of_another_control_is_refused(tmp_path):
+    _write_tune(tmp_path / "plain", "embedded_plain", {0: 5.4, 1: 5.41})
+    config = _config(RECIPES / "embedded_frozen.toml", 0.1, 0)
+    (tmp_path / "alignment.json").write_text(json.dumps({"config": config, "after_steps": {"0": [_alignment_seed([0.5] * 4)]}}))
+    with pytest.raises(ValueError, match="the control 'frozen', not plain ZeroLock"):
+        analyze_factorial(tmp_path)
+    config = _config(RECIPES / "embedded_plain.toml", 0.1, 0)
+    (tmp_path / "alignment.json").write_text(json.dumps({"config": config, "after_steps": {"0": [_alignment_seed([0.5] * 4)] * 2}}))
+    assert analyze_factorial(tmp_path).alignment[0].cosine.estimate == pytest.approx(0.5)
