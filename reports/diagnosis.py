@@ -16,7 +16,8 @@ from analyses.versus.factorial import FACTORIAL, MECHANISMS, Factorial
 from reports.blocks import Block, table
 from reports.wording import fmt
 
-__all__ = ["alignment_table", "compact_markdown", "publish", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table", "why_blocks", "written_line"]
+__all__ = ["alignment_table", "compact_markdown", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table",
+           "publish", "why_blocks", "written_line"]
 
 TITLE = "Why ZeroLock falls behind backprop: the factorial of method controls"
 
@@ -38,16 +39,16 @@ def intro(f: Factorial) -> str:
             f"{fmt(100 * f.level)}% t-intervals over seeds and Holm over every difference of the table; {interior}.")
 
 
-def _choice(row) -> str:
-    """The chosen η_0 (bold), the grid's validation score per η_0, and a grid-edge mark."""
+def _choice(row, bold: str = "") -> str:
+    """The chosen η_0 (between ``bold`` marks), the grid's validation score per η_0, and a grid-edge mark."""
     scores = " / ".join(f"{lr:g}: {'diverged' if v == float('inf') else fmt(v)}" for lr, v in sorted(row.scores.items()))
-    return f"**{row.lr:g}**" + (", grid edge" if row.on_boundary else "") + (f" ({scores})" if len(row.scores) > 1 else "")
+    return f"{bold}{row.lr:g}{bold}" + (", grid edge" if row.on_boundary else "") + (f" ({scores})" if len(row.scores) > 1 else "")
 
 
-def control_table(f: Factorial) -> tuple[list[str], list[list[str]]]:
+def control_table(f: Factorial, bold: str = "") -> tuple[list[str], list[list[str]]]:
     headers = ["control", "η_0 (validation CE per η_0)", "test CE", "− backprop", "− ZeroLock α = ½", "p (− backprop)", "p (− ZeroLock)",
                "seeds"]
-    rows = [[r.label, _choice(r), _iv(r.test), _iv(r.minus_backprop),
+    rows = [[r.label, _choice(r, bold), _iv(r.test), _iv(r.minus_backprop),
              _iv(r.minus_plain), _p(r.p_backprop, r.holm_backprop), _p(r.p_plain, r.holm_plain),
              ", ".join(map(str, sorted(r.test_by_seed)))] for r in f.rows]
     rows += [[name, "—", why, "", "", "", "", ""] for name, why in f.missing.items()]
@@ -129,7 +130,7 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def markdown(f: Factorial) -> str:
     """The section as Markdown (``zerolock diagnose``)."""
-    return "\n\n".join([f"## {TITLE}", intro(f), _md_table(*control_table(f)), written_line(f),
+    return "\n\n".join([f"## {TITLE}", intro(f), _md_table(*control_table(f, "**")), written_line(f),
                         _md_table(*prediction_table(f)),
                         "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f)),
                         *([ALIGNMENT_TEXT, _md_table(*alignment_table(f))] if f.alignment else [])]) + "\n"

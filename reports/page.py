@@ -128,9 +128,12 @@ def _verdict_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 
 def _collapsed(part):
-    """A report section inside a collapsible part; its first heading becomes the summary."""
+    """A report section inside a collapsible part; its first heading becomes the summary; a part with
+    nothing to show (no blocks) is left out."""
     def wrapped(suite: SuiteAnalysis) -> list[Block]:
         blocks = part(suite)
+        if not blocks:
+            return []
         head, rest = (blocks[0], blocks[1:]) if blocks and blocks[0].kind == "h2" else (Block("h2", "Details"), blocks)
         return [Block("details", head.text, css=(part.__name__.strip("_"),)), *rest, Block("end")]
     return wrapped
@@ -182,7 +185,7 @@ def _outcome_blocks(suite: SuiteAnalysis) -> list[Block]:
     ]
     out.append(table(["group", "method", "runs", "start", "end", "best", "improvement"], rows))
     out.append(Block("figure", "outcome"))
-    return out + _tuned_blocks(suite) + why_blocks(suite)
+    return out + _tuned_blocks(suite)
 
 
 def _tuned_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -255,6 +258,7 @@ def report_blocks(suite: SuiteAnalysis) -> list[Block]:
         convergence_blocks,
         depth_blocks,
         _outcome_blocks,
+        why_blocks,  # only when a factorial directory was among the inputs
         _skipped_blocks,
         _runs_blocks,
     ):
