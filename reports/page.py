@@ -29,10 +29,10 @@ from analyses.verdict import Verdict
 from analyses.versus.tuned_versus import TUNED
 from reports import render
 from reports.blocks import Block, Card, pct, table
+from reports.diagnosis import why_blocks
 from reports.figures import render_figures
 from reports.legend import legend_block
 from reports.scope import scope_line
-from reports.diagnosis import why_blocks
 from reports.sections import depth_blocks, lemma2_blocks, stability_blocks
 from reports.sensitivity import sensitivity_blocks
 from reports.theorem1 import CAPTION as CONVERGENCE_CAPTION

@@ -95,7 +95,7 @@ def test_the_table_pairs_seeds_and_corrects_over_every_difference():
     cells = _cells(backprop=5.0, plain=5.4, frozen=5.1, alpha_out=5.38)
     result = factorial(_runs(cells))
     frozen = result.row("frozen")
-    assert frozen.minus_backprop.estimate == pytest.approx(sum(a - b for a, b in zip(cells["frozen"], cells["backprop"])) / 5)
+    assert frozen.minus_backprop.estimate == pytest.approx(sum(a - b for a, b in zip(cells["frozen"], cells["backprop"], strict=True)) / 5)
     assert frozen.minus_plain.estimate == pytest.approx(-0.3, abs=0.01)
     p = [x for r in result.rows for x in (r.p_backprop, r.p_plain) if x is not None]
     assert len(p) == 6  # 4 controls x 2 references, less the two self-differences
