@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyses.assumption5.scaling import SCALING, StepScaling, group_scaling
-from analyses.assumption5.step_limits import scaling_factors
+from analyses.assumption5.data import scaling_factors, scaling_run
+from analyses.assumption5.scaling import SCALING, StepScaling, group_scaling_of
 from analyses.descriptive.data import RunData, readouts
 from analyses.descriptive.depth import DEPTH, depth_of
 from analyses.descriptive.drift import DRIFT, drift_of
@@ -269,8 +269,8 @@ def _step_scaling(zl, obj: str, excluded: list[str], level: float) -> StepScalin
     if not have:
         raise NotMeasured(f"no run has probe/scaling/{obj} keys (probe 'scaling' off)")
     groups = [
-        group_scaling([(i.name, f) for i, f in members], obj, group=members[0][0].group,
-                      trained=members[0][0].direction, level=level)
+        group_scaling_of([scaling_run(f, obj, i.name) for i, f in members], obj, group=members[0][0].group,
+                         trained=members[0][0].direction, level=level)
         for members in _primary(have, obj)
     ]
     return StepScaling(obj, groups, excluded)

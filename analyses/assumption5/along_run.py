@@ -41,15 +41,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analyses.assumption5.step_limits import MIN_STEPS, scaled_rows, scaling_table, step_signs
-from analyses.io import numeric_column
+from analyses.assumption5.data import ScalingRun, scaling_run
+from analyses.assumption5.step_limits import MIN_STEPS, step_signs, table_of
 from analyses.results import Interval, NotMeasured
 from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
-from zerolock_theory.records import LR, SCALING
+from zerolock_theory.records import LR
 
 __all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "AlongRun", "SeedAlong", "along_run", "seed_along",
-           "seed_along_from_frame"]
+           "seed_along_from_frame", "seed_along_of"]
 
 ALONG_OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
 BLOCKS = 5
@@ -117,22 +117,27 @@ def seed_along(run: str, steps: Sequence[float], rho: Sequence[float], lr: Seque
     return SeedAlong(run, gamma, kappa, int(t.size), not (r > 0).any(), every)
 
 
-def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str, *, min_steps: int = MIN_STEPS) -> SeedAlong:
-    """``seed_along`` from a run's metrics: ρ(c = 1) of the ``scaling`` probe and ``train/lr`` at
-    the scaled steps whose φ′ is resolved (an unresolved step, float noise at an exact optimum
-    for one, carries no ρ_t: noise over q_t ∝ η_t² would grow like a first-order drift); a seed with
-    fewer than ``min_steps`` resolved steps has no γ."""
-    key = SCALING.key(obj, 1.0, "ratio")
-    if key not in frame.columns or LR_COLUMN not in frame.columns:
-        raise NotMeasured(f"{run}: no {key if key not in frame.columns else LR_COLUMN} column")
-    c, phi, _ = scaling_table(frame, obj, "actual", run)
-    rows = scaled_rows(frame, obj, "actual", c)
+def seed_along_of(data: ScalingRun, *, min_steps: int = MIN_STEPS) -> SeedAlong:
+    """``seed_along`` from a run's ``scaling`` probe: ρ(c = 1) and ``train/lr`` at the scaled steps
+    whose φ′ is resolved (an unresolved step, float noise at an exact optimum for one, carries no
+    ρ_t: noise over q_t ∝ η_t² would grow like a first-order drift); a seed with fewer than
+    ``min_steps`` resolved steps has no γ."""
+    run, key = data.run, data.rho_one_key
+    if data.rho_one is None or data.lr is None:
+        raise NotMeasured(f"{run}: no {key if data.rho_one is None else LR_COLUMN} column")
+    c, phi, _ = table_of(data.actual, data.objective, run)
+    rows = data.actual.rows
     resolved = np.isfinite(step_signs(c, phi))
-    steps = np.asarray(frame["step"], dtype=float)[rows][resolved]
-    rho = numeric_column(frame, key, where=run)[rows][resolved]
-    lr = numeric_column(frame, LR_COLUMN, where=run)[rows][resolved]
+    steps = data.steps[rows][resolved]
+    rho = data.rho_one[rows][resolved]
+    lr = data.lr[rows][resolved]
     found = seed_along(run, steps, rho, lr)
     return found if resolved.sum() >= min_steps else replace(found, gamma=math.nan)
+
+
+def seed_along_from_frame(frame: pd.DataFrame, obj: str, run: str, *, min_steps: int = MIN_STEPS) -> SeedAlong:
+    """``seed_along_of`` a run's metrics (``analyses.assumption5.data.scaling_run``)."""
+    return seed_along_of(scaling_run(frame, obj, run), min_steps=min_steps)
 
 
 def along_run(seeds: Sequence[SeedAlong], level: float = 0.95, *, min_seeds: int = MIN_SEEDS) -> AlongRun:

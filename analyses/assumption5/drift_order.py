@@ -38,13 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.assumption5.step_limits import MIN_STEPS, scaling_factors, scaling_table, step_signs
+from analyses.assumption5.data import ScalingRun, scaling_run
+from analyses.assumption5.step_limits import MIN_STEPS, step_signs, table_of
 from analyses.results import Interval, NotMeasured
 from analyses.stats.seeds import MIN_SEEDS
 from analyses.stats.shares import cluster_share_interval, cluster_share_p
-from zerolock_theory.records import SCALING
 
-__all__ = ["ORDER_OUTCOMES", "DriftOrder", "SeedOrder", "drift_order", "seed_order", "seed_order_from_frame"]
+__all__ = ["ORDER_OUTCOMES", "DriftOrder", "SeedOrder", "drift_order", "seed_order", "seed_order_from_frame",
+           "seed_order_of"]
 
 ORDER_OUTCOMES: tuple[str, ...] = (
     "second order", "first order, positive more often than chance", "first order, negative more often than chance",
@@ -86,17 +87,21 @@ def seed_order(run: str, c: Sequence[float], drift: np.ndarray, source: str = "d
                      int((signs[resolved] > 0).sum()), source)
 
 
-def seed_order_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedOrder:
-    """``seed_order`` from a run's ``scaling`` keys: drift(c) where logged, else φ(c)."""
-    if not scaling_factors(frame, obj):
+def seed_order_of(data: ScalingRun) -> SeedOrder:
+    """``seed_order`` from a run's ``scaling`` probe: drift(c) at the rows that logged it, else φ(c)."""
+    run, obj = data.run, data.objective
+    if not data.actual.factors.size:
         raise NotMeasured(f"{run}: no probe/scaling/{obj} keys (probe 'scaling' off)")
-    c, phi, _ = scaling_table(frame, obj, "actual", run)
-    drift_cols = [SCALING.key(obj, f, "drift") for f in c]
-    if all(col in frame.columns for col in drift_cols):
-        logged = frame[drift_cols].notna().any(axis=1).to_numpy()
-        values = frame.loc[logged, drift_cols].to_numpy(dtype=float)
-        return seed_order(run, c, values, "drift")
+    c, phi, _ = table_of(data.actual, obj, run)
+    if data.drift is not None:
+        logged = ~np.isnan(data.drift).all(axis=1)
+        return seed_order(run, c, data.drift[logged], "drift")
     return seed_order(run, c, phi, "phi")
+
+
+def seed_order_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedOrder:
+    """``seed_order_of`` a run's metrics (``analyses.assumption5.data.scaling_run``)."""
+    return seed_order_of(scaling_run(frame, obj, run))
 
 
 def drift_order(seeds: Sequence[SeedOrder], level: float = 0.95, *, min_steps: int = MIN_STEPS,

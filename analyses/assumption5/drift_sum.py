@@ -45,21 +45,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analyses.assumption5.data import ScalingRun, scaling_run
 from analyses.assumption5.step_limits import (
     MIN_STEPS,
     phi_prime,
-    scaled_rows,
-    scaling_table,
     step_signs,
+    table_of,
 )
-from analyses.io import numeric_column
 from analyses.results import Interval
 from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
-from zerolock_theory.records import LR, SCALING
 
 __all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "NEEDED_SLOPE", "SLOPE_MARGIN", "SUM_OUTCOMES", "WITNESS_OUTCOMES",
-           "DriftSum", "SeedDriftSum", "agreement", "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame"]
+           "DriftSum", "SeedDriftSum", "agreement", "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame",
+           "seed_drift_sum_of"]
 
 WITHIN, NOT_WITHIN = "within Σ η_t² along the run", "not within Σ η_t² along the run"
 SUM_OUTCOMES: tuple[str, ...] = (WITHIN, NOT_WITHIN, "not distinguished", "not testable")
@@ -139,18 +138,23 @@ def seed_drift_sum(run: str, c: Sequence[float], lr: np.ndarray, drift: np.ndarr
                         int(np.isnan(a[late]).sum()), source, no_positive)
 
 
-def seed_drift_sum_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedDriftSum:
-    """``seed_drift_sum`` from a run's ``scaling`` keys and ``train/lr`` (drift(c) where logged, else φ(c))."""
-    c, phi, _ = scaling_table(frame, obj, "actual", run)
-    rows = scaled_rows(frame, obj, "actual", c)
-    order = np.argsort(np.asarray(frame["step"], dtype=float)[rows], kind="stable")
-    lr = numeric_column(frame, LR, where=run).to_numpy(dtype=float)[rows][order] if LR in frame.columns else None
+def seed_drift_sum_of(data: ScalingRun) -> SeedDriftSum:
+    """``seed_drift_sum`` from a run's ``scaling`` probe and ``train/lr`` (drift(c) where logged, else φ(c))."""
+    run = data.run
+    c, phi, _ = table_of(data.actual, data.objective, run)
+    rows = data.actual.rows
+    order = np.argsort(data.steps[rows], kind="stable")
+    lr = data.lr[rows][order] if data.lr is not None else None
     if lr is None:
         return SeedDriftSum(run, math.nan, math.nan, len(phi), 0, 0, 0, "phi")
-    drift_cols = [SCALING.key(obj, f, "drift") for f in c]
-    if all(col in frame.columns for col in drift_cols):
-        return seed_drift_sum(run, c, lr, frame.loc[rows, drift_cols].to_numpy(dtype=float)[order], "drift")
+    if data.drift is not None:
+        return seed_drift_sum(run, c, lr, data.drift[rows][order], "drift")
     return seed_drift_sum(run, c, lr, phi[order], "phi")
+
+
+def seed_drift_sum_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedDriftSum:
+    """``seed_drift_sum_of`` a run's metrics (``analyses.assumption5.data.scaling_run``)."""
+    return seed_drift_sum_of(scaling_run(frame, obj, run))
 
 
 def _decide(x: Interval | None, words: tuple[str, str]) -> str:

@@ -54,17 +54,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analyses.assumption5.along_run import AlongRun, SeedAlong, along_run, seed_along_from_frame
-from analyses.assumption5.drift_order import DriftOrder, drift_order, seed_order_from_frame
-from analyses.assumption5.drift_sum import DriftSum, drift_sum, seed_drift_sum_from_frame
+from analyses.assumption5.along_run import AlongRun, SeedAlong, along_run, seed_along_of
+from analyses.assumption5.data import ScalingRun, scaling_run
+from analyses.assumption5.drift_order import DriftOrder, drift_order, seed_order_of
+from analyses.assumption5.drift_sum import DriftSum, drift_sum, seed_drift_sum_of
 from analyses.assumption5.step_limits import (
     MIN_FACTORS,
     MIN_STEPS,
     RESOLUTION,
     phi_prime,
-    scaling_factors,
     scaling_table,
     step_signs,
+    table_of,
 )
 from analyses.results import Interval, NotMeasured, Result, declare, register
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
@@ -77,8 +78,8 @@ from zerolock_theory.vocab import OBJECTIVES
 
 __all__ = ["CHANCE_OUTCOMES", "MIN_FACTORS", "MIN_STEPS", "OUTCOMES", "RESOLUTION", "UNIFORM_OUTCOMES",
            "DirectionCounts", "GroupScaling", "SeedScaling", "StepScaling", "chance_outcome",
-           "classify_steps", "group_from_seeds", "group_scaling", "phi_prime", "scaling_outcome",
-           "scaling_table", "seed_from_arrays", "seed_scaling", "step_signs"]
+           "classify_steps", "group_from_seeds", "group_scaling", "group_scaling_of", "phi_prime", "scaling_outcome",
+           "scaling_table", "seed_from_arrays", "seed_scaling", "seed_scaling_of", "step_signs"]
 
 OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
 """The row's outcome: ρ_t along the run (``analyses.assumption5.along_run``)."""
@@ -189,18 +190,21 @@ def seed_from_arrays(
     )
 
 
-def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: int = MIN_STEPS) -> SeedScaling:
-    """The per-seed counts, pairs and descriptive slope; ``NotMeasured`` without scaled steps."""
-    if not scaling_factors(frame, obj):
+def seed_scaling_of(data: ScalingRun, *, min_steps: int = MIN_STEPS) -> SeedScaling:
+    """The per-seed counts, pairs and descriptive slope of a run's ``scaling`` probe
+    (``analyses.assumption5.data.scaling_run``); ``NotMeasured`` without scaled steps."""
+    run, obj = data.run, data.objective
+    if not data.actual.factors.size:
         raise NotMeasured(f"{run}: no probe/scaling/{obj} keys (probe 'scaling' off)")
-    c, phi, rho = scaling_table(frame, obj, "actual", run)
+    c, phi, rho = table_of(data.actual, obj, run)
     if not len(phi):
         raise NotMeasured(f"{run}: no scaled step in probe/scaling/{obj}")
     other: dict[str, np.ndarray | None] = {}
-    for direction in ("random", "antithetic"):
+    for scaled in (data.random, data.antithetic):
+        direction = scaled.direction
         other[direction] = None
-        if _has_direction(frame, obj, direction):
-            cr, other[direction], _ = scaling_table(frame, obj, direction, run)
+        if scaled.factors.size:
+            cr, other[direction], _ = table_of(scaled, obj, run)
             if len(other[direction]) != len(phi) or not np.array_equal(cr, c):
                 raise NotMeasured(f"{run}: the {direction} direction of probe/scaling/{obj} is not at the same "
                                   "steps and factors")
@@ -208,8 +212,9 @@ def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: 
                             phi_antithetic=other["antithetic"])
 
 
-def _has_direction(frame: pd.DataFrame, obj: str, direction: str) -> bool:
-    return bool(scaling_factors(frame, obj, direction))
+def seed_scaling(frame: pd.DataFrame, obj: str, run: str = "run", *, min_steps: int = MIN_STEPS) -> SeedScaling:
+    """``seed_scaling_of`` a run's metrics."""
+    return seed_scaling_of(scaling_run(frame, obj, run), min_steps=min_steps)
 
 
 def scaling_outcome(seeds: int, positive: int, unresolved: int, *, min_seeds: int = MIN_SEEDS) -> tuple[str, str]:
@@ -290,25 +295,26 @@ SCALING = {o: declare(f"scaling_{o}", StepScaling, builtin=True) for o in OBJECT
 """The step-scaling analysis of each objective's runs."""
 
 
-def group_scaling(
-    runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", trained: str = "",
+def group_scaling_of(
+    runs: Sequence[ScalingRun], obj: str, *, group: str = "", trained: str = "",
     level: float = 0.95, min_steps: int = MIN_STEPS,
 ) -> GroupScaling:
-    """Per-seed counts and trends, then ``group_from_seeds``; ``NotMeasured`` if no run has the keys."""
+    """Per-seed counts and trends over runs read for ``obj`` (``analyses.assumption5.data.scaling_run``),
+    then ``group_from_seeds``; ``NotMeasured`` if no run has the keys."""
     if obj not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {obj!r}")
 
     seeds, along, orders, sums, reasons = [], [], [], [], []
-    for name, frame in runs:
+    for data in runs:
         try:
-            seeds.append(seed_scaling(frame, obj, name, min_steps=min_steps))
+            seeds.append(seed_scaling_of(data, min_steps=min_steps))
         except NotMeasured as exc:
             reasons.append(str(exc))
             continue
-        orders.append(seed_order_from_frame(frame, obj, name))
-        sums.append(seed_drift_sum_from_frame(frame, obj, name))
+        orders.append(seed_order_of(data))
+        sums.append(seed_drift_sum_of(data))
         try:
-            along.append(seed_along_from_frame(frame, obj, name, min_steps=min_steps))
+            along.append(seed_along_of(data, min_steps=min_steps))
         except NotMeasured as exc:
             reasons.append(str(exc))
     if not seeds:
@@ -316,6 +322,17 @@ def group_scaling(
     found = group_from_seeds(seeds, group=group, trained=trained, level=level, min_steps=min_steps, along=along)
     return replace(found, order=drift_order(orders, level, min_steps=min_steps),
                    drift_sum=drift_sum(sums, level, min_steps=min_steps))
+
+
+def group_scaling(
+    runs: Sequence[tuple[str, pd.DataFrame]], obj: str, *, group: str = "", trained: str = "",
+    level: float = 0.95, min_steps: int = MIN_STEPS,
+) -> GroupScaling:
+    """``group_scaling_of`` ``(name, metrics frame)`` pairs."""
+    if obj not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {obj!r}")
+    return group_scaling_of([scaling_run(frame, obj, name) for name, frame in runs], obj, group=group,
+                            trained=trained, level=level, min_steps=min_steps)
 
 
 def group_from_seeds(

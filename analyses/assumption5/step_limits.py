@@ -17,12 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analyses.io import layout, numeric_column
+from analyses.assumption5.data import Scaled, read_scaled, scaled_rows, scaling_factors
 from analyses.results import NotMeasured
-from zerolock_theory.records import SCALING, SCALING_STEP
 
 __all__ = ["MIN_FACTORS", "MIN_STEPS", "RESOLUTION", "phi_prime", "scaled_rows", "scaling_factors", "scaling_table",
-           "step_signs"]
+           "step_signs", "table_of"]
 
 MIN_FACTORS = 4
 """Factors needed per scaled step: three for φ̂′, a fourth for its error."""
@@ -70,32 +69,14 @@ def step_signs(c: Sequence[float], values: np.ndarray, resolution: float = RESOL
     return out
 
 
-def scaling_factors(frame: pd.DataFrame, obj: str, direction: str = "actual") -> tuple[float, ...]:
-    """The run's step-scaling factors c, largest first, from its config (``records.Layout``); none
-    when the run did not scale ``direction`` or its metrics lack the columns for ``obj``."""
-    found = layout(frame)
-    if direction not in found.directions or not SCALING.present(frame, found, "phi", objective=obj,
-                                                                  direction=direction):
-        return ()
-    return found.factors
+def table_of(scaled: Scaled, obj: str, run: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(c, φ [steps, factors], ρ [steps, factors]) of one read direction over the rows that scaled a step;
+    ``NotMeasured`` with fewer than ``MIN_FACTORS`` factors."""
+    if len(scaled.factors) < MIN_FACTORS:
+        raise NotMeasured(f"{run}: fewer than {MIN_FACTORS} factors in probe/scaling/{obj} ({scaled.direction})")
+    return scaled.factors, scaled.phi, scaled.rho
 
 
 def scaling_table(frame: pd.DataFrame, obj: str, direction: str, run: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(c, φ [steps, factors], ρ [steps, factors]) over the rows that scaled this step."""
-    factors = scaling_factors(frame, obj, direction)
-    if len(factors) < MIN_FACTORS:
-        raise NotMeasured(f"{run}: fewer than {MIN_FACTORS} factors in probe/scaling/{obj} ({direction})")
-    cols = [numeric_column(frame, SCALING.key(obj, f, "phi", direction), where=run) for f in factors]
-    phi = np.stack(cols, 1)
-    rho = np.stack([numeric_column(frame, SCALING.key(obj, f, "ratio", direction), where=run) for f in factors], 1)
-    logged = scaled_rows(frame, obj, direction, factors)
-    return np.asarray(factors), phi[logged], rho[logged]
-
-
-def scaled_rows(frame: pd.DataFrame, obj: str, direction: str, factors: Sequence[float]) -> np.ndarray:
-    """The rows of ``frame`` that scaled a step (``scaling_table``'s rows, in order)."""
-    flag = SCALING_STEP.key(obj, "defined", direction)
-    if flag in frame.columns:  # a scaled step logs ``defined``, even where every φ(c) is null
-        return np.asarray(frame[flag].notna())
-    return np.asarray(pd.concat([frame[SCALING.key(obj, f, "phi", direction)] for f in factors], axis=1)
-                      .notna().any(axis=1))
+    """``table_of`` one direction read from a run's metrics (``analyses.assumption5.data.read_scaled``)."""
+    return table_of(read_scaled(frame, obj, direction, run), obj, run)

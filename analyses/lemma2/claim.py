@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analyses.groups import primary_group
+from analyses.lemma2.data import mismatch_run, tracking_run
 from analyses.lemma2.fixed_point import FIXED_POINT, ArmDecision, FixedPointResult
 from analyses.lemma2.fixed_point import OUTCOMES as FIXED_OUTCOMES
 from analyses.lemma2.fixed_point_controls import CONTROLS, FixedPointControls
@@ -37,10 +38,10 @@ from analyses.lemma2.targets import (
     Lemma2Mismatch,
     Lemma2Stated,
     lemma2_implemented,
-    lemma2_mismatch,
     lemma2_stated,
-    lemma2_tracking,
+    mismatch_of,
     mismatch_p_value,
+    tracking_of,
 )
 from analyses.lemma2.targets import MISMATCH as MISMATCH_RESULT
 from analyses.lemma2.targets import STATED as STATED_RESULT
@@ -71,7 +72,7 @@ def _forward_frames(inputs: SuiteInputs):
 
 def _mismatch_analysis(inputs: SuiteInputs) -> Lemma2Mismatch:
     group, frames = _forward_frames(inputs)
-    found = lemma2_mismatch(frames, inputs.level)
+    found = mismatch_of([mismatch_run(frame, name) for name, frame in frames.items()], inputs.level)
     if not found.runs:
         raise NotMeasured(f"{group.label}: no probe/lemma2 keys (probe 'lemma2' off)")
     return found
@@ -80,7 +81,7 @@ def _mismatch_analysis(inputs: SuiteInputs) -> Lemma2Mismatch:
 def _tracking_analysis(inputs: SuiteInputs):
     """Descriptive: r(m) − r(g) against its entropy-matched null, from exact readouts."""
     _, frames = _forward_frames(inputs)
-    return lemma2_tracking(frames, "forward", inputs.level)
+    return tracking_of([tracking_run(frame, name) for name, frame in frames.items()], "forward", inputs.level)
 
 
 def _stated(ev: Evidence) -> str:

@@ -33,11 +33,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from analyses.io import logged_chunks, numeric_column
+from analyses.lemma2.data import MismatchRun, TrackingRun, mismatch_run, tracking_run
 from analyses.results import Interval, Result, declare, register
 from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import seed_interval
-from zerolock_theory.records import INITIAL, LEMMA2
 from zerolock_theory.theory.divergences import total_variation
 from zerolock_theory.theory.lemma2 import forward_identity, reverse_identity
 from zerolock_theory.theory.minimize import minimize_local_loss
@@ -46,7 +45,7 @@ from zerolock_theory.theory.targets import arithmetic_target, geometric_target, 
 __all__ = [
     "IMPLEMENTED_OUTCOMES", "MISMATCH_OUTCOMES", "mismatch_p_value", "STATED_OUTCOMES", "TRACKING_OUTCOMES", "ChunkMismatch",
     "Lemma2Implemented", "Lemma2Mismatch", "Lemma2Stated", "Lemma2Tracking", "RunTrackingNull",
-    "lemma2_implemented", "lemma2_mismatch", "lemma2_stated", "lemma2_tracking",
+    "lemma2_implemented", "lemma2_mismatch", "lemma2_stated", "lemma2_tracking", "mismatch_of", "tracking_of",
 ]
 
 STATED_OUTCOMES: tuple[str, ...] = ("holds (exact)", "fails")
@@ -139,16 +138,6 @@ def lemma2_implemented(alpha: float = 0.5, epsilon: float = 0.1, label: Sequence
                              found.tolist(), float(total_variation(found, m)), float(total_variation(found, g)))
 
 
-def _first(frame: pd.DataFrame, column: str, run: str) -> float:
-    values = numeric_column(frame, column, where=run).dropna() if column in frame.columns else pd.Series(dtype=float)
-    return float(values.iloc[0]) if len(values) else float("nan")
-
-
-def _last(frame: pd.DataFrame, column: str, run: str) -> float:
-    values = numeric_column(frame, column, where=run).dropna() if column in frame.columns else pd.Series(dtype=float)
-    return float(values.iloc[-1]) if len(values) else float("nan")
-
-
 @dataclass(frozen=True)
 class ChunkMismatch:
     """TV(m_k, g_k) at one chunk: per seed and over seeds, untrained and trained."""
@@ -172,15 +161,15 @@ class Lemma2Mismatch(Result):
     chunks: list[ChunkMismatch]
 
 
-def lemma2_mismatch(frames: Mapping[str, pd.DataFrame], level: float = 0.95,
-                    threshold: float = TV_SMALL) -> Lemma2Mismatch:
-    """The third row from the runs' metric tables (one run per seed, the ``lemma2`` probe's keys)."""
-    names = [n for n, f in frames.items() if logged_chunks(f, LEMMA2, "tv_m_g" + INITIAL)]
-    n_chunks = min((len(logged_chunks(frames[n], LEMMA2, "tv_m_g" + INITIAL)) for n in names), default=0)
+def mismatch_of(runs: Sequence[MismatchRun], level: float = 0.95, threshold: float = TV_SMALL) -> Lemma2Mismatch:
+    """The third row over the runs' TV(m_k, g_k) (one run per seed; ``analyses.lemma2.data.mismatch_run``)."""
+    logged = [r for r in runs if r.chunks]
+    names = [r.run for r in logged]
+    n_chunks = min((r.chunks for r in logged), default=0)
     chunks = []
     for k in range(1, n_chunks + 1):
-        before = [_first(frames[n], LEMMA2.key(k, "tv_m_g" + INITIAL), n) for n in names]
-        after = [_last(frames[n], LEMMA2.key(k, "tv_m_g"), n) for n in names]
+        before = [float(r.untrained[k - 1]) for r in logged]
+        after = [float(r.trained[k - 1]) for r in logged]
         chunks.append(ChunkMismatch(k, before, after, seed_interval(before, level), seed_interval(after, level)))
     intervals = [iv for c in chunks for iv in (c.untrained_interval, c.trained_interval)]
     if not chunks or any(iv is None for iv in intervals):
@@ -192,6 +181,12 @@ def lemma2_mismatch(frames: Mapping[str, pd.DataFrame], level: float = 0.95,
     else:
         outcome = "undecided"
     return Lemma2Mismatch(outcome, threshold, names, chunks)
+
+
+def lemma2_mismatch(frames: Mapping[str, pd.DataFrame], level: float = 0.95,
+                    threshold: float = TV_SMALL) -> Lemma2Mismatch:
+    """``mismatch_of`` the runs' metric tables (one run per seed, the ``lemma2`` probe's keys)."""
+    return mismatch_of([mismatch_run(frame, name) for name, frame in frames.items()], level, threshold)
 
 
 def mismatch_p_value(found: Lemma2Mismatch) -> float | None:
@@ -241,31 +236,34 @@ def _reduction(start: float, end: float) -> float:
     return (start - end) / start if start > 0 else float("nan")
 
 
-def _run_tracking(frame: pd.DataFrame, run: str) -> RunTrackingNull | str:
-    chunks = logged_chunks(frame, LEMMA2, "null_tv_m")
-    if not chunks:
-        return f"{run}: no_null"
-    d = {name: np.mean([(_first if name.endswith(INITIAL) else _last)(frame, LEMMA2.key(k, name), run) for k in chunks])
-         for name in ("tv_m" + INITIAL, "tv_g" + INITIAL, "tv_m", "tv_g", "null_tv_m", "null_tv_g")}
-    if not all(np.isfinite(v) for v in d.values()):
-        return f"{run}: missing_values"
-    r_m, r_g = _reduction(d["tv_m" + INITIAL], d["tv_m"]), _reduction(d["tv_g" + INITIAL], d["tv_g"])
-    n_m, n_g = _reduction(d["tv_m" + INITIAL], d["null_tv_m"]), _reduction(d["tv_g" + INITIAL], d["null_tv_g"])
-    temps = [_last(frame, LEMMA2.key(k, "null_temperature"), run) for k in chunks]
-    return RunTrackingNull(run, r_m - r_g, n_m - n_g, (r_m - r_g) - (n_m - n_g), temps)
+def _run_tracking(data: TrackingRun) -> RunTrackingNull | str:
+    if not data.chunks:
+        return f"{data.run}: no_null"
+    m0, g0, m, g, null_m, null_g = (float(np.mean(v)) for v in (
+        data.tv_m_initial, data.tv_g_initial, data.tv_m, data.tv_g, data.null_tv_m, data.null_tv_g))
+    if not all(np.isfinite(v) for v in (m0, g0, m, g, null_m, null_g)):
+        return f"{data.run}: missing_values"
+    r_m, r_g = _reduction(m0, m), _reduction(g0, g)
+    n_m, n_g = _reduction(m0, null_m), _reduction(g0, null_g)
+    return RunTrackingNull(data.run, r_m - r_g, n_m - n_g, (r_m - r_g) - (n_m - n_g), data.null_temperature.tolist())
 
 
-def lemma2_tracking(frames: Mapping[str, pd.DataFrame], trained: str, level: float = 0.95) -> Lemma2Tracking:
+def tracking_of(runs: Sequence[TrackingRun], trained: str, level: float = 0.95) -> Lemma2Tracking:
     """r(m) − r(g) = (d_0(m) − d_T(m))/d_0(m) − (d_0(g) − d_T(g))/d_0(g) per seed (exact TVs, means over
     chunks), the same with d_T from the entropy-matched null, and their difference; t-intervals
     over seeds. The outcome is "descriptive only" whenever one run has the keys."""
-    runs, reasons = [], []
-    for name, frame in frames.items():
-        got = _run_tracking(frame, name)
-        (reasons if isinstance(got, str) else runs).append(got)
-    outcome = TRACKING_OUTCOMES[0 if runs else 1]
-    return Lemma2Tracking(outcome, trained, runs, seed_interval([r.difference for r in runs], level),
-                          seed_interval([r.null_difference for r in runs], level),
-                          seed_interval([r.excess for r in runs], level), reasons)
+    found, reasons = [], []
+    for run in runs:
+        got = _run_tracking(run)
+        (reasons if isinstance(got, str) else found).append(got)
+    outcome = TRACKING_OUTCOMES[0 if found else 1]
+    return Lemma2Tracking(outcome, trained, found, seed_interval([r.difference for r in found], level),
+                          seed_interval([r.null_difference for r in found], level),
+                          seed_interval([r.excess for r in found], level), reasons)
+
+
+def lemma2_tracking(frames: Mapping[str, pd.DataFrame], trained: str, level: float = 0.95) -> Lemma2Tracking:
+    """``tracking_of`` the runs' metric tables (``analyses.lemma2.data.tracking_run``)."""
+    return tracking_of([tracking_run(frame, name) for name, frame in frames.items()], trained, level)
 
 

@@ -32,12 +32,13 @@ from analyses.registry import (
     result_rule,
 )
 from analyses.results import NotMeasured
+from analyses.systems.data import prediction_data, systems_data
 from analyses.systems.memory import (
     MAP_OUTCOMES,
     MEMORY,
     MEMORY_OUTCOMES,
     MemoryClaim,
-    memory_claim,
+    memory_claim_of,
     place_on_map,
 )
 from analyses.systems.throughput import THROUGHPUT as THROUGHPUT_RESULT
@@ -46,7 +47,7 @@ from analyses.systems.throughput import (
     VALIDATED_WITHIN,
     ThroughputPrediction,
     measured_where,
-    throughput_prediction,
+    throughput_of,
 )
 from analyses.verdict import Evidence
 
@@ -56,7 +57,7 @@ PACKAGED = Path(str(files("zerolock_theory.pipeline") / "data"))
 def _memory(inputs: SuiteInputs) -> MemoryClaim:
     if inputs.systems is None:
         raise NotMeasured("no systems.json given (zerolock verify measures it; or benchmarks/pipeline_memory.py)")
-    return memory_claim(inputs.systems)
+    return memory_claim_of(systems_data(inputs.systems))
 
 
 def _throughput(inputs: SuiteInputs) -> ThroughputPrediction:
@@ -67,7 +68,7 @@ def _throughput(inputs: SuiteInputs) -> ThroughputPrediction:
     source = given if given is not None and given.is_file() else PACKAGED / "schedule_prediction.json"
     validation = source.parent / "schedule_validation.json"
     model = inputs.table[0][0].model if inputs.table else ""
-    return throughput_prediction(source, validation if validation.is_file() else None, model=model)
+    return throughput_of(prediction_data(source, validation if validation.is_file() else None), model=model)
 
 
 def _memory_short(ev: Evidence) -> str:

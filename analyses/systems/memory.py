@@ -55,14 +55,23 @@ which setting (K, micro-batches, tokens per micro-batch).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyses.io import RunDataError
 from analyses.results import Interval, Result, declare, register
+from analyses.systems.data import (
+    SPLIT_PARTS,
+    MapData,
+    MemoryMapPoint,
+    SplitRepeats,
+    SystemsData,
+    SystemsRow,
+    read_map,
+    read_systems,
+    systems_data,
+)
 
 __all__ = [
     "CLAIMED_MEMORY_REDUCTION",
@@ -83,7 +92,10 @@ __all__ = [
     "SystemsRatio",
     "SystemsRow",
     "read_systems",
+    "comparison_of",
+    "map_of",
     "memory_claim",
+    "memory_claim_of",
     "systems_comparison",
 ]
 
@@ -99,19 +111,7 @@ MIN_MAP_POINTS = 3
 """A memory map decides only with at least this many measured micro-batch sizes."""
 MEMORY_OUTCOMES: tuple[str, ...] = ("lower than 1F1B, as the paper claims", "lower than 1F1B, less than the paper claims",
                                     "not lower than 1F1B", "undecided", "not measured")
-SPLIT_PARTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations", "communication")
-METHODS: tuple[str, ...] = ("zerolock", "gpipe", "1f1b")
 BASELINES: tuple[str, ...] = ("1f1b", "gpipe")
-
-
-@dataclass(frozen=True)
-class SystemsRow:
-    """One (method, K) measurement: the peak over stages and the throughput."""
-
-    method: str
-    chunks: int
-    peak_bytes: float
-    tokens_per_s: float
 
 
 @dataclass(frozen=True)
@@ -137,72 +137,12 @@ class SystemsComparison(Result):
     claimed_throughput_gain: float = CLAIMED_THROUGHPUT_GAIN
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, list):
-        if not value:
-            raise RunDataError(f"{where}: empty per-stage list")
-        return max(_number(v, where) for v in value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RunDataError(f"{where}: expected a number, got {value!r}")
-    return float(value)
-
-
-def _row(method: str, chunks: Any, entry: dict[str, Any], where: str) -> SystemsRow:
-    peak_key = next((k for k in entry if str(k).startswith("peak")), None)
-    if peak_key is None or "tokens_per_s" not in entry:
-        raise RunDataError(f"{where}: needs a 'peak…' key and 'tokens_per_s'")
-    try:
-        k = int(chunks)
-    except (TypeError, ValueError) as exc:
-        raise RunDataError(f"{where}: chunk count {chunks!r} is not an integer") from exc
-    return SystemsRow(
-        method, k, _number(entry[peak_key], where), _number(entry["tokens_per_s"], where)
-    )
-
-
-def read_systems(path: str | Path) -> list[SystemsRow]:
-    """Parse ``systems.json`` (either layout, module docstring) into rows."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "systems.json"
-    if not path.is_file():
-        raise RunDataError(f"{path}: no such file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RunDataError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    if isinstance(data, dict) and isinstance(data.get("results"), list):
-        data = data["results"]
-    rows = []
-    if isinstance(data, list):
-        for i, rec in enumerate(data):
-            if not isinstance(rec, dict) or "method" not in rec:
-                raise RunDataError(f"{path}: record {i + 1} needs a 'method'")
-            chunks = rec.get("chunks", rec.get("K"))
-            rows.append(_row(str(rec["method"]).lower(), chunks, rec, f"{path}: record {i + 1}"))
-    elif isinstance(data, dict):
-        for method, per_k in data.items():
-            if str(method).lower() not in METHODS or not isinstance(per_k, dict):
-                continue
-            for chunks, entry in per_k.items():
-                if isinstance(entry, dict):
-                    rows.append(
-                        _row(str(method).lower(), chunks, entry, f"{path}: {method}/{chunks}")
-                    )
-    else:
-        raise RunDataError(f"{path}: expected a JSON object or list")
-    if not rows:
-        raise RunDataError(f"{path}: no measurements for {', '.join(METHODS)}")
-    return rows
-
-
-def systems_comparison(path: str | Path) -> SystemsComparison:
-    """Ratios of ZeroLock to each baseline per K (module docstring).
+def comparison_of(rows: list[SystemsRow], source: str) -> SystemsComparison:
+    """Ratios of ZeroLock to each baseline per K over measured rows (module docstring).
 
     Guarantees: one ratio per K where both ZeroLock and the baseline were measured;
     ``memory_reduction = 1 − zl/base`` and ``throughput_gain = zl/base − 1`` exactly.
     """
-    rows = read_systems(path)
     by = {(r.method, r.chunks): r for r in rows}
     ratios = []
     for k in sorted({r.chunks for r in rows}):
@@ -219,7 +159,12 @@ def systems_comparison(path: str | Path) -> SystemsComparison:
                     zl.tokens_per_s / b.tokens_per_s - 1.0,
                 )
             )
-    return SystemsComparison(str(path), rows, ratios)
+    return SystemsComparison(source, rows, ratios)
+
+
+def systems_comparison(path: str | Path) -> SystemsComparison:
+    """``comparison_of`` the rows of ``systems.json`` (``analyses.systems.data.read_systems``)."""
+    return comparison_of(read_systems(path), str(path))
 
 
 @dataclass(frozen=True)
@@ -233,21 +178,6 @@ class MemoryRatioRow:
     zerolock_split: dict[str, float]  # bytes, the peak stage of the first repeat
     baseline_split: dict[str, float]
     outcome: str
-
-
-@dataclass(frozen=True)
-class MemoryMapPoint:
-    """One measured micro-batch size: ZeroLock ÷ 1F1B at the peak stage, total and activations, and
-    each method's split (bytes) at its peak stage."""
-
-    tokens: int
-    sequences: int
-    total: float  # the largest over the size's repeats (a size reaches 0.735 only when every repeat does)
-    activations: float  # the largest over the size's repeats
-    zerolock_split: dict[str, float]  # of the repeat with the largest total
-    baseline_split: dict[str, float]
-    repeats: int = 1  # how many times the size was measured
-    lowest: float | None = None  # the smallest total over the repeats (None: measured once)
 
 
 @register
@@ -346,54 +276,20 @@ def _merge(points: list[MemoryMapPoint]) -> list[MemoryMapPoint]:
     return merged
 
 
-def _map_point(raw: Any, where: str) -> MemoryMapPoint:
-    """One measured size of ``memory_map.json``; ``RunDataError`` for a size below 1 token or a 1F1B peak
-    (total or activations) that is not positive."""
-    if not isinstance(raw, dict):
-        raise RunDataError(f"{where}: a point is not an object")
-    for key in ("tokens", "sequences", "zerolock", "1f1b"):
-        if key not in raw:
-            raise RunDataError(f"{where}: a point has no {key!r}")
-    tokens, sequences = _count(raw["tokens"], f"{where}: tokens"), _count(raw["sequences"], f"{where}: sequences")
-    where = f"{where}: {tokens} tokens"
-    (zt, zs), (bt, bs) = _peak(raw["zerolock"], "total", f"{where}, zerolock"), _peak(raw["1f1b"], "total",
-                                                                                        f"{where}, 1f1b")
-    za, ba = _peak(raw["zerolock"], "activations", f"{where}, zerolock")[0], _peak(raw["1f1b"], "activations",
-                                                                                  f"{where}, 1f1b")[0]
-    if bt <= 0 or ba <= 0:
-        raise RunDataError(f"{where}: the 1F1B peak is not positive (total {bt:g}, activations {ba:g} bytes)")
-    return MemoryMapPoint(tokens, sequences, zt / bt, za / ba, zs, bs)
-
-
-def _count(value: Any, where: str) -> int:
-    """A positive whole number (tokens, sequences, K, micro-batches, sequence length)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value != int(value) or value < 1:
-        raise RunDataError(f"{where}: expected a whole number >= 1, got {value!r}")
-    return int(value)
+def map_of(data: MapData) -> MemoryMap:
+    """The ``MemoryMap`` of a read ``memory_map.json``: one point per size, sorted by tokens, repeats of a
+    size merged (``_merge``)."""
+    points = _merge(list(data.points))
+    crossing, bracket, first = _crossing(points)
+    return MemoryMap(map_outcome([p.total for p in points]), data.chunks, data.micro_batches, data.seq_len, points,
+                     crossing, bracket, first)
 
 
 def memory_map(path: str | Path) -> MemoryMap:
-    """``memory_map.json`` as a ``MemoryMap``: one point per size, sorted by tokens, repeats of a size merged
-    (``_merge``); ``RunDataError`` with one line if malformed (a key missing, a size below 1 token, a byte
-    count that is not a finite number >= 0, a 1F1B peak that is not positive)."""
-    path = Path(path)
-    path = path / "memory_map.json" if path.is_dir() else path
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunDataError(f"{path}: not a memory map ({exc})") from exc
-    if not isinstance(data, dict):
-        raise RunDataError(f"{path}: not a memory map (expected a JSON object)")
-    for key in ("K", "micro_batches", "seq_len", "points"):
-        if key not in data:
-            raise RunDataError(f"{path}: not a memory map (no {key!r})")
-    if not isinstance(data["points"], list):
-        raise RunDataError(f"{path}: not a memory map ('points' is not a list)")
-    chunks, micro, seq = (_count(data[k], f"{path}: {k}") for k in ("K", "micro_batches", "seq_len"))
-    points = _merge([_map_point(raw, str(path)) for raw in data["points"]])
-    crossing, bracket, first = _crossing(points)
-    return MemoryMap(map_outcome([p.total for p in points]), chunks, micro, seq, points, crossing, bracket, first)
+    """``map_of`` ``memory_map.json`` (``analyses.systems.data.read_map``: ``RunDataError`` with one line if
+    malformed: a key missing, a size below 1 token, a byte count that is not a finite number >= 0, a 1F1B
+    peak that is not positive)."""
+    return map_of(read_map(path))
 
 
 @register
@@ -422,23 +318,6 @@ QUESTION = ("Is ZeroLock's per-stage peak memory lower than 1F1B's at the same K
             "by as much as the paper's 26.5% (ZeroLock/1F1B = 0.735)?")
 
 
-def _peak(stages: list[dict[str, Any]], key: str, where: str) -> tuple[float, dict[str, float]]:
-    """The largest stage value of ``key`` and that stage's split."""
-    if not stages or not all(isinstance(s, dict) for s in stages):
-        raise RunDataError(f"{where}: expected a list of per-stage memory splits")
-    values = [_bytes(s.get(key), f"{where}: {key}") for s in stages]
-    top = max(range(len(values)), key=values.__getitem__)
-    return values[top], {k: _bytes(stages[top].get(k), f"{where}: {k}") for k in (*SPLIT_PARTS, "total")}
-
-
-def _bytes(value: Any, where: str) -> float:
-    """A byte count: a finite number >= 0."""
-    number = _number(value, where)
-    if not math.isfinite(number) or number < 0:
-        raise RunDataError(f"{where}: expected a finite byte count >= 0, got {number!r}")
-    return number
-
-
 def memory_outcome(ratios: list[float]) -> str:
     """The outcome word for the total ratios of every repeat (module docstring)."""
     if not ratios:
@@ -459,19 +338,11 @@ def _interval(values: list[float]) -> Interval:
     return Interval(median, ordered[0], ordered[-1], level=1.0)
 
 
-def _memory_row(K: int, zl_runs: list, bp_runs: list, where: str) -> MemoryRatioRow:
-    totals, acts, splits = [], [], []
-    for r, (zl, bp) in enumerate(zip(zl_runs, bp_runs, strict=False)):
-        (zt, zs), (bt, bs) = _peak(zl, "total", f"{where} repeat {r + 1}"), _peak(bp, "total", f"{where} repeat {r + 1}")
-        za, _ = _peak(zl, "activations", where)
-        ba, _ = _peak(bp, "activations", where)
-        if bt <= 0 or ba <= 0:
-            raise RunDataError(f"{where}: 1F1B peak is not positive")
-        totals.append(zt / bt)
-        acts.append(za / ba)
-        splits.append((zs, bs))
-    return MemoryRatioRow(K, len(totals), _interval(totals), _interval(acts), splits[0][0], splits[0][1],
-                          memory_outcome(totals))
+def _memory_row(split: SplitRepeats) -> MemoryRatioRow:
+    totals = (split.zerolock_total / split.baseline_total).tolist()
+    acts = (split.zerolock_activations / split.baseline_activations).tolist()
+    return MemoryRatioRow(split.chunks, len(totals), _interval(totals), _interval(acts), split.zerolock_split,
+                          split.baseline_split, memory_outcome(totals))
 
 
 def _map_unused(found: MemoryMap, primary: int, micro_batches: Any) -> str:
@@ -486,8 +357,8 @@ def _map_unused(found: MemoryMap, primary: int, micro_batches: Any) -> str:
     return ""
 
 
-def memory_claim(path: str | Path) -> MemoryClaim:
-    """ZeroLock ÷ 1F1B peak memory per K from ``systems.json`` (module docstring).
+def memory_claim_of(data: SystemsData) -> MemoryClaim:
+    """ZeroLock ÷ 1F1B peak memory per K from a read ``systems.json`` (module docstring).
 
     Guarantees (tests): the ratio of each repeat is max-stage total ZeroLock / max-stage total
     1F1B exactly; the outcome is one of ``MEMORY_OUTCOMES`` or ``MAP_OUTCOMES``, at the primary K
@@ -496,24 +367,13 @@ def memory_claim(path: str | Path) -> MemoryClaim:
     otherwise the one setting does and ``map_unused`` says why a map present did not; a file
     without memory splits and without such a map gives "not measured".
     """
-    path = Path(path)
-    path = path / "systems.json" if path.is_dir() else path
-    measured = read_systems(path)  # the same errors as the throughput rows for a missing or malformed file
-    data = json.loads(path.read_text(encoding="utf-8"))
-    zl, bp = data.get("zerolock", {}), data.get("1f1b", {})
-    zl, bp = (x if isinstance(x, dict) else {} for x in (zl, bp))
-    rows = []
-    for K in sorted({int(k) for k in zl} & {int(k) for k in bp}):
-        z, b = zl[str(K)].get("memory"), bp[str(K)].get("memory")
-        if isinstance(z, list) and isinstance(b, list) and z and b:
-            rows.append(_memory_row(K, z, b, f"{path}: K={K}"))
+    measured, rows = data.measured, [_memory_row(split) for split in data.splits]
     both = {r.chunks for r in measured if r.method == "zerolock"} & {r.chunks for r in measured if r.method == "1f1b"}
     primary_k = rows[-1].chunks if rows else max(both, default=0)
-    setup = data.get("setup", {}) if isinstance(data.get("setup"), dict) else {}
-    m, batch, seq = (setup.get(k) for k in ("micro_batches", "batch_size", "seq_len"))
+    m, batch, seq = data.micro_batches, data.batch_size, data.seq_len
     setting = f"K = {primary_k}" + (
         f", {m} micro-batches of {batch // m} x {seq} = {batch // m * seq} tokens" if m and batch and seq else "")
-    found = memory_map(path.parent) if (path.parent / "memory_map.json").is_file() else None
+    found = map_of(data.map) if data.map is not None else None
     unused = _map_unused(found, primary_k, m) if found is not None and primary_k else ""
     if found is not None and primary_k and not unused:
         return MemoryClaim(QUESTION, found.outcome, primary_k, rows, setting=setting, map=found,
@@ -522,3 +382,9 @@ def memory_claim(path: str | Path) -> MemoryClaim:
         return MemoryClaim(QUESTION, "not measured", primary_k, [], reason="no_memory_split", setting=setting,
                            map=found, map_unused=unused)
     return MemoryClaim(QUESTION, rows[-1].outcome, primary_k, rows, setting=setting, map=found, map_unused=unused)
+
+
+def memory_claim(path: str | Path) -> MemoryClaim:
+    """``memory_claim_of`` ``systems.json`` and the map beside it (``analyses.systems.data.systems_data``:
+    the same errors as the throughput rows for a missing or malformed file)."""
+    return memory_claim_of(systems_data(path))

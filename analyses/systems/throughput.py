@@ -24,17 +24,16 @@ the row's setting.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyses.io import RunDataError
 from analyses.results import Result, declare, register
+from analyses.systems.data import PROVENANCE_KEYS, PredictedCell, PredictionData, prediction_data
 
 __all__ = ["CLAIMED_THROUGHPUT_RATIO", "PROVENANCE_KEYS", "SETTING", "THROUGHPUT_OUTCOMES", "VALIDATED_WITHIN",
            "ModelRegion", "ThroughputPrediction", "grid_model", "measured_where", "throughput_outcome",
-           "throughput_prediction"]
+           "throughput_of", "throughput_prediction"]
 
 CLAIMED_THROUGHPUT_RATIO = 1.049
 THROUGHPUT_OUTCOMES: tuple[str, ...] = ("a prediction, not a verdict", "not measured")
@@ -42,25 +41,10 @@ VALIDATED_WITHIN = 0.25
 """A validated step time: predicted within this relative error of the CPU pipeline's measured one."""
 SETTING: dict[str, Any] = {"model": "Llama-3-8B", "chunks": 4, "micro_batches": 8}
 """Assumed: one stage per GPU on a 4-GPU server, m = 2K, an 8B model (not stated by the paper)."""
-PROVENANCE_KEYS: tuple[str, ...] = ("machine", "date", "command")
-"""What a prediction file records about where its costs were measured (benchmarks/schedule_calibrate.py)."""
 REAL_MODEL = "SmolLM2-135M"
 REAL_CHUNKS: tuple[int, ...] = (2, 3, 5)
 QUESTION = ("Where over (model, K, micro-batches m) does the schedule model predict ZeroLock's throughput "
             "above 1F1B's by the paper's 4.9% (ZeroLock/1F1B = 1.049)? A prediction, not a measurement")
-
-
-@dataclass(frozen=True)
-class PredictedCell:
-    """The modelled ratio at one (model, K, m), with its two factors (ratio = bubble × work)."""
-
-    model: str
-    chunks: int
-    micro_batches: int
-    ratio: float
-    bubble: float
-    work: float
-    readout_share: float
 
 
 @dataclass(frozen=True)
@@ -138,58 +122,32 @@ def throughput_outcome(cells: list[PredictedCell]) -> str:
     return THROUGHPUT_OUTCOMES[0] if cells else THROUGHPUT_OUTCOMES[1]
 
 
-def _read(path: Path) -> Any:
-    if not path.is_file():
-        raise RunDataError(f"{path}: no such file")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RunDataError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-
-
-def _cell(raw: Any, where: str) -> PredictedCell:
-    try:
-        cell = PredictedCell(str(raw["model"]), int(raw["chunks"]), int(raw["micro_batches"]),
-                             *(float(raw[k]) for k in ("ratio", "bubble", "work", "readout_share")))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RunDataError(f"{where}: a prediction row needs model, chunks, micro_batches, ratio, bubble, "
-                           f"work, readout_share ({exc})") from exc
-    if not cell.ratio > 0:
-        raise RunDataError(f"{where}: ratio must be > 0, got {cell.ratio}")
-    return cell
-
-
-def throughput_prediction(path: str | Path, validation: str | Path | None = None, variant: str = "measured_rates",
-                          setting: dict[str, Any] | None = None, model: str = "") -> ThroughputPrediction:
-    """The throughput row from ``schedule_prediction.json`` (module docstring).
+def throughput_of(data: PredictionData, setting: dict[str, Any] | None = None, model: str = "") -> ThroughputPrediction:
+    """The throughput row from a read ``schedule_prediction.json`` (module docstring).
 
     Guarantees (tests): the outcome is "a prediction, not a verdict" whatever the ratios; one
     ``ModelRegion`` per model of the grid, from that model's cells only; ``model`` (the suite's
     model path or name) selects the grid model that leads (``grid_model``).
     """
-    path = Path(path)
-    path = path / "schedule_prediction.json" if path.is_dir() else path
-    data = _read(path)
-    rows = data.get("variants", {}).get(variant) if isinstance(data, dict) else None
-    if not isinstance(rows, list) or not rows:
-        raise RunDataError(f"{path}: no prediction rows for variant {variant!r}")
-    cells = [_cell(r, f"{path}: row {i + 1}") for i, r in enumerate(rows)]
+    cells = list(data.cells)
     setting = dict(setting or SETTING)
     at = next((c for c in cells if (c.model, c.chunks, c.micro_batches)
                == (setting["model"], setting["chunks"], setting["micro_batches"])), None)
     real = [c for c in cells if c.model == REAL_MODEL and c.chunks in REAL_CHUNKS]
     signs = {c.ratio > 1.0 for c in real}
     sign = "" if not real else ("mixed" if len(signs) == 2 else ("higher" if signs == {True} else "lower"))
-    errors: list[float] = []
-    if validation is not None:
-        vpath = Path(validation)
-        vpath = vpath / "schedule_validation.json" if vpath.is_dir() else vpath
-        errors = [float(r["error"]) for r in _read(vpath).get("validation", [])]
+    errors = list(data.validation_errors)
     share = sum(c.ratio >= CLAIMED_THROUGHPUT_RATIO for c in cells) / len(cells)
     source = "assumed (the paper states neither K, m nor the model)" if setting == SETTING else "given"
     own = grid_model(model, sorted({c.model for c in cells})) if model else ""
-    recorded = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
-    provenance = {k: str(recorded[k]) for k in PROVENANCE_KEYS if recorded.get(k)}
-    return ThroughputPrediction(QUESTION, throughput_outcome(cells), variant, setting, source,
+    return ThroughputPrediction(QUESTION, throughput_outcome(cells), data.variant, setting, source,
                                 at, REAL_MODEL, real, sign, share, cells, errors,
-                                reason="prediction", model=own, regions=_regions(cells), provenance=provenance)
+                                reason="prediction", model=own, regions=_regions(cells),
+                                provenance=dict(data.provenance))
+
+
+def throughput_prediction(path: str | Path, validation: str | Path | None = None, variant: str = "measured_rates",
+                          setting: dict[str, Any] | None = None, model: str = "") -> ThroughputPrediction:
+    """``throughput_of`` ``schedule_prediction.json`` and, when given, ``schedule_validation.json``
+    (``analyses.systems.data.prediction_data``)."""
+    return throughput_of(prediction_data(path, validation, variant), setting, model)

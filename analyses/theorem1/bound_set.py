@@ -41,6 +41,7 @@ from analyses.theorem1.convergence import (
     bound_test,
     series_from_table,
 )
+from analyses.theorem1.data import rate_series
 
 __all__ = ["CONTROL_SEEDS", "CONTROL_TOY", "BoundSet", "DivergedRuns", "primary_index", "theorem1_results"]
 
@@ -106,7 +107,7 @@ def _bound_set(quantity: str, column: str, runs, excluded: dict[str, str], level
         gone = [n for n in excluded if n in {i.name for i, _ in members}]
         kept = [(i, f) for i, f in members if i.name not in excluded]
         try:
-            series = [series_from_table(f, column, where=i.name)[:2] for i, f in kept]
+            series = [rate_series(f, column, i.name).pair() for i, f in kept]
         except RunDataError as exc:
             notes.append(f"{group}: {exc}")
             continue

@@ -43,7 +43,8 @@ from analyses.registry import (
 )
 from analyses.results import NotMeasured, Result, declare
 from analyses.results import register as register_result
-from analyses.theorem1.drift_budget import DriftBudget, drift_arrays, drift_budget
+from analyses.theorem1.data import drift_run
+from analyses.theorem1.drift_budget import DriftBudget, drift_budget
 from analyses.verdict import Evidence, Verdict
 from zerolock_theory.records import LR, PROOF
 from zerolock_theory.vocab import objective_of
@@ -79,7 +80,7 @@ def group_drift(inputs: SuiteInputs, direction: str) -> GroupDrift:
     missing = [c for c in columns.values() if c not in group.runs[0][1].columns]
     if missing:
         raise NotMeasured(f"{group.label}: no {missing[0]} column (probe 'proof' off)")
-    arrays = [drift_arrays(frame, columns, "step", name) for name, frame in group.runs]
+    arrays = [drift_run(frame, columns, "step", name).arrays() for name, frame in group.runs]
     budget = drift_budget(arrays, names=[n for n, _ in group.runs], label=group.label, level=inputs.level)
     return GroupDrift(group.label, objective, group.excluded, budget)
 

@@ -45,9 +45,8 @@ from analyses.theorem1.convergence import (
     BIASED_COLUMN,
     FLOOR_COLUMN,
     GHAT_COLUMN,
-    series_from_table,
-    with_noise_floor,
 )
+from analyses.theorem1.data import rate_series
 from analyses.theorem1.rate import (
     FALLS_AT,
     FALLS_SLOWER,
@@ -96,8 +95,7 @@ def group_rate(inputs: SuiteInputs, method: str, direction: str = "", column: st
         raise NotMeasured(f"no {method} {direction} group trained with SGD and eta_t ~ 1/sqrt(t)".replace("  ", " "))
     if not group.runs:
         raise NotMeasured(f"{group.label}: every run diverged")
-    derive = with_noise_floor if column == FLOOR_COLUMN else (lambda frame: frame)
-    series = [series_from_table(derive(frame), column, where=name)[:2] for name, frame in group.runs]
+    series = [rate_series(frame, column, name).pair() for name, frame in group.runs]
     names = [name for name, _ in group.runs]
     rate = describe_rate(series, names=names, label=group.label, column=column, level=inputs.level)
     control = describe_rate(shuffled(series), names=names, label=f"{group.label}, shuffled", column=column,

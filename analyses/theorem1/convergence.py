@@ -38,10 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import RunDataError, numeric_column
+from analyses.io import RunDataError
 from analyses.results import Interval, Result, decode, register
 from analyses.stats.bootstrap import ols_slope
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
+from analyses.theorem1.data import MIN_POINTS, series_from_table, with_noise_floor
 from analyses.verdict import BOUND_REASONS, BoundFigures
 from zerolock_theory.records import GRAD_NOISE_FLOOR, GRAD_NORM_SQ, GRAD_SQ_UNBIASED, GRADIENT
 
@@ -70,12 +71,11 @@ GHAT_COLUMN = GRAD_SQ_UNBIASED
 BIASED_COLUMN = GRAD_NORM_SQ
 GLOBAL_COLUMN = GRADIENT.key(None, "global_sq")
 FLOOR_COLUMN = GRAD_NOISE_FLOOR
-"""Derived (``with_noise_floor``): ‖g_t‖² − Ĝ_t, the bias of the squared minibatch norm. E‖g_t‖² =
+"""Derived (``analyses.theorem1.data.with_noise_floor``): ‖g_t‖² − Ĝ_t, the bias of the squared minibatch norm. E‖g_t‖² =
 ‖∇R^t‖² + E‖g_t − ∇R^t‖² and E Ĝ_t = ‖∇R^t‖² (independent halves), so its mean is
 E‖g_t − ∇R^t‖² (about tr Σ_t/B): the noise floor alone, the ‖∇R^t‖² part cancels."""
 MIN_HORIZON = 500
 """Steps: below this horizon the bound test is ``not testable`` (docs/MATH.md asks for ~10³)."""
-MIN_POINTS = 5
 MIN_POSITIVE_SHARE = 0.5
 CURVE_POINTS = 120
 BOUND_VERDICTS = ("consistent", "not consistent", "not testable")
@@ -97,38 +97,6 @@ def bound_statistic(t: np.ndarray, a: np.ndarray) -> np.ndarray:
 def default_t0(t_max: int) -> int:
     """T_0 = max(10, ⌈0.1·T_max⌉): the β fit drops the transient of the first tenth."""
     return max(10, math.ceil(0.1 * t_max))
-
-
-def with_noise_floor(frame: pd.DataFrame, biased: str = BIASED_COLUMN, unbiased: str = GHAT_COLUMN) -> pd.DataFrame:
-    """``frame`` with ``FLOOR_COLUMN`` = ``biased`` − ``unbiased`` (null where either is)."""
-    return frame.assign(**{FLOOR_COLUMN: numeric_column(frame, biased) - numeric_column(frame, unbiased)})
-
-
-def series_from_table(
-    frame: pd.DataFrame, column: str, step_column: str = "step", *, where: str = "table"
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(T, G, n_missing)``: T = step + 1 of the rows where ``column`` is not null, sorted.
-
-    Negative values are allowed (Ĝ_t can be negative). Raises ``RunDataError`` for a
-    missing/non-numeric column, ±inf, non-integer or duplicated steps, or fewer than
-    ``MIN_POINTS`` values.
-    """
-    values = numeric_column(frame, column, where=where)
-    steps = numeric_column(frame, step_column, where=where)
-    present = values.notna() & steps.notna()
-    g = values[present].to_numpy()
-    s = steps[present].to_numpy()
-    if np.isinf(g).any():
-        raise RunDataError(f"{where}: column {column!r} is infinite at {int(np.isinf(g).sum())} step(s)")
-    if np.any(s != np.round(s)) or np.any(s < 0):
-        raise RunDataError(f"{where}: column {step_column!r} must hold non-negative integers")
-    order = np.argsort(s, kind="stable")
-    s, g = s[order], g[order]
-    if np.any(np.diff(s) == 0):
-        raise RunDataError(f"{where}: column {step_column!r} has duplicated steps")
-    if g.size < MIN_POINTS:
-        raise RunDataError(f"{where}: column {column!r}: too few rows ({g.size} < {MIN_POINTS})")
-    return (s + 1).astype(np.int64), g, int((~present).sum())
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyses.io import RunDataError, numeric_column
+from analyses.io import RunDataError
 from analyses.results import Interval, Result, register
 from analyses.stats.bootstrap import ols_slope
 from analyses.stats.seeds import finite_mean, finite_or_none, interval_dict, seed_interval
+from analyses.theorem1.data import drift_run
 
 __all__ = [
     "BURN_IN_MIN",
@@ -213,28 +214,9 @@ def drift_budget(
 
 def drift_arrays(frame: pd.DataFrame, columns: dict[str, str | None], step_column: str, where: str):
     """``(step, η, drift, descent or None)`` of one run's table, sorted by step, from ``columns``
-    (keys ``drift``, ``lr``, ``descent``); ``RunDataError`` naming the column at fault."""
-    present = {k: c for k, c in columns.items() if c is not None}
-    values = {k: numeric_column(frame, c, where=where) for k, c in present.items()}
-    steps = numeric_column(frame, step_column, where=where)
-    keep = steps.notna()
-    for v in values.values():
-        keep &= v.notna()
-    if int(keep.sum()) < 2:
-        raise RunDataError(f"{where}: fewer than 2 rows with {', '.join(map(repr, present.values()))}")
-    s = steps[keep].to_numpy(dtype=float)
-    if np.any(s != np.round(s)) or np.any(s < 0):
-        raise RunDataError(f"{where}: column {step_column!r} must hold non-negative integers")
-    order = np.argsort(s, kind="stable")
-    if np.any(np.diff(s[order]) == 0):
-        raise RunDataError(f"{where}: column {step_column!r} has duplicated steps")
-    out = {k: v[keep].to_numpy(dtype=float)[order] for k, v in values.items()}
-    for k, v in out.items():
-        if not np.isfinite(v).all():
-            raise RunDataError(f"{where}: column {present[k]!r} is not finite")
-    if np.any(out["lr"] <= 0):
-        raise RunDataError(f"{where}: column {present['lr']!r} must be positive (step sizes)")
-    return s[order], out["lr"], out["drift"], out.get("descent")
+    (keys ``drift``, ``lr``, ``descent``; ``analyses.theorem1.data.drift_run``); ``RunDataError``
+    naming the column at fault."""
+    return drift_run(frame, columns, step_column, where).arrays()
 
 
 def drift_from_table(
