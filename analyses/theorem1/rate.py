@@ -181,22 +181,26 @@ LATE_START = 0.5
 LATE_PARTS = 4
 """Equal linear sub-windows of the late half; their left edges are the candidate floor starts."""
 FLOOR_ALPHA = 0.05
-"""The flattening test's level under a fall at the bound's rate: one-sided, shared equally (Bonferroni) by
-the bend's test and the ``LATE_PARTS`` tails' tests, so that the bound and 1/√T read "flattens" in at most
-this share of groups whichever of the tests fires."""
-_EACH = FLOOR_ALPHA / (1 + LATE_PARTS)
-BEND_LEVEL = 1.0 - 2.0 * _EACH
-"""Two-sided level of the bend's interval (one-sided ``FLOOR_ALPHA``/5): flattening is shown when its lower end
+"""The flattening test's level under a fall at the bound's rate: one-sided, shared (Bonferroni) by the bend's
+test (``BEND_ALPHA``) and the ``LATE_PARTS`` tails' tests (the rest, equally), so that the bound and 1/√T read
+"flattens" in at most this share of groups whichever of the tests fires."""
+BEND_ALPHA = 0.04
+"""The bend's one-sided share of ``FLOOR_ALPHA``: it sees a floor reached by mid-run (an exponential transient)
+best; a floor reached later is left to the tails and to a fall word's caveat."""
+TAIL_ALPHA = (FLOOR_ALPHA - BEND_ALPHA) / LATE_PARTS
+"""Each tail's one-sided share of ``FLOOR_ALPHA`` (0.0025)."""
+BEND_LEVEL = 1.0 - 2.0 * BEND_ALPHA
+"""Two-sided level of the bend's interval (one-sided ``BEND_ALPHA``): flattening is shown when its lower end
 exceeds ``BEND_MARGIN``."""
 BEND_MARGIN = 0.02
 """A power law has bend 0 (the bound's own level −0.01): a bend below this is not a flattening."""
-LATE_LEVEL = 1.0 - 2.0 * _EACH
-"""Two-sided level of the late excess's interval (one-sided ``FLOOR_ALPHA``/5): flattening is shown when its
+LATE_LEVEL = 1.0 - 2.0 * TAIL_ALPHA
+"""Two-sided level of the late excess's interval (one-sided ``TAIL_ALPHA``): flattening is shown when its
 upper end lies below −``LATE_MARGIN``."""
 LATE_MARGIN = 0.02
 """T^−0.378 has late excess −0.004 against the bound's exact level: a shortfall below this is not a floor."""
-TAIL_LEVEL = 1.0 - 2.0 * _EACH
-"""Two-sided level of each later tail's excess (s > LATE_START·T_max; one-sided ``FLOOR_ALPHA``/5 each):
+TAIL_LEVEL = 1.0 - 2.0 * TAIL_ALPHA
+"""Two-sided level of each later tail's excess (s > LATE_START·T_max; one-sided ``TAIL_ALPHA`` each):
 flattening is shown when one's upper end lies below −``LATE_MARGIN``."""
 FLOOR_POWER = 0.95
 """A fall word says from which T a floor is not excluded: the first candidate start at which the tails'
@@ -312,6 +316,7 @@ class SeedRate:
     late_shortfall: float = math.nan
     tail_excess: list[float] = dataclasses.field(default_factory=list)
     window_mean: float = math.nan  # the mean of Ĝ_t over the window
+    beta_mid: float = math.nan  # the middle pair's exponent, log(L_2/L_3)/log r
     noise_sd: float = math.nan  # the residuals' standard deviation (``noise_dependence``), in Ĝ's units
 
     @property
@@ -379,7 +384,8 @@ def seed_rate(t: np.ndarray, g: np.ndarray, name: str = "", window: float = WIND
                     tails, float(window_fall), phi,
                     late_fall - _power_late_fall(horizon, beta),
                     [x - b for x, b in zip(tails, bound_tail_falls(horizon), strict=True)],
-                    mean, noise * float(g.mean()) if math.isfinite(noise) else math.nan)
+                    mean, _log_ratio(levels[1], levels[2]) / step,
+                    noise * float(g.mean()) if math.isfinite(noise) else math.nan)
 
 
 def _p_positive(values: Sequence[float]) -> float:
@@ -405,6 +411,7 @@ class RateFigures:
     bend: Interval | None = None
     tail_excess: Sequence[Interval | None] = ()
     window_drop: Interval | None = None  # the window fall at ``level``: whether the level fell
+    beta_pairs: Sequence[Interval | None] = ()  # the early and middle pairs' exponents at ``level``
 
 
 def floor_starts(horizon: int, window: float = WINDOW) -> np.ndarray:
@@ -460,7 +467,7 @@ def floor_power(fits: Sequence[SeedRate], horizon: int, window: float = WINDOW,
                         float(np.std([getattr(f, key) for f in good], ddof=1)))
         fall_word = np.minimum(fall_word, stats.nct.sf(decline_crit, n - 1, mean / (sd / root_n)))
     if tails:
-        crit = float(stats.t.ppf(1.0 - FLOOR_ALPHA / (1 + LATE_PARTS), n - 1))
+        crit = float(stats.t.ppf(1.0 - TAIL_ALPHA, n - 1))
         for k, (s, bound_fall) in enumerate(zip(late_starts(horizon), bound_tail_falls(horizon), strict=True)):
             keep = t > s
             x, y = t[keep], level[:, keep]
@@ -508,7 +515,7 @@ def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, se
     floor_from = next((int(round(s)) for s, fall, excess in zip(starts, f.tail_falls, f.tail_excess, strict=True)
                        if fall is not None and excess is not None and fall.low <= 0 and excess.estimate < 0), None)
     if falls and not (slowing or late_flat):
-        if f.beta.low > TRANSIENT_BETA:
+        if any(iv is not None and iv.low > TRANSIENT_BETA for iv in (f.beta, *f.beta_pairs)):
             return NOT_TESTABLE, "transient", None
         if f.b.low > 0:
             return FALLS_SLOWER, "slower", None
@@ -669,7 +676,8 @@ def describe_rate(
         bend=seed_interval([f.bend for f in fits], BEND_LEVEL),
         window_fall=seed_interval([f.window_fall for f in fits], NO_DECAY_LEVEL),
         window_drop=seed_interval([f.window_fall for f in fits], level),
-        tail_falls=[seed_interval([f.tail_falls[j] for f in fits], level) for j in range(len(starts))])
+        tail_falls=[seed_interval([f.tail_falls[j] for f in fits], level) for j in range(len(starts))],
+        beta_pairs=[seed_interval([getattr(f, key) for f in fits], level) for key in ("beta_early", "beta_mid")])
     outcome, reason, floor_from = rate_outcome(figures, starts, horizon, len(series), min_horizon)
     floor_after, power = floor_caveat(fits, horizon, window, outcome in BOUND_WORDS) if outcome in DECAYS else (None, None)
 
