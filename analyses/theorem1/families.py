@@ -21,6 +21,8 @@ p = 1 (first order), 1.5 (intermediate), 2 (second order), and descent_t = −η
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable
 
 import numpy as np
@@ -153,6 +155,7 @@ FLOOR_TOLERANCE = 0.01
 """A family's floor start: the first T from which its level stays within this share of its limit."""
 
 
+@functools.cache
 def floor_start(family: str) -> float | None:
     """The first T from which the family's level stays within ``FLOOR_TOLERANCE`` of its limit (its level at
     T = 10^12), on the steps 1..10^4 and a log grid beyond; None for a family without a positive limit.

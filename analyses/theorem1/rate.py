@@ -34,9 +34,10 @@ L_j/L_{j+1} = r^β in the continuum, whatever c.
   linear time)/m.
 
 **Seed level**: t-intervals over seeds (``analyses.stats.seeds.seed_interval``) of each figure: at
-``level`` (95%) for the declines, β, b and the tail falls; the bend's at ``BEND_LEVEL``, the late
-excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the window fall's at
-``NO_DECAY_LEVEL``.
+``level`` (95%) for the declines, the three pairs' exponents, b and the tail falls; the bend's at
+``BEND_LEVEL``, the late excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the
+window fall's at ``NO_DECAY_LEVEL``. The flattening tests share one level, ``FLOOR_ALPHA`` (one-sided
+5%, Bonferroni): ``BEND_ALPHA`` for the bend, ``TAIL_ALPHA`` for each of the ``LATE_PARTS`` tails.
 
 **Outcome** (``RATE_OUTCOMES``, reason codes ``RATE_REASONS``), in this order:
 
@@ -50,7 +51,8 @@ excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the windo
   from the bound's`` (b straddles 0), ``falls, slower than the bound`` (b_lo > 0) when both declines'
   intervals lie above 0 (an intersection–union test: a step or a transient ending anywhere in the
   window leaves one pair flat) and no flattening is shown; ``not testable`` (``transient``) there
-  when β_lo > ``TRANSIENT_BETA`` (a fall faster than any rate);
+  when the lower end of any pair's exponent (early, middle or late) exceeds ``TRANSIENT_BETA`` (a fall
+  faster than any rate);
 * ``flattens: a floor is not excluded`` (from the floor start, ``floor_from``) when the level fell
   (both declines significant, or the window fall at ``level`` and one decline: two tests, as for
   every word that says the level fell), flattening is shown and a floor start exists;
@@ -61,6 +63,14 @@ excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the windo
 * ``no decay`` when no fall is significant and the window fall's upper end lies below
   ``NO_DECAY_FALL`` (the level falls by less than that share of its mean over the window);
 * ``not testable`` otherwise (intervals that hold both a fall and a flat level).
+
+**A fall word carries its resolution** (``floor_caveat``): a floor reached late in the run leaves too
+few steps on it for any test at this noise, so every fall word says from which T a floor is not
+excluded and the power there: "…; a floor from T = s′ on is not excluded (power p at this noise)".
+s′ is the first candidate start (every ``FLOOR_GRID``·T_max from the window's start) at which a floor
+would keep the rule off that fall word with less than ``FLOOR_POWER``, computed from the group's own
+decay, noise, lag-1 autocorrelation and spread over seeds (``floor_power``); a floor that starts
+before s′ reads a fall word in at most 1 − ``FLOOR_POWER`` of groups.
 
 No word says the level falls toward zero from the log blocks alone: the late test can always
 veto it. Deterministic. The confusion tables are in docs/THEOREM1.md
@@ -172,7 +182,7 @@ MIN_HORIZON = 500
 MIN_BLOCK_POINTS = 5
 """A seed needs this many observed steps in every block (and late sub-window) for its figures."""
 TRANSIENT_BETA = 1.0
-"""β_lo above this: a fall faster than T^−1 in the level is a transient, not a rate."""
+"""Any pair's β_lo above this (early, middle or late): a fall faster than T^−1 in the level is a transient, not a rate."""
 BEND_WEIGHT = 0.25
 """The bend = slowing − BEND_WEIGHT × late shortfall: the weight puts the late half's noisier evidence
 beside the blocks' (a larger weight adds more noise than signal on the exponential floors)."""
@@ -496,7 +506,8 @@ def floor_caveat(fits: Sequence[SeedRate], horizon: int, window: float = WINDOW,
 def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, seeds: int,
                  min_horizon: int = MIN_HORIZON) -> tuple[str, str, int | None]:
     """The outcome, its reason code (``RATE_REASONS``) and the floor start (the T from which a floor
-    is not excluded; ``None`` unless the outcome is ``FLATTENS``), from the seed intervals."""
+    is not excluded; ``None`` unless the outcome is ``FLATTENS``), from the seed intervals. A fall word's
+    own caveat (``floor_caveat``) is added by ``describe_rate``."""
     f = figures
     if seeds == 0:
         return NOT_TESTABLE, "no_seed", None
@@ -656,7 +667,8 @@ def describe_rate(
 ) -> RateDescription:
     """Theorem 1 (a) over seeds: one ``(T, Ĝ_T)`` per seed, cut at the shortest seed's horizon.
     Guarantees: ``outcome`` in ``RATE_OUTCOMES``; a word that the level falls toward zero only when
-    the late test shows no flattening; intervals are ``seed_interval`` of the finite per-seed values
+    the late test shows no flattening; a fall word carries ``floor_after`` and ``floor_power``
+    (``floor_caveat``) where the power is defined; intervals are ``seed_interval`` of the finite per-seed values
     (``None`` below ``MIN_SEEDS``, point estimates kept); deterministic."""
     names = list(names) if names is not None else [f"seed {i}" for i in range(len(series))]
     horizon = min((int(np.asarray(t)[-1]) for t, _ in series), default=0)
