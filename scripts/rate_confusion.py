@@ -20,7 +20,15 @@ from collections import Counter
 
 import numpy as np
 
-from analyses.theorem1.families import FLOOR, RATE_FAMILIES, RATE_TRUE, RATE_TRUTH, RATE_WRONG, rate_series, states_floor
+from analyses.theorem1.families import (
+    FLOOR,
+    RATE_FAMILIES,
+    RATE_TRUE,
+    RATE_TRUTH,
+    RATE_WRONG,
+    rate_series,
+    states_floor,
+)
 from analyses.theorem1.rate import BOUND_WORDS, RATE_OUTCOMES, describe_rate
 from analyses.theorem1.rate_power import rate_power
 

@@ -22,7 +22,6 @@ p = 1 (first order), 1.5 (intermediate), 2 (second order), and descent_t = −η
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable
 
 import numpy as np
