@@ -13,10 +13,12 @@ The truth is that of the construction's mean level over seeds: "toward zero" (it
 the bound's rate or faster), "slower" (it falls to 0 slower than the bound), "floor" (it reaches a
 positive floor inside the run), "flat" (flat throughout), "zero" (mean zero). The outcomes that
 state a truth and the ones that contradict it are the calibration's (``TRUE`` and ``WRONG``
-below, the same cells as ``analyses.theorem1.families``). A construction **breaks** the rule
-when a contradicting word comes out in any group, or when the words that state the truth come out
-in fewer than 95% of the groups (undecided outcomes count against the rule there; the table says
-which of the two happened).
+below, the same cells as ``analyses.theorem1.families``). A construction with a floor has a floor
+start (``floor_start``: the first T from which its mean level stays within 1% of its limit); a fall
+word whose caveat starts at or before it states the floor (``key``, ``CAVEAT``). A construction
+**breaks** the rule when contradicting words come out in more than 5% of the groups (the rule's
+level), or when the words that state the truth come out in fewer than 95% of the groups (undecided
+outcomes count against the rule there; the table says which of the two happened).
 
 Then the printed power (``analyses.theorem1.rate_power.rate_power`` at the noise and lag-1
 autocorrelation the row measures on a group) against the share of groups that actually state the
