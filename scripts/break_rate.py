@@ -13,10 +13,12 @@ The truth is that of the construction's mean level over seeds: "toward zero" (it
 the bound's rate or faster), "slower" (it falls to 0 slower than the bound), "floor" (it reaches a
 positive floor inside the run), "flat" (flat throughout), "zero" (mean zero). The outcomes that
 state a truth and the ones that contradict it are the calibration's (``TRUE`` and ``WRONG``
-below, the same cells as ``analyses.theorem1.families``). A construction **breaks** the rule
-when a contradicting word comes out in any group, or when the words that state the truth come out
-in fewer than 95% of the groups (undecided outcomes count against the rule there; the table says
-which of the two happened).
+below, the same cells as ``analyses.theorem1.families``). A construction with a floor has a floor
+start (``floor_start``: the first T from which its mean level stays within 1% of its limit); a fall
+word whose caveat starts at or before it states the floor (``key``, ``CAVEAT``). A construction
+**breaks** the rule when contradicting words come out in more than 5% of the groups (the rule's
+level), or when the words that state the truth come out in fewer than 95% of the groups (undecided
+outcomes count against the rule there; the table says which of the two happened).
 
 Then the printed power (``analyses.theorem1.rate_power.rate_power`` at the noise and lag-1
 autocorrelation the row measures on a group) against the share of groups that actually state the
@@ -55,8 +57,16 @@ TRUE = {TOWARD_ZERO: (FALLS_AT, FALLS_UNDISTINGUISHED), SLOWER: (FALLS_SLOWER,),
 WRONG = {TOWARD_ZERO: (FALLS_SLOWER, FLATTENS, NO_DECAY), SLOWER: (FALLS_AT, FALLS_UNDISTINGUISHED, NO_DECAY),
          FLOOR: (FALLS_AT, FALLS_UNDISTINGUISHED), FLAT: (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER),
          ZERO: (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER)}
+CAVEAT = " + floor caveat"
+"""Suffix of a fall word whose caveat starts at or before the construction's floor start (it states a floor)."""
+COVERED = tuple(o + CAVEAT for o in (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER))
+TRUE[FLOOR] = TRUE[FLOOR] + COVERED
 SHORT = {FALLS_AT: "at bound", FALLS_UNDISTINGUISHED: "undist.", FALLS_SLOWER: "slower", FLATTENS: "flattens",
          NO_DECAY: "no decay", NOT_TESTABLE: "n/t"}
+SHORT.update({o + CAVEAT: SHORT[o] + " + caveat" for o in (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER)})
+KEYS = RATE_OUTCOMES[:3] + COVERED + RATE_OUTCOMES[3:]
+FLOOR_TOLERANCE = 0.01
+"""A construction's floor start: the first T from which its mean level stays within this share of its limit."""
 
 Level = Callable[[np.ndarray, int], np.ndarray]  # (T, horizon) -> E[Ĝ_T]
 
@@ -212,6 +222,34 @@ def by_name(name: str) -> Construction:
     return next(c for c in constructions() if c.name == name)
 
 
+def mean_level(c: Construction, t: np.ndarray) -> np.ndarray:
+    """The construction's mean level over seeds at ``t`` (the per-seed levels averaged for seeds that disagree)."""
+    levels = c.mixed if c.mixed else (c.level,)
+    return np.mean([np.asarray(f(t, c.horizon), float) for f in levels], axis=0)
+
+
+def floor_start(c: Construction) -> float | None:
+    """The first T from which the mean level stays within ``FLOOR_TOLERANCE`` of its limit (its value at
+    T = 10^12), on the steps 1..horizon and a log grid beyond; None unless the truth has a floor (floor,
+    flat). Beyond the horizon when the level is still falling toward its limit at the run's end."""
+    if c.truth not in (FLOOR, FLAT):
+        return None
+    t = np.concatenate([np.arange(1.0, c.horizon + 1.0), np.geomspace(c.horizon + 1.0, 1e11, 2000)])
+    limit = float(mean_level(c, np.array([1e12]))[0])
+    off = np.abs(mean_level(c, t) - limit) > FLOOR_TOLERANCE * abs(limit)
+    return float(t[np.flatnonzero(off)[-1] + 1]) if off.any() else 1.0
+
+
+def key(c: Construction, desc, start: float | None = None) -> str:
+    """The outcome a group is scored by: a fall word whose caveat starts at or before the floor start
+    (``floor_start``) is marked ``CAVEAT`` for a construction whose truth is a floor."""
+    start = floor_start(c) if start is None and c.truth == FLOOR else start
+    if (c.truth == FLOOR and desc.floor_after is not None and start is not None
+            and desc.floor_after <= start):
+        return desc.outcome + CAVEAT
+    return desc.outcome
+
+
 def rng_for(c: Construction, seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(c.name.encode())])
 
@@ -219,14 +257,15 @@ def rng_for(c: Construction, seed: int) -> np.random.Generator:
 def shares(c: Construction, groups: int, seed: int = 0) -> Counter:
     """Outcome counts over ``groups`` groups of ``SEEDS`` seeds (deterministic in ``seed``)."""
     rng = rng_for(c, seed)
-    return Counter(group(c, rng).outcome for _ in range(groups))
+    start = floor_start(c)
+    return Counter(key(c, group(c, rng), start) for _ in range(groups))
 
 
 def verdict(c: Construction, counts: Counter, groups: int) -> tuple[float, float, str]:
     """(share stating the truth, share contradicting it, verdict words)."""
     right = sum(counts[o] for o in TRUE[c.truth]) / groups
     wrong = sum(counts[o] for o in WRONG[c.truth]) / groups
-    if wrong > 0:
+    if wrong > BREAK_SHARE:
         return right, wrong, "**breaks: wrong words**"
     if right < 1.0 - BREAK_SHARE:
         return right, wrong, "breaks: undecided"
@@ -235,16 +274,18 @@ def verdict(c: Construction, counts: Counter, groups: int) -> tuple[float, float
 
 def table(groups: int, seed: int, only: str | None) -> list[tuple[Construction, Counter]]:
     print(f"{groups} groups of {SEEDS} seeds each; noise sd = {NOISE} x the run's mean level unless named\n")
-    print("| construction | truth | outcome shares | states truth | contradicts | agrees? |")
-    print("|---|---|---|---|---|---|")
+    print("| construction | truth | floor start | outcome shares | states truth | contradicts | agrees? |")
+    print("|---|---|---|---|---|---|---|")
     rows = []
     for c in constructions():
         if only and only.lower() not in c.name.lower():
             continue
         counts = shares(c, groups, seed)
         right, wrong, word = verdict(c, counts, groups)
-        cells = ", ".join(f"{SHORT[o]} {counts[o] / groups:.2f}" for o in RATE_OUTCOMES if counts[o])
-        print(f"| {c.name} | {c.truth} | {cells} | {right:.2f} | {wrong:.2f} | {word} |", flush=True)
+        cells = ", ".join(f"{SHORT[o]} {counts[o] / groups:.2f}" for o in KEYS if counts[o])
+        start = floor_start(c)
+        shown = "" if start is None else (f"{start:.0f}" if start <= c.horizon else "beyond the run")
+        print(f"| {c.name} | {c.truth} | {shown} | {cells} | {right:.2f} | {wrong:.2f} | {word} |", flush=True)
         rows.append((c, counts))
     return rows
 

@@ -21,6 +21,7 @@ p = 1 (first order), 1.5 (intermediate), 2 (second order), and descent_t = −η
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -42,7 +43,10 @@ __all__ = [
     "RATE_FAMILIES",
     "RATE_TRUE",
     "RATE_WRONG",
+    "FLOOR_TOLERANCE",
     "drift_table",
+    "floor_start",
+    "states_floor",
     "rate_mean",
     "rate_series",
 ]
@@ -144,6 +148,35 @@ def rate_mean(family: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     """``(T, E[Ĝ])`` for T = 1..horizon."""
     t = np.arange(1.0, horizon + 1.0)
     return t, np.asarray(RATE_FAMILIES[family](t), dtype=float)
+
+
+FLOOR_TOLERANCE = 0.01
+"""A family's floor start: the first T from which its level stays within this share of its limit."""
+
+
+@functools.cache
+def floor_start(family: str) -> float | None:
+    """The first T from which the family's level stays within ``FLOOR_TOLERANCE`` of its limit (its level at
+    T = 10^12), on the steps 1..10^4 and a log grid beyond; None for a family without a positive limit.
+    Fixed by the level alone, before any group is run: a fall word whose caveat starts at or before it
+    (``states_floor``) says the floor the family has."""
+    t = np.concatenate([np.arange(1.0, 10_001.0), np.geomspace(10_001.0, 1e11, 2000)])
+    limit = float(RATE_FAMILIES[family](np.array([1e12]))[0])
+    if not limit > 0:
+        return None
+    off = np.abs(np.asarray(RATE_FAMILIES[family](t), float) - limit) > FLOOR_TOLERANCE * limit
+    return float(t[np.flatnonzero(off)[-1] + 1]) if off.any() else 1.0
+
+
+def states_floor(family: str, description) -> bool:
+    """Whether a rate description states the family's floor: a floor or no decay (``RATE_TRUE``), or a fall
+    word whose caveat (``floor_after``: a floor from there on is not excluded) starts at or before the
+    family's ``floor_start``."""
+    start = floor_start(family)
+    if start is None:
+        return False
+    after = getattr(description, "floor_after", None)
+    return description.outcome in (_FLATTENS, _NO_DECAY) or (after is not None and after <= start)
 
 
 def rate_series(family: str, horizon: int, rng: np.random.Generator, noise: float, phi: float | None = None

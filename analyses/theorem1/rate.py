@@ -34,9 +34,10 @@ L_j/L_{j+1} = r^β in the continuum, whatever c.
   linear time)/m.
 
 **Seed level**: t-intervals over seeds (``analyses.stats.seeds.seed_interval``) of each figure: at
-``level`` (95%) for the declines, β, b and the tail falls; the bend's at ``BEND_LEVEL``, the late
-excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the window fall's at
-``NO_DECAY_LEVEL``.
+``level`` (95%) for the declines, the three pairs' exponents, b and the tail falls; the bend's at
+``BEND_LEVEL``, the late excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the
+window fall's at ``NO_DECAY_LEVEL``. The flattening tests share one level, ``FLOOR_ALPHA`` (one-sided
+5%, Bonferroni): ``BEND_ALPHA`` for the bend, ``TAIL_ALPHA`` for each of the ``LATE_PARTS`` tails.
 
 **Outcome** (``RATE_OUTCOMES``, reason codes ``RATE_REASONS``), in this order:
 
@@ -50,7 +51,8 @@ excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the windo
   from the bound's`` (b straddles 0), ``falls, slower than the bound`` (b_lo > 0) when both declines'
   intervals lie above 0 (an intersection–union test: a step or a transient ending anywhere in the
   window leaves one pair flat) and no flattening is shown; ``not testable`` (``transient``) there
-  when β_lo > ``TRANSIENT_BETA`` (a fall faster than any rate);
+  when the lower end of any pair's exponent (early, middle or late) exceeds ``TRANSIENT_BETA`` (a fall
+  faster than any rate);
 * ``flattens: a floor is not excluded`` (from the floor start, ``floor_from``) when the level fell
   (both declines significant, or the window fall at ``level`` and one decline: two tests, as for
   every word that says the level fell), flattening is shown and a floor start exists;
@@ -61,6 +63,14 @@ excess's at ``LATE_LEVEL``, the later tails' excess at ``TAIL_LEVEL``, the windo
 * ``no decay`` when no fall is significant and the window fall's upper end lies below
   ``NO_DECAY_FALL`` (the level falls by less than that share of its mean over the window);
 * ``not testable`` otherwise (intervals that hold both a fall and a flat level).
+
+**A fall word carries its resolution** (``floor_caveat``): a floor reached late in the run leaves too
+few steps on it for any test at this noise, so every fall word says from which T a floor is not
+excluded and the power there: "…; a floor from T = s′ on is not excluded (power p at this noise)".
+s′ is the first candidate start (every ``FLOOR_GRID``·T_max from the window's start) at which a floor
+would keep the rule off that fall word with less than ``FLOOR_POWER``, computed from the group's own
+decay, noise, lag-1 autocorrelation and spread over seeds (``floor_power``); a floor that starts
+before s′ reads a fall word in at most 1 − ``FLOOR_POWER`` of groups.
 
 No word says the level falls toward zero from the log blocks alone: the late test can always
 veto it. Deterministic. The confusion tables are in docs/THEOREM1.md
@@ -100,6 +110,10 @@ __all__ = [
     "FALLS_SLOWER",
     "FALLS_UNDISTINGUISHED",
     "FLATTENS",
+    "FLOOR_ALPHA",
+    "FLOOR_GRID",
+    "FLOOR_POWER",
+    "MAX_PHI",
     "LATE_LEVEL",
     "LATE_MARGIN",
     "LATE_PARTS",
@@ -125,6 +139,9 @@ __all__ = [
     "bound_tail_falls",
     "bound_level",
     "describe_rate",
+    "floor_caveat",
+    "floor_power",
+    "floor_starts",
     "late_starts",
     "noise_dependence",
     "noise_ratio",
@@ -165,26 +182,44 @@ MIN_HORIZON = 500
 MIN_BLOCK_POINTS = 5
 """A seed needs this many observed steps in every block (and late sub-window) for its figures."""
 TRANSIENT_BETA = 1.0
-"""β_lo above this: a fall faster than T^−1 in the level is a transient, not a rate."""
+"""Any pair's β_lo above this (early, middle or late): a fall faster than T^−1 in the level is a transient, not a rate."""
 BEND_WEIGHT = 0.25
 """The bend = slowing − BEND_WEIGHT × late shortfall: the weight puts the late half's noisier evidence
 beside the blocks' (a larger weight adds more noise than signal on the exponential floors)."""
-BEND_LEVEL = 0.7
-"""Two-sided level of the bend's interval: flattening is shown when its lower end exceeds ``BEND_MARGIN``."""
-BEND_MARGIN = 0.02
-"""A power law has bend 0 (the bound's own level −0.01): a bend below this is not a flattening."""
 LATE_START = 0.5
 """The late test reads (LATE_START·T_max, T_max]: the last half of the run, in linear time."""
 LATE_PARTS = 4
 """Equal linear sub-windows of the late half; their left edges are the candidate floor starts."""
-LATE_LEVEL = 0.9
-"""Two-sided level of the late excess's interval (one-sided 5%): flattening is shown when its upper end
-lies below −``LATE_MARGIN``."""
+FLOOR_ALPHA = 0.05
+"""The flattening test's level under a fall at the bound's rate: one-sided, shared (Bonferroni) by the bend's
+test (``BEND_ALPHA``) and the ``LATE_PARTS`` tails' tests (the rest, equally), so that the bound and 1/√T read
+"flattens" in at most this share of groups whichever of the tests fires."""
+BEND_ALPHA = 0.04
+"""The bend's one-sided share of ``FLOOR_ALPHA``: it sees a floor reached by mid-run (an exponential transient)
+best; a floor reached later is left to the tails and to a fall word's caveat."""
+TAIL_ALPHA = (FLOOR_ALPHA - BEND_ALPHA) / LATE_PARTS
+"""Each tail's one-sided share of ``FLOOR_ALPHA`` (0.0025)."""
+BEND_LEVEL = 1.0 - 2.0 * BEND_ALPHA
+"""Two-sided level of the bend's interval (one-sided ``BEND_ALPHA``): flattening is shown when its lower end
+exceeds ``BEND_MARGIN``."""
+BEND_MARGIN = 0.02
+"""A power law has bend 0 (the bound's own level −0.01): a bend below this is not a flattening."""
+LATE_LEVEL = 1.0 - 2.0 * TAIL_ALPHA
+"""Two-sided level of the late excess's interval (one-sided ``TAIL_ALPHA``): flattening is shown when its
+upper end lies below −``LATE_MARGIN``."""
 LATE_MARGIN = 0.02
-TAIL_LEVEL = 0.95
-"""Two-sided level of each later tail's excess (s > LATE_START·T_max): flattening is shown when one's upper
-end lies below −``LATE_MARGIN``."""
 """T^−0.378 has late excess −0.004 against the bound's exact level: a shortfall below this is not a floor."""
+TAIL_LEVEL = 1.0 - 2.0 * TAIL_ALPHA
+"""Two-sided level of each later tail's excess (s > LATE_START·T_max; one-sided ``TAIL_ALPHA`` each):
+flattening is shown when one's upper end lies below −``LATE_MARGIN``."""
+FLOOR_POWER = 0.95
+"""A fall word says from which T a floor is not excluded: the first candidate start at which the tails'
+tests would see a floor with less than this power (so a floor that starts earlier is missed in at most
+1 − FLOOR_POWER of groups)."""
+FLOOR_GRID = 0.025
+"""Candidate floor starts for that statement: every FLOOR_GRID·T_max from the window's start to T_max."""
+MAX_PHI = 0.99
+"""The measured lag-1 autocorrelation is clipped to [0, MAX_PHI] in the floor's power."""
 NO_DECAY_FALL = 0.1
 """"No decay" needs the window's fall (first half against second half, over the window's mean) below this."""
 NO_DECAY_LEVEL = 0.9
@@ -290,6 +325,9 @@ class SeedRate:
     phi: float = math.nan
     late_shortfall: float = math.nan
     tail_excess: list[float] = dataclasses.field(default_factory=list)
+    window_mean: float = math.nan  # the mean of Ĝ_t over the window
+    beta_mid: float = math.nan  # the middle pair's exponent, log(L_2/L_3)/log r
+    noise_sd: float = math.nan  # the residuals' standard deviation (``noise_dependence``), in Ĝ's units
 
     @property
     def bend(self) -> float:
@@ -355,7 +393,9 @@ def seed_rate(t: np.ndarray, g: np.ndarray, name: str = "", window: float = WIND
                     late_fall, late_fall - bound_late_fall(horizon),
                     tails, float(window_fall), phi,
                     late_fall - _power_late_fall(horizon, beta),
-                    [x - b for x, b in zip(tails, bound_tail_falls(horizon), strict=True)])
+                    [x - b for x, b in zip(tails, bound_tail_falls(horizon), strict=True)],
+                    mean, _log_ratio(levels[1], levels[2]) / step,
+                    noise * float(g.mean()) if math.isfinite(noise) else math.nan)
 
 
 def _p_positive(values: Sequence[float]) -> float:
@@ -381,12 +421,93 @@ class RateFigures:
     bend: Interval | None = None
     tail_excess: Sequence[Interval | None] = ()
     window_drop: Interval | None = None  # the window fall at ``level``: whether the level fell
+    beta_pairs: Sequence[Interval | None] = ()  # the early and middle pairs' exponents at ``level``
+
+
+def floor_starts(horizon: int, window: float = WINDOW) -> np.ndarray:
+    """The candidate floor starts of a fall word's caveat: every ``FLOOR_GRID``·horizon from the window's start."""
+    first = math.ceil((1.0 - window) / FLOOR_GRID - 1e-9)
+    return np.arange(first, round(1.0 / FLOOR_GRID)) * FLOOR_GRID * horizon
+
+
+def floor_power(fits: Sequence[SeedRate], horizon: int, window: float = WINDOW,
+                tails: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, power)``: for each candidate start s (``floor_starts``), a lower bound on the chance that
+    a floor from s keeps the rule off a fall word, at this group's noise, dependence and spread.
+
+    The alternative level follows the group's own decay, A·T^−β (β the seeds' mean late-pair exponent,
+    clipped to [0, ``TRANSIENT_BETA``]; A matching the seeds' mean level over the window), up to s and
+    stays flat from s on. A fall word needs both declines' intervals above 0 and (for the bound's words,
+    ``tails``) none of the tails' tests firing; each is a necessary condition, so the chance of a fall word
+    is at most the smallest of their chances, and the power is one minus it (the bend's test is left out:
+    a lower bound). For each figure (the two declines; tail k's excess against −``LATE_MARGIN`` at
+    one-sided ``FLOOR_ALPHA``/(1 + ``LATE_PARTS``)) its mean on the alternative's level is set against a
+    per-seed standard deviation, the larger of (i) the residual noise propagated to the figure (block
+    means, or a least-squares slope over the tail's n steps: √(12/n)), times √((1 + φ)/(1 − φ)) for AR(1)
+    noise with the seeds' median lag-1 autocorrelation φ (clipped to [0, ``MAX_PHI``]), and (ii) the
+    seeds' own spread of that figure; the test's chance is a non-central t with seeds − 1 degrees of
+    freedom. Empty when fewer than ``MIN_SEEDS`` seeds have finite figures."""
+    from scipy import stats
+
+    good = [f for f in fits if all(math.isfinite(x) for x in (f.beta, f.window_mean, f.noise_sd, f.decline_early,
+                                                               f.decline_late, *f.tail_excess))]
+    starts = floor_starts(horizon, window)
+    if len(good) < MIN_SEEDS or not starts.size:
+        return starts[:0], starts[:0]
+    n = len(good)
+    root_n = math.sqrt(n)
+    beta = min(max(float(np.mean([f.beta for f in good])), 0.0), TRANSIENT_BETA)
+    phis = [f.phi for f in good if math.isfinite(f.phi)]
+    phi = min(max(float(np.median(phis)) if phis else 0.0, 0.0), MAX_PHI)
+    inflate = math.sqrt((1.0 + phi) / (1.0 - phi))
+    sd_abs = float(np.median([f.noise_sd for f in good])) * inflate
+    t = np.arange(1.0, horizon + 1.0)
+    edges = block_edges(horizon, window)
+    inside = (t > edges[0]) & (t <= edges[-1])
+    scale = float(np.mean([f.window_mean for f in good])) / float(np.mean(t[inside] ** -beta))
+    level = scale * np.minimum(t[None, :], starts[:, None]) ** -beta  # one row per candidate start
+    window_mean = level[:, inside].mean(axis=1)
+    which = np.searchsorted(edges, t, side="left") - 1
+    fall_word = np.ones(starts.size)  # an upper bound on the chance of a fall word
+    decline_crit = float(stats.t.ppf(1.0 - (1.0 - 0.95) / 2.0, n - 1))
+    for key, j in (("decline_early", 0), ("decline_late", 2)):
+        a, b = which == j, which == j + 1
+        mean = (level[:, a].mean(axis=1) - level[:, b].mean(axis=1)) / window_mean
+        sd = np.maximum(sd_abs * math.sqrt(1.0 / a.sum() + 1.0 / b.sum()) / window_mean,
+                        float(np.std([getattr(f, key) for f in good], ddof=1)))
+        fall_word = np.minimum(fall_word, stats.nct.sf(decline_crit, n - 1, mean / (sd / root_n)))
+    if tails:
+        crit = float(stats.t.ppf(1.0 - TAIL_ALPHA, n - 1))
+        for k, (s, bound_fall) in enumerate(zip(late_starts(horizon), bound_tail_falls(horizon), strict=True)):
+            keep = t > s
+            x, y = t[keep], level[:, keep]
+            dx = x - x.mean()
+            mean = y.mean(axis=1)
+            fall = -((y - mean[:, None]) @ dx) / float((dx * dx).sum()) * (horizon - float(s)) / mean
+            sd = np.maximum(sd_abs / mean * math.sqrt(12.0 / keep.sum()),
+                            float(np.std([f.tail_excess[k] for f in good], ddof=1)))
+            fires = stats.nct.cdf(-crit, n - 1, (fall - bound_fall + LATE_MARGIN) / (sd / root_n))
+            fall_word = np.minimum(fall_word, 1.0 - fires)
+    return starts, 1.0 - fall_word
+
+
+def floor_caveat(fits: Sequence[SeedRate], horizon: int, window: float = WINDOW,
+                 tails: bool = True) -> tuple[int | None, float | None]:
+    """``(s′, p)`` of a fall word's caveat: the first candidate start whose floor the tails' tests would show
+    with less than ``FLOOR_POWER`` (``floor_power``) and that power; ``(None, None)`` when every candidate
+    reaches it or the power is undefined."""
+    starts, power = floor_power(fits, horizon, window, tails)
+    short = np.flatnonzero(power < FLOOR_POWER)
+    if not short.size:
+        return None, None
+    return int(round(float(starts[short[0]]))), float(power[short[0]])
 
 
 def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, seeds: int,
                  min_horizon: int = MIN_HORIZON) -> tuple[str, str, int | None]:
     """The outcome, its reason code (``RATE_REASONS``) and the floor start (the T from which a floor
-    is not excluded; ``None`` unless the outcome is ``FLATTENS``), from the seed intervals."""
+    is not excluded; ``None`` unless the outcome is ``FLATTENS``), from the seed intervals. A fall word's
+    own caveat (``floor_caveat``) is added by ``describe_rate``."""
     f = figures
     if seeds == 0:
         return NOT_TESTABLE, "no_seed", None
@@ -405,7 +526,7 @@ def rate_outcome(figures: RateFigures, starts: Sequence[float], horizon: int, se
     floor_from = next((int(round(s)) for s, fall, excess in zip(starts, f.tail_falls, f.tail_excess, strict=True)
                        if fall is not None and excess is not None and fall.low <= 0 and excess.estimate < 0), None)
     if falls and not (slowing or late_flat):
-        if f.beta.low > TRANSIENT_BETA:
+        if any(iv is not None and iv.low > TRANSIENT_BETA for iv in (f.beta, *f.beta_pairs)):
             return NOT_TESTABLE, "transient", None
         if f.b.low > 0:
             return FALLS_SLOWER, "slower", None
@@ -459,6 +580,8 @@ class RateDescription(Result):
     phi: float | None = None  # median over seeds of the residuals' lag-1 autocorrelation
     bend: Interval | None = None
     tail_excess: list[Interval | None] = dataclasses.field(default_factory=list)
+    floor_after: int | None = None  # a fall word's caveat: a floor from this T on is not excluded
+    floor_power: float | None = None  # the tails' power to show a floor from ``floor_after`` (below FLOOR_POWER)
 
     def __post_init__(self) -> None:
         if self.outcome not in RATE_OUTCOMES:
@@ -467,11 +590,13 @@ class RateDescription(Result):
             raise ValueError(f"rate reason must be one of {RATE_REASONS}, got {self.reason!r}")
         if (self.outcome == FLATTENS) != (self.floor_from is not None):
             raise ValueError("floor_from is set exactly when the outcome is a floor")
+        if self.floor_after is not None and self.outcome not in DECAYS:
+            raise ValueError("floor_after is a fall word's caveat")
 
     @property
     def sentence(self) -> str:
         """The outcome's words with the caveat that applies (the floor's start)."""
-        return outcome_words(self.outcome, self.floor_from)
+        return outcome_words(self.outcome, self.floor_from, self.floor_after, self.floor_power)
 
     @property
     def decays(self) -> bool:
@@ -484,6 +609,7 @@ class RateDescription(Result):
         seeds = self.per_seed
         return {
             "outcome": self.outcome, "sentence": self.sentence, "reason": self.reason, "floor_from": self.floor_from,
+            "floor_after": self.floor_after, "floor_power": self.floor_power,
             "beta": iv(self.beta, [s.beta for s in seeds]), "b": iv(self.b, [s.b for s in seeds]),
             "decline_early": iv(self.decline_early, [s.decline_early for s in seeds]),
             "decline_late": iv(self.decline_late, [s.decline_late for s in seeds]),
@@ -502,10 +628,16 @@ class RateDescription(Result):
         }
 
 
-def outcome_words(outcome: str, floor_from: int | None = None) -> str:
-    """The report's words for an outcome: the floor's start is part of a floor's words."""
+def outcome_words(outcome: str, floor_from: int | None = None, floor_after: int | None = None,
+                  floor_power: float | None = None) -> str:
+    """The report's words for an outcome: the floor's start is part of a floor's words; a fall word carries
+    the rule's resolution, the T from which a floor is not excluded and the tails' power to show one there."""
     if outcome == FLATTENS and floor_from is not None:
         return f"{RATE_SENTENCES[FLATTENS]} from T = {floor_from}"
+    if outcome in DECAYS and floor_after is not None:
+        power = "" if floor_power is None else f" (power {floor_power:.2f} at this noise)"
+        return (f"{RATE_SENTENCES[outcome].removesuffix(' at this horizon')} over T < {floor_after}; "
+                f"a floor from T = {floor_after} on is not excluded{power}")
     return RATE_SENTENCES[outcome]
 
 
@@ -535,7 +667,8 @@ def describe_rate(
 ) -> RateDescription:
     """Theorem 1 (a) over seeds: one ``(T, Ĝ_T)`` per seed, cut at the shortest seed's horizon.
     Guarantees: ``outcome`` in ``RATE_OUTCOMES``; a word that the level falls toward zero only when
-    the late test shows no flattening; intervals are ``seed_interval`` of the finite per-seed values
+    the late test shows no flattening; a fall word carries ``floor_after`` and ``floor_power``
+    (``floor_caveat``) where the power is defined; intervals are ``seed_interval`` of the finite per-seed values
     (``None`` below ``MIN_SEEDS``, point estimates kept); deterministic."""
     names = list(names) if names is not None else [f"seed {i}" for i in range(len(series))]
     horizon = min((int(np.asarray(t)[-1]) for t, _ in series), default=0)
@@ -555,8 +688,10 @@ def describe_rate(
         bend=seed_interval([f.bend for f in fits], BEND_LEVEL),
         window_fall=seed_interval([f.window_fall for f in fits], NO_DECAY_LEVEL),
         window_drop=seed_interval([f.window_fall for f in fits], level),
-        tail_falls=[seed_interval([f.tail_falls[j] for f in fits], level) for j in range(len(starts))])
+        tail_falls=[seed_interval([f.tail_falls[j] for f in fits], level) for j in range(len(starts))],
+        beta_pairs=[seed_interval([getattr(f, key) for f in fits], level) for key in ("beta_early", "beta_mid")])
     outcome, reason, floor_from = rate_outcome(figures, starts, horizon, len(series), min_horizon)
+    floor_after, power = floor_caveat(fits, horizon, window, outcome in BOUND_WORDS) if outcome in DECAYS else (None, None)
 
     def median(key: str) -> float | None:
         values = [getattr(f, key) for f in fits if math.isfinite(getattr(f, key))]
@@ -571,7 +706,8 @@ def describe_rate(
         p_value=finite_or_none(_decisive_p(outcome, reason, fits)), per_seed=fits, level=level,
         late_excess=figures.late_excess, window_fall=figures.window_fall, tail_falls=list(figures.tail_falls),
         starts=starts, floor_from=floor_from, bound_late_fall=bound_late_fall(horizon) if fits else None,
-        phi=median("phi"), bend=figures.bend, tail_excess=list(figures.tail_excess))
+        phi=median("phi"), bend=figures.bend, tail_excess=list(figures.tail_excess), floor_after=floor_after,
+        floor_power=power)
 
 
 def rate_from_table(

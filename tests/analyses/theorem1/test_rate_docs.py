@@ -26,7 +26,8 @@ def test_every_constant_in_the_docs_table_is_the_codes():
     names = {name for name, _ in rows}
     expected = {"WINDOW", "BLOCKS", "MIN_HORIZON", "MIN_BLOCK_POINTS", "TRANSIENT_BETA", "LATE_START", "LATE_PARTS",
                 "LATE_LEVEL", "TAIL_LEVEL", "LATE_MARGIN", "BEND_WEIGHT", "BEND_LEVEL", "BEND_MARGIN", "NO_DECAY_FALL",
-                "NO_DECAY_LEVEL", "analyses.stats.seeds.MIN_SEEDS"}
+                "NO_DECAY_LEVEL", "analyses.stats.seeds.MIN_SEEDS", "FLOOR_ALPHA", "BEND_ALPHA", "TAIL_ALPHA",
+                "FLOOR_POWER", "FLOOR_GRID", "MAX_PHI"}
     assert names == expected, names ^ expected
     for name, value in rows:
         code = MIN_SEEDS if name.endswith("MIN_SEEDS") else getattr(rate, name)

@@ -9,7 +9,7 @@ import numpy as np
 from analyses.registry import claim, measured_text, reason_text
 from analyses.theorem1.claim_rate import GroupRate
 from analyses.theorem1.families import rate_series
-from analyses.theorem1.rate import FLATTENS, describe_rate
+from analyses.theorem1.rate import DECAYS, FLATTENS, describe_rate
 from analyses.theorem1.rate_power import rate_power
 from analyses.verdict import Evidence, Verdict
 from reports.page import _card_headline
@@ -36,3 +36,18 @@ def test_the_floor_start_is_in_every_rendering():
     assert words in "\n".join(verdict_lines([verdict]))
     markdown = verdict_markdown([verdict], "scope")
     assert words in markdown and "not consistent" not in markdown
+
+
+def test_a_fall_words_floor_caveat_is_in_every_rendering():
+    rng = np.random.default_rng(4807)
+    rate = describe_rate([rate_series("1/sqrt(T)", 1000, rng, 1.0) for _ in range(5)])
+    assert rate.outcome in DECAYS and rate.floor_after is not None
+    found = GroupRate("zerolock reverse", [], rate, rate, rate_power(None, rate.seeds, rate.horizon))
+    verdict = Verdict("theorem1_rate_reverse", rate.outcome, Evidence(rate.reason, result=found))
+    caveat = f"a floor from T = {rate.floor_after} on is not excluded (power {rate.floor_power:.2f} at this noise)"
+    assert caveat in rate.sentence
+    assert caveat in measured_text(verdict)
+    assert caveat in claim(verdict.claim).headline(verdict.evidence)
+    assert caveat in _card_headline(verdict)
+    assert caveat in "\n".join(verdict_lines([verdict]))
+    assert caveat in verdict_markdown([verdict], "scope")
