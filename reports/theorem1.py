@@ -112,7 +112,9 @@ def convergence_blocks(suite) -> list[Block]:
         "last half's shortfall against the blocks' own rate). A second test reads the last half (T/2, T] in linear "
         "time: the fall over each tail from T/2, 5T/8, 3T/4 and 7T/8 against the bound's own fall there (late "
         "excess). A word that the level falls toward zero needs both tests; a bend or a late shortfall reads "
-        "'flattens: a floor is not excluded from T = ...'. Outcome from the seed intervals. A description, never a "
+        "'flattens: a floor is not excluded from T = ...'. Every fall word names its reach: 'over T < s; a floor "
+        "from T = s on is not excluded (power p)', s the earliest start of a floor the tests would miss more than "
+        "5% of the time at the group's own noise and autocorrelation. Outcome from the seed intervals. A description, never a "
         "refutation of a bound with an unknown constant. Noise: G-hat_t's spread about a smooth fit, as a multiple "
         "of its mean level over the run.")))
     rows = _rate_rows(suite)

@@ -194,7 +194,9 @@ def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str
     size = ("embedded Llama, 8 layers, d=128, V=4096, 2.6M parameters" if model == "embedded"
             else model_display_name(model))
     return {"suite": f"{kind}; eta_0: {etas} ({how}); the rate reads G-hat_t's level over (T/20, T] of each run "
-                     f"in four blocks of equal width in log T (the first twentieth skips the LoRA warm-up from B = 0)", "pilot": pilot,
+                     "in four blocks of equal width in log T (the first twentieth skips the LoRA warm-up from B = 0) "
+                     "and over its last half in linear time (four tails), and each fall word names the T from which "
+                     "a floor is not excluded", "pilot": pilot,
             "model_size": f"{size}; LoRA adapters trained"}
 
 
