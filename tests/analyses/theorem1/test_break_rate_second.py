@@ -33,7 +33,7 @@ GROUPS = 50
 _SLOW = ("a fall slower than the bound's rate (T^-0.3 against the bound's 0.378 at T = 1000, 0.398 at T = 5000) "
          "reads 'not distinguished from the bound's' when b's 95% interval holds 0: 62% of groups at T = 1000 "
          "and noise 1, 14% at T = 5000")
-_CLASS = ("log(T+1)/sqrt(T) is in the bound's O-class but its finite-run slope (about 0.33) is below the "
+_CLASS = ("log(T+1)/sqrt(T) is in the bound's O-class but its finite-run slope (about 0.32) is below the "
           "bound's increment curve's 0.378: 'slower than the bound' in 8% of groups at noise 1, 58% at noise 0.3")
 _RISE = ("a late rise (50% from 0.8T) reads 'not distinguished from the bound's' in 18% of groups at noise 1: "
          "the falls over the block pairs are measured before most of the rise")
