@@ -1,0 +1,126 @@
+"""Theorem 1 (a)'s rate rule against a second, out-of-sample attack (``scripts/break_rate_second.py``).
+
+The constructions are new ones, not known when the rule was tuned. Each runs through
+``describe_rate`` (the rate row's own code) over the script's 50 groups (seed 0), the same groups as
+the table in docs/breaks/rate_second.md, and is scored by the first attack's rules, imported
+unchanged (docs/breaks/rate.md): it agrees when the truth's words come out in at least 95% of the
+groups and contradicting words in at most 5%; a fall word whose floor caveat starts at or before a
+floor construction's floor start states the floor. The tests of constructions that break are
+``xfail(strict=True)`` with what breaks, so they turn red the day the rule is fixed (remove the
+mark then). 50 groups per construction, about 15-30 s on one core."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyses.theorem1.rate import bound_beta
+
+_PATH = Path(__file__).resolve().parents[3] / "scripts" / "break_rate_second.py"
+_SPEC = importlib.util.spec_from_file_location("break_rate_second", _PATH)
+harness = importlib.util.module_from_spec(_SPEC)
+sys.modules.setdefault("break_rate_second", harness)
+_SPEC.loader.exec_module(harness)
+first = harness.first
+
+GROUPS = 50
+
+_SLOW = ("a fall slower than the bound's rate (T^-0.3 against the bound's 0.378 at T = 1000, 0.398 at T = 5000) "
+         "reads 'not distinguished from the bound's' when b's 95% interval holds 0: 62% of groups at T = 1000 "
+         "and noise 1, 14% at T = 5000")
+_CLASS = ("log(T+1)/sqrt(T) is in the bound's O-class but its finite-run slope (about 0.32) is below the "
+          "bound's increment curve's 0.378: 'slower than the bound' in 8% of groups at noise 1, 58% at noise 0.3")
+_RISE = ("a late rise (50% from 0.8T) reads 'not distinguished from the bound's' in 18% of groups at noise 1: "
+         "the falls over the block pairs are measured before most of the rise")
+_NOISY = "at this noise the truth's words come out in fewer than 95% of the groups (mostly 'not testable')"
+_TWO_STAGE = "a fall faster than the bound's after T/2 leaves a convex bend the tests read as 'not testable' in every group"
+_SPIKES = "1% of steps x20 widens the seed intervals: 'not testable' in 46% (1/sqrt(T)) and 88% (floor) of groups"
+_SEED_FLOOR = "floors that differ per seed: the mean level bends gradually, mostly 'not testable' or 'flattens'"
+_TINY = "a floor at 1e-3 of the start, 2% of the noise sd: 'flattens' in 56%, 'not testable' in 42%"
+_SHORT = "T = 300 is under the rule's shortest horizon (500): 'not testable' by design"
+_FEW = "3 seeds: 'not testable' in a quarter to a half of the groups"
+_AR = "AR(1) 0.7 noise widens the seed intervals: 'not testable' in half or more of the groups"
+_PLATEAU = "a plateau under heavy-tailed or dependent noise: the window fall's interval is too wide for 'no decay'"
+
+BREAKS = {
+    "1/sqrt(T) flat from 0.5T, noise 2.0": _NOISY,
+    "1/sqrt(T) flat from 0.7T, noise 2.0": _NOISY,
+    "two-stage: 1/sqrt(T), then exp onto zero from T/2": _TWO_STAGE,
+    "T^-0.3 (slower than the bound's 0.378)": _SLOW,
+    "log(T+1)/sqrt(T) (the bound's class)": _CLASS,
+    "log(T+1)/sqrt(T), noise 0.3": _CLASS,
+    "plateau, lognormal noise 1": _PLATEAU,
+    "1/sqrt(T), spikes (1% of steps x20)": _SPIKES,
+    "flat from T/2, spikes (1% of steps x20)": _SPIKES,
+    "per-seed floor: max(1/sqrt(T), U(0.75,1.25)/sqrt(T/2))": _SEED_FLOOR,
+    "per-seed floor: max(1/sqrt(T), U(0.5,1.5)/sqrt(0.3T))": _SEED_FLOOR,
+    "tiny floor 1e-3 reached at T/3": _TINY,
+    "1/sqrt(T), then a rise of 50% from 0.8T": _RISE,
+    "T=300: 1/sqrt(T)": _SHORT,
+    "T=300: flat from T/2": _SHORT,
+    "T=5000: T^-0.3": _SLOW,
+    "3 seeds: 1/sqrt(T)": _FEW,
+    "3 seeds: flat from T/2": _FEW,
+    "1/sqrt(T), AR(1) 0.7": _AR,
+    "flat from T/2, AR(1) 0.7": _AR,
+    "plateau, AR(1) 0.7": _PLATEAU,
+    "1/sqrt(T), noise 5 (Ĝ often < 0)": _NOISY,
+    "flat from T/2, noise 5 (Ĝ often < 0)": _NOISY,
+}
+CONTRADICTED = {"T^-0.3 (slower than the bound's 0.378)", "T=5000: T^-0.3", "log(T+1)/sqrt(T) (the bound's class)",
+                "log(T+1)/sqrt(T), noise 0.3", "1/sqrt(T), then a rise of 50% from 0.8T"}
+"""The breaks where a contradicting word comes out in more than 5% of the groups (the rest are undecided)."""
+
+
+@functools.cache
+def _verdict(name: str) -> tuple[float, float, str]:
+    c = harness.by_name(name)
+    return harness.verdict(c, harness.shares(c, GROUPS, seed=0), GROUPS)
+
+
+def _params():
+    for c in harness.constructions():
+        marks = [pytest.mark.xfail(strict=True, reason=BREAKS[c.name])] if c.name in BREAKS else []
+        yield pytest.param(c.name, marks=marks, id=c.name)
+
+
+def test_truths_of_the_slow_falls_are_on_the_stated_side_of_the_bound():
+    """T^-0.3 falls slower than the bound's effective exponent at both horizons; the floor starts the
+    scoring uses are where the constructions put them."""
+    assert 0.3 < bound_beta(1000) < 0.4 and 0.3 < bound_beta(5000)
+    assert harness.floor_start(harness.by_name("tiny floor 1e-3 reached at T/3")) == pytest.approx(331, abs=2)
+    assert harness.floor_start(harness.by_name("1/sqrt(T) flat from 0.7T, noise 0.5")) == pytest.approx(687, abs=2)
+    assert harness.floor_start(harness.by_name("1/sqrt(T), then a rise of 50% from 0.8T")) is None
+    mean = harness.by_name("per-seed floor: max(1/sqrt(T), U(0.75,1.25)/sqrt(T/2))").level
+    t = np.array([2000.0, 1e6])
+    assert mean(t, 1000) == pytest.approx(np.full(2, 500 ** -0.5), rel=1e-3)
+
+
+def test_no_construction_contradicts_its_truth_above_the_level_but_the_named_ones():
+    """Contradicting words in at most 5% of the groups for every construction but those named in
+    ``CONTRADICTED`` (which must still break: a fixed one turns this red)."""
+    for c in harness.constructions():
+        right, wrong, word = _verdict(c.name)
+        if c.name in CONTRADICTED:
+            assert wrong > first.BREAK_SHARE and word == "**breaks: wrong words**", c.name
+        else:
+            assert wrong <= first.BREAK_SHARE, (c.name, wrong)
+
+
+def test_breaks_name_constructions():
+    names = {c.name for c in harness.constructions()}
+    assert set(BREAKS) <= names and CONTRADICTED <= set(BREAKS)
+    assert len(names) == len(harness.constructions())
+
+
+@pytest.mark.parametrize("name", _params())
+def test_rule_states_the_truth(name):
+    right, wrong, word = _verdict(name)
+    assert wrong <= first.BREAK_SHARE, f"contradicting words in {wrong:.0%} of groups"
+    assert right >= 1.0 - first.BREAK_SHARE, f"the truth's words in only {right:.0%} of groups"
+    assert word == "yes"
