@@ -73,6 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--jobs", type=int, default=None,
                         help="runs trained at once, one thread each (default: 2 on CPU, 1 on a GPU)")
     parser.add_argument("--lr", type=float, help="fix eta_0 of SGD (skips the pilot that chooses it)")
+    parser.add_argument("--no-population", dest="population", action="store_false",
+                        help="train every seed as its own run (default: a group's seeds, which differ only in "
+                        "their seed, train as one population: one forward for all members)")
     parser.add_argument("--reanalyze", action="store_true",
                         help="analyse the runs under --out again with this version's rules and rewrite its analysis "
                         "and report; trains nothing")
@@ -144,6 +147,8 @@ def resume_command(args: argparse.Namespace) -> str:
     for flag in DTYPE_FLAGS:
         if hasattr(args, flag):
             parts += [f"--{flag}", "none" if getattr(args, flag) is None else str(getattr(args, flag))]
+    if not getattr(args, "population", True):
+        parts.append("--no-population")
     for override in args.overrides:
         parts += ["--set", override]
     return shlex.join(parts)
@@ -242,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
         run_suite = verify_sensitivity if spec.variants else verify  # suite.variants: the sensitivity map
         arm()  # a test's kill point kills this process (workflows.kill_point)
         with _interrupts(interrupted):
-            result = run_suite(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
+            result = run_suite(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables,
+                               population=args.population)
     except BaseException as exc:
         if interrupted or isinstance(exc, KeyboardInterrupt):  # an interrupt, whatever it broke on its way
             print(f"zerolock verify: interrupted; resume with: {resume_command(args)}", file=sys.stderr)

@@ -146,11 +146,17 @@ def _quiet_resource_tracker() -> None:
         os.environ["PYTHONWARNINGS"] = f"{current},{rule}" if current else rule
 
 
-def run_points(base: dict[str, Any], points: list[GridPoint], out: Path, jobs: int = 1, log=print) -> list[Path]:
+def run_points(base: dict[str, Any], points: list[GridPoint], out: Path, jobs: int = 1, log=print,
+               population: bool = True) -> list[Path]:
     """``run_grid`` over ``points`` with ``jobs`` worker processes, longest runs first (so the
-    cores stay busy to the end); returns the run directories in the order of ``points``."""
+    cores stay busy to the end); returns the run directories in the order of ``points``.
+
+    ``population``: each group's unfinished seeds train as one population (``run_grid``), one
+    process per group; False: every run on its own (the log says which)."""
     order = sorted(range(len(points)), key=lambda i: -_cost(base, points[i]))
-    dirs = run_grid(base, [points[i] for i in order], out, log=log, jobs=jobs)
+    if not population and len(points) > 1:
+        log(f"separate runs (populations switched off): {len(points)} runs")
+    dirs = run_grid(base, [points[i] for i in order], out, log=log, jobs=jobs, population=population)
     by_index = dict(zip(order, dirs, strict=True))
     return [by_index[i] for i in range(len(points))]
 
@@ -284,10 +290,12 @@ def verify(
     jobs: int = 1,
     tables: dict[str, Any] | None = None,
     log=print,
+    population: bool = True,
 ) -> VerifyResult:
     """Run the suite under ``out/runs``, analyse into ``out/analysis``, report into ``out/report``.
 
-    ``jobs``: runs trained at once (each with one thread; 2 on a 2-core machine).
+    ``jobs``: runs (or populations) trained at once (each with one thread; 2 on a 2-core machine).
+    ``population``: each group's seeds train as one population (``run_points``); False: run by run.
     ``tables``: run-config tables merged on top of ``base_config`` (a verify recipe's
     [model], [data], ... and its ``--set``; see ``workflows.verify_config``).
     """
@@ -325,7 +333,8 @@ def verify(
         reached("pilot")  # a test's kill point (workflows.kill_point)
         progress.plan(_plan(spec, base, out, lrs, jobs))
         progress.announce("runs", say)
-        run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say))  # as --reanalyze reads them
+        run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say,
+                                     population=population))  # as --reanalyze reads them
     finally:
         progress.close()
     log(progress.summary())  # the bar plans the training runs; the side runs follow, each one line
