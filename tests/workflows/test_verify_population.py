@@ -16,6 +16,8 @@ import math
 
 import pytest
 
+pytestmark = pytest.mark.slow  # two tiny suites and four analyses: minutes on one core
+
 from zerolock_theory.app.workflows.suite_spec import QUICK
 from zerolock_theory.app.workflows.verify import reanalyze, verify
 from zerolock_theory.jsonio import read_records
