@@ -188,8 +188,29 @@ def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float
 
 
 
-def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str, Any]], model: str) -> dict[str, Any]:
-    """What the report's scope line needs beyond the runs: the suite's name, η_0 and how it was chosen."""
+def _seeds_by_power(spec: SuiteSpec, base: dict[str, Any], lrs: dict[str, float], out: Path, resumed: bool,
+                    jobs: int, population: bool, log) -> tuple[SuiteSpec, dict[str, Any]]:
+    """The suite with the seed count its power pilot chose (``workflows.power``), and the choice as
+    ``verify.json`` keeps it. A resumed suite keeps the choice it made (the pilot is not read again)."""
+    from zerolock_theory.app.workflows.power import PowerChoice, seeds_by_power
+
+    saved = json.loads((out / MARKER).read_text()).get("seeds_by_power") if resumed and (out / MARKER).is_file() else None
+    if saved:
+        choice = PowerChoice(**{k: saved[k] for k in ("rows", "max_seeds", "chosen", "pilot")})
+        chosen = dataclasses.replace(spec, seeds=tuple(saved["seeds"]))
+        log(f"seeds by power (chosen before): {choice.sentence()}")
+    else:
+        log(f"seeds by power: a pilot of {spec.power_pilot_seeds} seeds per rate row, trained under "
+            f"{out / 'power_pilot'} (never part of a verdict) ...")
+        chosen, choice = seeds_by_power(spec, base, lrs, out / "power_pilot", log=log, run=lambda b, points, where: (
+            run_points(b, points, where, jobs=jobs, log=log, population=population)))
+    return chosen, {**choice.to_dict(), "seeds": list(chosen.seeds), "sentence": choice.sentence()}
+
+
+def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str, Any]], model: str,
+                    power: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the report's scope line needs beyond the runs: the suite's name, η_0 and how it was chosen,
+    and the seed count when a power pilot chose it."""
     kind = spec.name or ("--quick (smoke test)" if spec.smoke else "full")
     how = "fixed" if not pilot else f"by pilot: {spec.pilot_backoff:g} x largest stable of {sorted(spec.lr_grid)}"
     failed = sorted({row["method"] for row in pilot if row["why"].startswith("none qualified")})
@@ -199,9 +220,10 @@ def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str
 
     size = ("embedded Llama, 8 layers, d=128, V=4096, 2.6M parameters" if model == "embedded"
             else model_display_name(model))
-    return {"suite": f"{kind}; eta_0: {etas} ({how}); the rate reads G-hat_t's level over (T/20, T] of each run "
+    seeds = f"; {power['sentence']}" if power else ""
+    return {"suite": f"{kind}; eta_0: {etas} ({how}){seeds}; the rate reads G-hat_t's level over (T/20, T] of each run "
                      f"in four blocks of equal width in log T (the first twentieth skips the LoRA warm-up from B = 0)", "pilot": pilot,
-            "model_size": f"{size}; LoRA adapters trained"}
+            "model_size": f"{size}; LoRA adapters trained", **({"seeds_by_power": power} if power else {})}
 
 
 @dataclass
@@ -253,7 +275,7 @@ def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResu
                      None)
         if other is not None and str(other) != model:
             raise ValueError(f"--with {path}: its runs train model {other!r}, this suite's runs {model!r}")
-    settings = _scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model)
+    settings = _scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model, saved.get("seeds_by_power"))
     log(f"analysing {len(runs)} runs again with this version's rules ...")
     return _analyse_and_report(out, runs, [*runs, *fixed, *extra], systems, settings, started)
 
@@ -329,7 +351,11 @@ def verify(
                 "whose pilot is stable on its own held-out objective; see verify.json)")
         else:
             lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
-        (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
+        given, power = spec, None
+        if spec.seeds_by_power:
+            spec, power = _seeds_by_power(spec, base, lrs, out, resumed, jobs, population, say)
+        (out / MARKER).write_text(json.dumps({"spec": asdict(given), "base": base, "lr": lrs, "pilot": pilot,
+                                              **({"seeds_by_power": power} if power else {})}, indent=2))
         reached("pilot")  # a test's kill point (workflows.kill_point)
         progress.plan(_plan(spec, base, out, lrs, jobs))
         progress.announce("runs", say)
@@ -344,7 +370,7 @@ def verify(
     reached("analysis")
     log("analysing ...")
     result = _analyse_and_report(out, run_dirs, [*run_dirs, *fixed, *([tuned] if tuned else [])], systems,
-                                 _scope_settings(spec, lrs, pilot, model), started)
+                                 _scope_settings(spec, lrs, pilot, model, power), started)
     record_seconds(out, result.seconds)
     return result
 
