@@ -16,11 +16,11 @@ import math
 
 import pytest
 
-pytestmark = pytest.mark.slow  # two tiny suites and four analyses: minutes on one core
-
 from zerolock_theory.app.workflows.suite_spec import QUICK
 from zerolock_theory.app.workflows.verify import reanalyze, verify
 from zerolock_theory.jsonio import read_records
+
+pytestmark = pytest.mark.slow  # two tiny suites and four analyses: minutes on one core
 
 TINY = dataclasses.replace(QUICK, steps=5, seeds=(0, 1, 2), lr=0.1, probe_positions=16, scaled_steps=5,
                            readout_records=5, eval_every=5, fixed_point_chunks=(), memory_stages=(), tune=None)
