@@ -25,6 +25,11 @@ start; suite.pilot_backoff = 0.5), unless --lr fixes it. Re-running with the sam
 resumes (also after a kill): finished runs are skipped, and it says how many. Ctrl-C prints the
 command that resumes and exits with 130.
 
+A group's seeds train as one population (one forward for all members, each its own run
+directory); --no-population trains them one by one. --seeds-by-power chooses the seed count from a
+pilot on seeds 1000 and up (never in a verdict): the count at which Theorem 1 (a)'s rate rows reach
+80% power at the pilot's noise, at most --max-seeds (default 20).
+
 A recipe's suite.tune names a tune recipe (verify_full: tune_embedded): after the runs and the
 side runs, each method is tuned over one eta_0 grid at the suite's model, corpus, K, sizes and
 steps into OUT/tuned, and the row "ZeroLock against backprop" decides from it

@@ -10,6 +10,9 @@ The suite (docs/MATH.md names):
    held-out task CE is recorded as an outcome only). The method's η_0 is ``pilot_backoff`` (½) × that η_0: a stable step is below
    2/L, so half of it lies inside η ≤ 1/L, the descent regime of Theorem 1's proof. If none is
    stable, the smallest is used ("none qualified"). Pilots live under ``out/pilot/METHOD``.
+   **Seeds by power** (``seeds_by_power``, ``workflows.power``): a pilot of ZeroLock forward and
+   reverse on seeds 1000, 1001, ... (never in a verdict; ``out/power_pilot``) measures the rate
+   rows' noise, and the primary groups run the seeds that reach 80% power (at most ``max_seeds``).
 2. **Primary groups** (one per claim, pre-registered): ZeroLock forward (the implemented CE
    loss), ZeroLock reverse (the paper's objective, ε = 0.1) and backprop, each over ``seeds``
    at the chosen η_0, ``steps`` steps, with the probes of ``base_config``: Ĝ_t every step (the
@@ -27,7 +30,9 @@ Sizing: a scaled step (the update at seven factors, along the actual and the ran
 costs several training steps, the proof probe about half of one; ``scaled_steps`` and
 ``proof_every`` set how often they run. The results pages under docs/results/ give the measured wall times of ``--quick`` and the full suite. Runs go through
 ``workflows.sweep.run_grid`` (``jobs`` at once), so an interrupted verify resumes: complete
-runs are skipped, a half-written run resumes, finished side runs are skipped.
+runs are skipped, a half-written run resumes, finished side runs are skipped. A group's seeds
+differ only in their seed, so its unfinished runs train as one population (``run_grid(...,
+population=True)``; each member its own run directory) unless ``population`` is False.
 """
 
 from __future__ import annotations
