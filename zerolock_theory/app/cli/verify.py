@@ -25,6 +25,11 @@ start; suite.pilot_backoff = 0.5), unless --lr fixes it. Re-running with the sam
 resumes (also after a kill): finished runs are skipped, and it says how many. Ctrl-C prints the
 command that resumes and exits with 130.
 
+A group's seeds train as one population (one forward for all members, each its own run
+directory); --no-population trains them one by one. --seeds-by-power chooses the seed count from a
+pilot on seeds 1000 and up (never in a verdict): the count at which Theorem 1 (a)'s rate rows reach
+80% power at the pilot's noise, at most --max-seeds (default 20).
+
 A recipe's suite.tune names a tune recipe (verify_full: tune_embedded): after the runs and the
 side runs, each method is tuned over one eta_0 grid at the suite's model, corpus, K, sizes and
 steps into OUT/tuned, and the row "ZeroLock against backprop" decides from it
@@ -73,6 +78,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--jobs", type=int, default=None,
                         help="runs trained at once, one thread each (default: 2 on CPU, 1 on a GPU)")
     parser.add_argument("--lr", type=float, help="fix eta_0 of SGD (skips the pilot that chooses it)")
+    parser.add_argument("--seeds-by-power", action="store_true",
+                        help="choose the primary groups' seed count by a pilot (its own seeds, 1000 and up, never "
+                        "in a verdict): the count at which Theorem 1 (a)'s rate rows reach 80%% power at the "
+                        "pilot's measured noise (= --set suite.seeds_by_power=true)")
+    parser.add_argument("--max-seeds", type=int, default=None, metavar="N",
+                        help="with --seeds-by-power: the most seeds it may choose (default 20; at least 3)")
+    parser.add_argument("--no-population", dest="population", action="store_false",
+                        help="train every seed as its own run (default: a group's seeds, which differ only in "
+                        "their seed, train as one population: one forward for all members)")
     parser.add_argument("--reanalyze", action="store_true",
                         help="analyse the runs under --out again with this version's rules and rewrite its analysis "
                         "and report; trains nothing")
@@ -101,6 +115,12 @@ def _flag_values(args: argparse.Namespace) -> dict[str, object]:
         out["suite.seeds"] = list(range(args.seeds))
     if args.chunks is not None:
         out["suite.chunks"] = args.chunks
+    if args.max_seeds is not None:
+        if args.max_seeds < 3:
+            raise CLIError(f"--max-seeds {args.max_seeds}: must be >= 3 (a verdict needs 3 seeds)")
+        out["suite.max_seeds"] = args.max_seeds
+    if args.seeds_by_power:
+        out["suite.seeds_by_power"] = True
     if args.lr is not None:
         if not args.lr > 0:
             raise CLIError(f"--lr must be > 0, got {args.lr}")
@@ -139,12 +159,16 @@ def resume_command(args: argparse.Namespace) -> str:
     which a re-run does not need: it continues its own verify directory)."""
     parts = ["zerolock", "verify", *(["--quick"] if args.quick else []),
              *(["--config", str(args.config)] if args.config else []), "--out", str(args.out)]
-    for flag in ("model", "data", "text_field", "device", "steps", "seeds", "chunks", "jobs", "lr"):
+    for flag in ("model", "data", "text_field", "device", "steps", "seeds", "chunks", "jobs", "lr", "max_seeds"):
         if getattr(args, flag) is not None:
             parts += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     for flag in DTYPE_FLAGS:
         if hasattr(args, flag):
             parts += [f"--{flag}", "none" if getattr(args, flag) is None else str(getattr(args, flag))]
+    if getattr(args, "seeds_by_power", False):
+        parts.append("--seeds-by-power")
+    if not getattr(args, "population", True):
+        parts.append("--no-population")
     for override in args.overrides:
         parts += ["--set", override]
     return shlex.join(parts)
@@ -235,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
     if args.reanalyze:
         return _reanalyze(args)
     spec, tables = _suite(args)
+    if spec.variants and spec.seeds_by_power:
+        raise CLIError("--seeds-by-power: the sensitivity suite (suite.variants) runs its settings at fixed seeds")
     model_table = tables.get("model") if isinstance(tables.get("model"), dict) else {}
     device = str(model_table.get("device", "auto"))
     jobs = args.jobs if args.jobs is not None else _default_jobs(device)
@@ -243,7 +269,8 @@ def run(args: argparse.Namespace) -> int:
         run_suite = verify_sensitivity if spec.variants else verify  # suite.variants: the sensitivity map
         arm()  # a test's kill point kills this process (workflows.kill_point)
         with _interrupts(interrupted):
-            result = run_suite(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables)
+            result = run_suite(spec, args.out, device=device, overwrite=args.overwrite, jobs=jobs, tables=tables,
+                               population=args.population)
     except BaseException as exc:
         if interrupted or isinstance(exc, KeyboardInterrupt):  # an interrupt, whatever it broke on its way
             print(f"zerolock verify: interrupted; resume with: {resume_command(args)}", file=sys.stderr)

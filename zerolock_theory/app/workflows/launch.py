@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PointTask", "SLURM_DEFAULTS", "run_local_parallel", "submit_slurm", "train_point"]
+__all__ = ["PointTask", "PopulationTask", "SLURM_DEFAULTS", "run_local_parallel", "submit_slurm", "train_point"]
 
 SLURM_DEFAULTS: dict[str, Any] = {"time": 240, "nodes": 1, "ntasks_per_node": 1, "cpus_per_task": 1}
 """sbatch parameters of every job unless overridden (``time`` in minutes)."""
@@ -41,12 +41,57 @@ class PointTask:
     resume: bool
 
 
-def train_point(task: PointTask) -> Any:
-    """Train one grid point (in whichever process runs this) and return its ``RunSummary``."""
-    from zerolock_theory.app.workflows.runs import probed_train
+@dataclass(frozen=True)
+class PopulationTask:
+    """Runs that differ only in their seeds, trained as one population (``training.population_loop``):
+    one ``PointTask`` per member, each writing its own run directory."""
+
+    name: str
+    members: tuple[PointTask, ...]
+
+
+def train_point(task: PointTask | PopulationTask) -> Any:
+    """Train one grid point (in whichever process runs this) and return its ``RunSummary``; a
+    ``PopulationTask``: its members as one population, a list of ``RunSummary`` in member order."""
+    from zerolock_theory.app.workflows.runs import probed_train, probed_train_members
     from zerolock_theory.config import TrainConfig
 
+    if isinstance(task, PopulationTask):
+        return probed_train_members([TrainConfig.from_dict(m.raw) for m in task.members],
+                                    [m.run_dir for m in task.members], resume=True)
     return probed_train(TrainConfig.from_dict(task.raw), task.run_dir, resume=task.resume)
+
+
+def task_to_json(task: PointTask | PopulationTask) -> dict[str, Any]:
+    """The task file a worker reads (``workflows.worker``)."""
+    if isinstance(task, PopulationTask):
+        return {"name": task.name, "members": [task_to_json(m) for m in task.members]}
+    return {"name": task.name, "raw": task.raw, "run_dir": str(task.run_dir), "resume": task.resume}
+
+
+def task_from_json(spec: dict[str, Any]) -> PointTask | PopulationTask:
+    """The inverse of ``task_to_json``."""
+    if "members" in spec:
+        return PopulationTask(spec["name"], tuple(task_from_json(m) for m in spec["members"]))
+    return PointTask(spec["name"], spec["raw"], Path(spec["run_dir"]), bool(spec["resume"]))
+
+
+def summary_to_json(summary: Any) -> dict[str, Any]:
+    """A ``RunSummary`` (or a population's list of them) as the worker's result file holds it."""
+    if isinstance(summary, list):
+        return {"members": [summary_to_json(s) for s in summary]}
+    return {"run_dir": str(summary.run_dir), "steps": summary.steps, "seconds": summary.seconds,
+            "initial_eval_ce": summary.initial_eval_ce, "final_eval_ce": summary.final_eval_ce}
+
+
+def summary_from_json(data: dict[str, Any]) -> Any:
+    """The inverse of ``summary_to_json``."""
+    from zerolock_theory.training.loop import RunSummary
+
+    if "members" in data:
+        return [summary_from_json(m) for m in data["members"]]
+    return RunSummary(Path(data["run_dir"]), data["steps"], data["initial_eval_ce"], data["final_eval_ce"],
+                      data["seconds"])
 
 
 def _gpu_slots(jobs: int, device: str) -> list[str | None]:
@@ -80,14 +125,11 @@ class _Worker:
         self.done = os.fdopen(read)
         self.scratch = scratch
 
-    def run(self, task: PointTask) -> Any:
+    def run(self, task: PointTask | PopulationTask) -> Any:
         """Train ``task`` in this process; ``RuntimeError`` (one line) if it fails."""
-        from zerolock_theory.training.loop import RunSummary
-
         spec = self.scratch / f"{task.name}.task.json"
         result = self.scratch / f"{task.name}.result.json"
-        spec.write_text(json.dumps({"name": task.name, "raw": task.raw, "run_dir": str(task.run_dir),
-                                    "resume": task.resume}))
+        spec.write_text(json.dumps(task_to_json(task)))
         try:
             self.proc.stdin.write(f"{spec} {result}\n")
             self.proc.stdin.flush()
@@ -101,8 +143,7 @@ class _Worker:
         data = json.loads(result.read_text())
         if "error" in data:
             raise RuntimeError(f"run {task.name} failed: {data['error']}")
-        return RunSummary(Path(data["run_dir"]), data["steps"], data["initial_eval_ce"],
-                          data["final_eval_ce"], data["seconds"])
+        return summary_from_json(data)
 
     def close(self) -> None:
         """End the process (stdin closed: it finishes its loop) and release the files."""
@@ -139,9 +180,10 @@ def _serve(slot: int, gpu: str | None, tasks: queue.Queue, scratch: Path, report
         worker.close()
 
 
-def run_local_parallel(tasks: Sequence[PointTask], jobs: int, device: str,
+def run_local_parallel(tasks: Sequence[PointTask | PopulationTask], jobs: int, device: str,
                        log: Callable[[str], None]) -> dict[str, Any]:
-    """Run ``tasks`` on at most ``jobs`` worker processes; name → ``RunSummary``.
+    """Run ``tasks`` on at most ``jobs`` worker processes; run name → ``RunSummary`` (a
+    ``PopulationTask``'s members each under their own name).
 
     Every run is attempted even if another fails; the first failure is then raised.
     """
@@ -158,6 +200,10 @@ def run_local_parallel(tasks: Sequence[PointTask], jobs: int, device: str,
             if error is not None:
                 errors.append(error)
                 log(f"{task.name}: failed: {error}")
+            elif isinstance(task, PopulationTask):
+                for member, one in zip(task.members, summary, strict=True):
+                    summaries[member.name] = one
+                    log(f"{member.name}: done, {describe(one)}")
             else:
                 summaries[task.name] = summary
                 log(f"{task.name}: done, {describe(summary)}")

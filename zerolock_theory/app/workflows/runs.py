@@ -9,7 +9,7 @@ from zerolock_theory.app.workflows.kill_point import kill_hooks
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.training.loop import Run, RunSummary, execute, setup
 
-__all__ = ["member_configs", "probed_setup", "probed_train", "probed_train_population"]
+__all__ = ["member_configs", "probed_setup", "probed_train", "probed_train_members", "probed_train_population"]
 
 
 def probed_setup(config: TrainConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Run:
@@ -45,3 +45,14 @@ def probed_train_population(config: TrainConfig, seeds: list[int], out: str | Pa
     outs = [Path(out) / f"seed-{seed}" for seed in seeds]
     hooks = [build_probes(c.probes, c.probe_settings) for c in configs]
     return train_population(configs, outs, resume=resume, overwrite=overwrite, hooks=hooks)
+
+
+def probed_train_members(configs: list[TrainConfig], outs: list[str | Path], *, resume: bool = False,
+                         overwrite: bool = False) -> list[RunSummary]:
+    """Train ``configs`` (runs that differ only in their seeds) as one population into ``outs``, one
+    directory per member as ``probed_train`` writes it: each member with the probes of its
+    ``[probes]`` table (and a test's kill point, ``workflows.kill_point``)."""
+    from zerolock_theory.training.population_loop import train_population
+
+    hooks = [[*build_probes(c.probes, c.probe_settings), *kill_hooks(out)] for c, out in zip(configs, outs, strict=True)]
+    return train_population(configs, [Path(o) for o in outs], resume=resume, overwrite=overwrite, hooks=hooks)

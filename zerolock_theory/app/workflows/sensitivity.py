@@ -131,9 +131,10 @@ def plan_settings(spec: SuiteSpec, model: str, data: str, device: str, dtype: st
 def verify_sensitivity(
     spec: SuiteSpec, out: Path, *, model: str = "embedded", data: str = "embedded", device: str = "auto",
     dtype: str = "float32", autocast: str | None = None, overwrite: bool = False, jobs: int = 1,
-    tables: dict[str, Any] | None = None, log=print,
+    tables: dict[str, Any] | None = None, log=print, population: bool = True,
 ) -> VerifyResult:
-    """Run, analyse and report the sensitivity suite (module docstring) under ``out``."""
+    """Run, analyse and report the sensitivity suite (module docstring) under ``out``; ``population``
+    as ``verify``'s (a setting's seeds as one population)."""
     from analyses.registry import claims
     from analyses.sensitivity import (
         SENSITIVITY,
@@ -161,7 +162,8 @@ def verify_sensitivity(
         where = out / "settings" / setting.name
         own = [(p, c) for p, c in zip(points, configs, strict=True) if c not in default_dirs]
         log(f"setting {setting.change}: {len(own)} runs ({len(points) - len(own)} shared with the default)")
-        dirs = dict(zip([c for _, c in own], run_points(base, [p for p, _ in own], where / "runs", jobs=jobs, log=log),
+        dirs = dict(zip([c for _, c in own], run_points(base, [p for p, _ in own], where / "runs", jobs=jobs, log=log,
+                                                                population=population),
                         strict=True)) if own else {}
         run_dirs = [dirs.get(c) or default_dirs[c] for c in configs]
         if setting.change == "default":

@@ -62,6 +62,9 @@ class SuiteSpec:
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra probes / options by name
     variants: tuple[str, ...] = ()  # "KEY=VALUE" each: the sensitivity suite (workflows.sensitivity); needs lr
     tune: str | None = None  # a tune recipe run at the suite's sizes into tuned/ (the tuned versus row; None: off)
+    seeds_by_power: bool = False  # the primary groups' seed count from a pilot's power (workflows.power)
+    max_seeds: int = 20  # its cap
+    power_pilot_seeds: int = 3  # seeds of its pilot group (1000, 1001, ...: never in a verdict)
 
 
 # The packaged recipes verify_quick.toml / verify_full.toml hold the same values (tests check it).

@@ -18,11 +18,12 @@ from typing import Any
 
 from zerolock_theory.app.workflows.launch import (
     PointTask,
+    PopulationTask,
     describe,
     run_local_parallel,
     submit_slurm,
 )
-from zerolock_theory.app.workflows.runs import probed_train
+from zerolock_theory.app.workflows.runs import probed_train, probed_train_members
 from zerolock_theory.config import TrainConfig, check_sources
 from zerolock_theory.config_overrides import apply_values, parse_value
 from zerolock_theory.jsonio import read_records
@@ -30,7 +31,8 @@ from zerolock_theory.training.resume import check_resume, read_saved_config
 from zerolock_theory.training.rundir import check_out, prepare_kind, run_kind, write_marker
 from zerolock_theory.training.state import checkpoint_step, latest_checkpoint
 
-__all__ = ["GridPoint", "check_sweep_dirs", "expand_grid", "is_complete", "parse_axis", "run_grid", "validate_grid"]
+__all__ = ["GridPoint", "check_sweep_dirs", "expand_grid", "is_complete", "parse_axis", "populations", "run_grid",
+           "validate_grid"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,38 @@ def check_sweep_dirs(out: Path, points: list[GridPoint], configs: list[TrainConf
                 check_resume(saved, config, checkpoint_step(latest_checkpoint(run_dir)))
 
 
+def populations(tasks: list[PointTask]) -> tuple[list[PointTask | PopulationTask], list[str]]:
+    """Group ``tasks`` into populations: runs whose configs differ only in their seeds
+    (``population_loop.MEMBER_SEEDS``) form one ``PopulationTask`` (in the order of their first
+    member); a run alone in its group, or a group a population cannot train (no LoRA), stays a
+    ``PointTask``. Returns the tasks and one line per group saying how it is trained."""
+    from zerolock_theory.training.population_loop import MEMBER_SEEDS, check_members
+
+    groups: dict[str, list[PointTask]] = {}
+    for task in tasks:
+        raw = TrainConfig.from_dict(task.raw).to_dict()
+        for key in MEMBER_SEEDS:
+            section, name = key.split(".")
+            raw.get(section, {}).pop(name, None)
+        groups.setdefault(repr(sorted(raw.items())), []).append(task)
+    out: list[PointTask | PopulationTask] = []
+    lines: list[str] = []
+    for members in groups.values():
+        names = ", ".join(m.name for m in members)
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        try:
+            check_members([TrainConfig.from_dict(m.raw) for m in members])
+        except ValueError as exc:
+            out.extend(members)
+            lines.append(f"separate runs ({exc}): {names}")
+            continue
+        out.append(PopulationTask(members[0].name, tuple(members)))
+        lines.append(f"one population of {len(members)} seeds (one forward for all): {names}")
+    return out, lines
+
+
 def run_grid(
     base: dict[str, Any],
     points: list[GridPoint],
@@ -105,6 +139,7 @@ def run_grid(
     jobs: int = 1,
     launcher: str = "local",
     slurm: dict[str, Any] | None = None,
+    population: bool = False,
 ) -> list[Path]:
     """Run every grid point under ``out``; skip complete runs, resume partial ones.
 
@@ -113,6 +148,11 @@ def run_grid(
     runs them on that many worker processes (``launch.run_local_parallel``); ``launcher =
     "slurm"`` submits them as Slurm jobs with sbatch parameters ``slurm`` and returns without
     waiting. Returns the run directories in grid order either way.
+
+    ``population``: the unfinished runs that differ only in their seeds train as one population
+    each (``populations``; each member its own run directory, as a single run writes it; a killed
+    population resumes from its members' latest common checkpoint); the others run separately.
+    The log says which. Slurm always submits single runs.
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive int, got {jobs!r}")
@@ -136,10 +176,21 @@ def run_grid(
         tasks.append(PointTask(point.name, config.to_dict(), run_dir, resume))
     if launcher == "slurm":
         submit_slurm(tasks, out / "slurm", slurm or {}, log)
-    elif jobs > 1 and len(tasks) > 1:
+        return run_dirs
+    if population:
+        tasks, lines = populations(tasks)
+        for line in lines:
+            log(line)
+    if jobs > 1 and len(tasks) > 1:
         run_local_parallel(tasks, jobs, configs[0].model.device, log)
-    else:
-        for task in tasks:
+        return run_dirs
+    for task in tasks:
+        if isinstance(task, PopulationTask):
+            summaries = probed_train_members([TrainConfig.from_dict(m.raw) for m in task.members],
+                                             [m.run_dir for m in task.members], resume=True)
+            for member, summary in zip(task.members, summaries, strict=True):
+                log(f"{member.name}: done, {describe(summary)}")
+        else:
             summary = probed_train(TrainConfig.from_dict(task.raw), task.run_dir, resume=task.resume)
             log(f"{task.name}: done, {describe(summary)}")
     return run_dirs

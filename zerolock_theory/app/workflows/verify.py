@@ -10,6 +10,9 @@ The suite (docs/MATH.md names):
    held-out task CE is recorded as an outcome only). The method's η_0 is ``pilot_backoff`` (½) × that η_0: a stable step is below
    2/L, so half of it lies inside η ≤ 1/L, the descent regime of Theorem 1's proof. If none is
    stable, the smallest is used ("none qualified"). Pilots live under ``out/pilot/METHOD``.
+   **Seeds by power** (``seeds_by_power``, ``workflows.power``): a pilot of ZeroLock forward and
+   reverse on seeds 1000, 1001, ... (never in a verdict; ``out/power_pilot``) measures the rate
+   rows' noise, and the primary groups run the seeds that reach 80% power (at most ``max_seeds``).
 2. **Primary groups** (one per claim, pre-registered): ZeroLock forward (the implemented CE
    loss), ZeroLock reverse (the paper's objective, ε = 0.1) and backprop, each over ``seeds``
    at the chosen η_0, ``steps`` steps, with the probes of ``base_config``: Ĝ_t every step (the
@@ -27,7 +30,9 @@ Sizing: a scaled step (the update at seven factors, along the actual and the ran
 costs several training steps, the proof probe about half of one; ``scaled_steps`` and
 ``proof_every`` set how often they run. The results pages under docs/results/ give the measured wall times of ``--quick`` and the full suite. Runs go through
 ``workflows.sweep.run_grid`` (``jobs`` at once), so an interrupted verify resumes: complete
-runs are skipped, a half-written run resumes, finished side runs are skipped.
+runs are skipped, a half-written run resumes, finished side runs are skipped. A group's seeds
+differ only in their seed, so its unfinished runs train as one population (``run_grid(...,
+population=True)``; each member its own run directory) unless ``population`` is False.
 """
 
 from __future__ import annotations
@@ -146,11 +151,17 @@ def _quiet_resource_tracker() -> None:
         os.environ["PYTHONWARNINGS"] = f"{current},{rule}" if current else rule
 
 
-def run_points(base: dict[str, Any], points: list[GridPoint], out: Path, jobs: int = 1, log=print) -> list[Path]:
+def run_points(base: dict[str, Any], points: list[GridPoint], out: Path, jobs: int = 1, log=print,
+               population: bool = True) -> list[Path]:
     """``run_grid`` over ``points`` with ``jobs`` worker processes, longest runs first (so the
-    cores stay busy to the end); returns the run directories in the order of ``points``."""
+    cores stay busy to the end); returns the run directories in the order of ``points``.
+
+    ``population``: each group's unfinished seeds train as one population (``run_grid``), one
+    process per group; False: every run on its own (the log says which)."""
     order = sorted(range(len(points)), key=lambda i: -_cost(base, points[i]))
-    dirs = run_grid(base, [points[i] for i in order], out, log=log, jobs=jobs)
+    if not population and len(points) > 1:
+        log(f"separate runs (populations switched off): {len(points)} runs")
+    dirs = run_grid(base, [points[i] for i in order], out, log=log, jobs=jobs, population=population)
     by_index = dict(zip(order, dirs, strict=True))
     return [by_index[i] for i in range(len(points))]
 
@@ -182,8 +193,29 @@ def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float
 
 
 
-def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str, Any]], model: str) -> dict[str, Any]:
-    """What the report's scope line needs beyond the runs: the suite's name, η_0 and how it was chosen."""
+def _seeds_by_power(spec: SuiteSpec, base: dict[str, Any], lrs: dict[str, float], out: Path, resumed: bool,
+                    jobs: int, population: bool, log) -> tuple[SuiteSpec, dict[str, Any]]:
+    """The suite with the seed count its power pilot chose (``workflows.power``), and the choice as
+    ``verify.json`` keeps it. A resumed suite keeps the choice it made (the pilot is not read again)."""
+    from zerolock_theory.app.workflows.power import PowerChoice, seeds_by_power
+
+    saved = json.loads((out / MARKER).read_text()).get("seeds_by_power") if resumed and (out / MARKER).is_file() else None
+    if saved:
+        choice = PowerChoice(**{k: saved[k] for k in ("rows", "max_seeds", "chosen", "pilot")})
+        chosen = dataclasses.replace(spec, seeds=tuple(saved["seeds"]))
+        log(f"seeds by power (chosen before): {choice.sentence()}")
+    else:
+        log(f"seeds by power: a pilot of {spec.power_pilot_seeds} seeds per rate row, trained under "
+            f"{out / 'power_pilot'} (never part of a verdict) ...")
+        chosen, choice = seeds_by_power(spec, base, lrs, out / "power_pilot", log=log, run=lambda b, points, where: (
+            run_points(b, points, where, jobs=jobs, log=log, population=population)))
+    return chosen, {**choice.to_dict(), "seeds": list(chosen.seeds), "sentence": choice.sentence()}
+
+
+def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str, Any]], model: str,
+                    power: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the report's scope line needs beyond the runs: the suite's name, η_0 and how it was chosen,
+    and the seed count when a power pilot chose it."""
     kind = spec.name or ("--quick (smoke test)" if spec.smoke else "full")
     how = "fixed" if not pilot else f"by pilot: {spec.pilot_backoff:g} x largest stable of {sorted(spec.lr_grid)}"
     failed = sorted({row["method"] for row in pilot if row["why"].startswith("none qualified")})
@@ -193,11 +225,12 @@ def _scope_settings(spec: SuiteSpec, lrs: dict[str, float], pilot: list[dict[str
 
     size = ("embedded Llama, 8 layers, d=128, V=4096, 2.6M parameters" if model == "embedded"
             else model_display_name(model))
-    return {"suite": f"{kind}; eta_0: {etas} ({how}); the rate reads G-hat_t's level over (T/20, T] of each run "
+    seeds = f"; {power['sentence']}" if power else ""
+    return {"suite": f"{kind}; eta_0: {etas} ({how}){seeds}; the rate reads G-hat_t's level over (T/20, T] of each run "
                      "in four blocks of equal width in log T (the first twentieth skips the LoRA warm-up from B = 0) "
                      "and over its last half in linear time (four tails), and each fall word names the T from which "
                      "a floor is not excluded", "pilot": pilot,
-            "model_size": f"{size}; LoRA adapters trained"}
+            "model_size": f"{size}; LoRA adapters trained", **({"seeds_by_power": power} if power else {})}
 
 
 @dataclass
@@ -249,7 +282,7 @@ def reanalyze(out: Path, *, extra: Sequence[Path] = (), log=print) -> VerifyResu
         other = next((json.loads(c.read_text()).get("model", {}).get("path") for c in configs), None)
         if other is not None and str(other) != model:
             raise ValueError(f"--with {path}: its runs train model {other!r}, this suite's runs {model!r}")
-    settings = _scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model)
+    settings = _scope_settings(spec, saved.get("lr", {}), saved.get("pilot", []), model, saved.get("seeds_by_power"))
     log(f"analysing {len(runs)} runs again with this version's rules ...")
     return _analyse_and_report(out, runs, [*runs, *fixed, *extra], systems, settings, started)
 
@@ -286,10 +319,12 @@ def verify(
     jobs: int = 1,
     tables: dict[str, Any] | None = None,
     log=print,
+    population: bool = True,
 ) -> VerifyResult:
     """Run the suite under ``out/runs``, analyse into ``out/analysis``, report into ``out/report``.
 
-    ``jobs``: runs trained at once (each with one thread; 2 on a 2-core machine).
+    ``jobs``: runs (or populations) trained at once (each with one thread; 2 on a 2-core machine).
+    ``population``: each group's seeds train as one population (``run_points``); False: run by run.
     ``tables``: run-config tables merged on top of ``base_config`` (a verify recipe's
     [model], [data], ... and its ``--set``; see ``workflows.verify_config``).
     """
@@ -323,11 +358,16 @@ def verify(
                 "whose pilot is stable on its own held-out objective; see verify.json)")
         else:
             lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
-        (out / MARKER).write_text(json.dumps({"spec": asdict(spec), "base": base, "lr": lrs, "pilot": pilot}, indent=2))
+        given, power = spec, None
+        if spec.seeds_by_power:
+            spec, power = _seeds_by_power(spec, base, lrs, out, resumed, jobs, population, say)
+        (out / MARKER).write_text(json.dumps({"spec": asdict(given), "base": base, "lr": lrs, "pilot": pilot,
+                                              **({"seeds_by_power": power} if power else {})}, indent=2))
         reached("pilot")  # a test's kill point (workflows.kill_point)
         progress.plan(_plan(spec, base, out, lrs, jobs))
         progress.announce("runs", say)
-        run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say))  # as --reanalyze reads them
+        run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say,
+                                     population=population))  # as --reanalyze reads them
     finally:
         progress.close()
     log(progress.summary())  # the bar plans the training runs; the side runs follow, each one line
@@ -337,7 +377,7 @@ def verify(
     reached("analysis")
     log("analysing ...")
     result = _analyse_and_report(out, run_dirs, [*run_dirs, *fixed, *([tuned] if tuned else [])], systems,
-                                 _scope_settings(spec, lrs, pilot, model), started)
+                                 _scope_settings(spec, lrs, pilot, model, power), started)
     record_seconds(out, result.seconds)
     return result
 

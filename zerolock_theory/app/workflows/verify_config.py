@@ -73,6 +73,14 @@ def _check_sizes(values: dict[str, Any]) -> None:
     if stages and (micro < max(stages) or values["batch_size"] % micro):
         raise ValueError(f"suite.memory_micro_batches={micro}: the memory runs need >= max(memory_stages) "
                          f"= {max(stages)} micro-batches (1F1B) that divide suite.batch_size={values['batch_size']}")
+    if values.get("max_seeds", 20) < 3:
+        raise ValueError(f"suite.max_seeds={values['max_seeds']}: must be >= 3 (a verdict needs 3 seeds)")
+    if values.get("power_pilot_seeds", 3) < 2:
+        raise ValueError(f"suite.power_pilot_seeds={values['power_pilot_seeds']}: must be >= 2 (the pilot's noise "
+                         "is a median over its seeds)")
+    if values.get("seeds_by_power") and max(values["seeds"]) + values.get("max_seeds", 20) >= 1000:
+        raise ValueError(f"suite.seeds up to {max(values['seeds'])} with suite.max_seeds={values.get('max_seeds', 20)}"
+                         ": the chosen seeds would reach the power pilot's seeds (1000 and up)")
     if values.get("lr") is not None and not values["lr"] > 0:
         raise ValueError(f"suite.lr={values['lr']}: must be > 0")
 

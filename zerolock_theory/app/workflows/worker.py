@@ -3,7 +3,8 @@
 It reads one line per task from stdin, ``TASK_JSON RESULT_JSON`` (two file paths), trains the
 task, writes its summary (or ``{"error": ...}``) to ``RESULT_JSON`` and then a line to file
 descriptor ``FD`` to say so. A task file holds ``name``, ``raw`` (the merged config),
-``run_dir`` and ``resume``. ``launch.run_local_parallel`` keeps one such process per worker
+``run_dir`` and ``resume``, or ``name`` and ``members`` (a population: one such entry per member,
+whose result holds ``members``, one summary each). ``launch.run_local_parallel`` keeps one such process per worker
 slot, so torch is imported once per slot; a plain entry point (rather than
 ``multiprocessing``) means the caller's main module is never re-imported.
 """
@@ -34,13 +35,9 @@ def die_with_parent() -> None:
 
 
 def _train(task_file: Path) -> dict:
-    from zerolock_theory.app.workflows.launch import PointTask, train_point
+    from zerolock_theory.app.workflows.launch import summary_to_json, task_from_json, train_point
 
-    spec = json.loads(task_file.read_text())
-    task = PointTask(spec["name"], spec["raw"], Path(spec["run_dir"]), bool(spec["resume"]))
-    summary = train_point(task)
-    return {"run_dir": str(summary.run_dir), "steps": summary.steps, "seconds": summary.seconds,
-            "initial_eval_ce": summary.initial_eval_ce, "final_eval_ce": summary.final_eval_ce}
+    return summary_to_json(train_point(task_from_json(json.loads(task_file.read_text()))))
 
 
 def main(argv: list[str]) -> int:
