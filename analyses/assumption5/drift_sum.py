@@ -47,6 +47,7 @@ import pandas as pd
 
 from analyses.assumption5.step_limits import (
     MIN_STEPS,
+    RESOLUTION,
     phi_prime,
     scaled_rows,
     scaling_table,
@@ -58,22 +59,37 @@ from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from zerolock_theory.records import LR, SCALING
 
-__all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "NEEDED_SLOPE", "SLOPE_MARGIN", "SUM_OUTCOMES", "WITNESS_OUTCOMES",
-           "DriftSum", "SeedDriftSum", "agreement", "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame"]
+__all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "MIN_BLOCK_STEPS", "NEEDED_SLOPE", "RISE", "SETTLE", "SHORT_RUN_GROWTH",
+           "SLOPE_MARGIN", "SUM_OUTCOMES", "WITHIN_GROWTH", "WITNESS_OUTCOMES", "DriftSum", "SeedDriftSum", "agreement",
+           "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame"]
 
 WITHIN, NOT_WITHIN = "within Σ η_t² along the run", "not within Σ η_t² along the run"
 SUM_OUTCOMES: tuple[str, ...] = (WITHIN, NOT_WITHIN, "not distinguished", "not testable")
 WITNESS_OUTCOMES: tuple[str, ...] = ("within", "outgrows", "not distinguished", "not testable")
 NEEDED_SLOPE = 2.0
 """With η_t ∝ 1/√t, Σ a_t = O(Σ η_t²) needs |a_t| to shrink like η_t^s with s at least this."""
-SLOPE_MARGIN = 0.25
-"""The design's resolution: a seed interval of s above 2 − SLOPE_MARGIN reads within, below it not."""
+SLOPE_MARGIN = 0.0
+"""No margin below 2: the seed interval of s is compared with 2 − 0 = 2 itself."""
+WITHIN_GROWTH = 1.1
+"""An interval of s that holds 2 reads within when, at its lower end L, |a_t|/η_t² would grow by at
+most this factor over the fitted window's η range: (η_first/η_last)^(2 − L) ≤ 1.1."""
+SHORT_RUN_GROWTH = 2.0
+"""An interval of s below 2 whose upper end H grows |a_t|/η_t² by less than this factor over the
+fitted window, (η_first/η_last)^(2 − H) < 2, reads not within with the words that the run is too
+short to tell T^(1 − s/2) from log T."""
 BLOCKS = 5
-"""Blocks of equal scaled-step counts per seed."""
+"""Blocks of equal step counts per seed (from the switch-on)."""
 BURN_IN = 1
-"""Leading blocks left out as the warm-up (LoRA starts at B = 0)."""
+"""Leading blocks always left out as the warm-up (LoRA starts at B = 0)."""
 MIN_BLOCKS = 3
-"""Later blocks with a positive mean that a slope needs."""
+"""Fitted blocks with a positive statistic that a slope needs."""
+MIN_BLOCK_STEPS = 3
+"""Steps each block needs; fewer after the warm-up and the warm-up eats the run."""
+RISE = 0.25
+"""A block statistic rises when a later block exceeds it by more than this fraction."""
+SETTLE = 2.0
+"""After a rise, the fit starts where η_t has fallen by this factor from the end of the peak block
+(with η_t ∝ 1/√t: four times the peak's step count)."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +105,14 @@ class SeedDriftSum:
     n_unresolved_late: int  # unresolved a_t after the warm-up
     source: str  # "drift" or "phi"
     no_positive_drift: bool = False  # max(drift(1), 0) = 0 at every step after the warm-up
+    n_warm: int = 0  # leading resolved steps of a_t left out: zeros before the switch-on and the warm-up
+    warm_eats: bool = False  # the warm-up (switch-on, a rise and its settling) leaves too few steps to fit
+    eta_ratio: float = math.nan  # η of the first fitted block over η of the last (geometric block means)
 
 
 @dataclass(frozen=True)
 class DriftSum:
-    """The outcome over seeds: s's interval, the witness's, and the words."""
+    """The outcome over seeds: s's interval, the witness's, the words and the run's resolution."""
 
     seeds: list[SeedDriftSum]
     n_counted: int
@@ -103,22 +122,70 @@ class DriftSum:
     reason: str
     witness_outcome: str
     p_value: float | None
+    eta_ratio: float | None = None  # median over the seeds with a slope of their fitted η range
+    growth: float | None = None  # (eta_ratio)^(2 − the interval's end the reason names): |a_t|/η_t² over the run
 
 
-def _block_slope(eta: np.ndarray, size: np.ndarray) -> tuple[float, bool]:
-    """(slope of log block-mean ``size`` on log block η after the warm-up, whether every later value is 0)."""
+@dataclass(frozen=True)
+class _Fit:
+    slope: float = math.nan
+    all_zero: bool = False  # no non-zero value, or every fitted block statistic is zero
+    eaten: bool = False  # the warm-up leaves too few steps to fit
+    start: int = 0  # index (among the finite values) of the first fitted step
+    eta_ratio: float = math.nan
+
+
+def _median(x: np.ndarray) -> float:
+    return float(np.quantile(x, 0.5, method="lower"))
+
+
+def _blocks(eta: np.ndarray, size: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Per block of ``n`` equal step counts: (η, statistic, indices). The statistic is a robust mean of
+    |a_t|: the share of non-zero values times their lower median (zeros add nothing to the sum, and one
+    outlier does not move a median); η is the lower median of η_t over the same non-zero steps (the same
+    step's η where |a_t| rises with η_t), or the block's when every value is zero."""
+    idx = np.array_split(np.arange(eta.size), n)
+    g, m = [], []
+    for i in idx:
+        nonzero = i[size[i] > 0]
+        g.append(_median(eta[nonzero if nonzero.size else i]))
+        m.append(0.0 if nonzero.size == 0 else nonzero.size / i.size * _median(size[nonzero]))
+    return np.array(g), np.array(m), idx
+
+
+def _fit_blocks(g: np.ndarray, m: np.ndarray) -> _Fit:
+    keep = m > 0
+    if not keep.any():
+        return _Fit(all_zero=True)
+    if keep.sum() < MIN_BLOCKS or np.ptp(np.log(g[keep])) == 0:
+        return _Fit()
+    slope = float(np.polyfit(np.log(g[keep]), np.log(m[keep]), 1)[0])
+    return _Fit(slope, eta_ratio=float(g[keep][0] / g[keep][-1]))
+
+
+def _fit(eta: np.ndarray, size: np.ndarray) -> _Fit:
+    """The slope of log block statistic on log block η after the switch-on and the warm-up (module docstring)."""
     keep = np.isfinite(size)
     eta, size = eta[keep], size[keep]
-    if eta.size < BLOCKS:
-        return math.nan, False
-    blocks = [(float(np.exp(np.log(e).mean())), float(s.mean()))
-              for e, s in zip(np.array_split(eta, BLOCKS), np.array_split(size, BLOCKS), strict=True)][BURN_IN:]
-    late = np.array([b for b in blocks if b[1] > 0])
-    if len(late) == 0:
-        return math.nan, True
-    if len(late) < MIN_BLOCKS or np.ptp(np.log(late[:, 0])) == 0:
-        return math.nan, False
-    return float(np.polyfit(np.log(late[:, 0]), np.log(late[:, 1]), 1)[0]), False
+    if eta.size and not (size > 0).any():
+        return _Fit(all_zero=True, start=int(eta.size))
+    on = int(np.argmax(size > 0)) if eta.size else 0
+    eta, size = eta[on:], size[on:]
+    if eta.size < BLOCKS * MIN_BLOCK_STEPS:
+        return _Fit(eaten=on > 0, start=on)
+    g, m, idx = _blocks(eta, size, BLOCKS)
+    peak = next(k for k in range(BLOCKS) if k == BLOCKS - 1 or m[k] * (1.0 + RISE) >= m[k + 1:].max())
+    if peak == 0:
+        found = _fit_blocks(g[BURN_IN:], m[BURN_IN:])
+        return _Fit(found.slope, found.all_zero, False, on + int(idx[BURN_IN][0]), found.eta_ratio)
+    settled = eta[idx[peak][-1]] / SETTLE
+    first = int(np.argmax(eta <= settled)) if (eta <= settled).any() else eta.size
+    rest = BLOCKS - BURN_IN
+    if eta.size - first < rest * MIN_BLOCK_STEPS:
+        return _Fit(eaten=True, start=on + first)
+    g, m, _ = _blocks(eta[first:], size[first:], rest)
+    found = _fit_blocks(g, m)
+    return _Fit(found.slope, found.all_zero, False, on + first, found.eta_ratio)
 
 
 def seed_drift_sum(run: str, c: Sequence[float], lr: np.ndarray, drift: np.ndarray, source: str = "drift"
@@ -131,12 +198,17 @@ def seed_drift_sum(run: str, c: Sequence[float], lr: np.ndarray, drift: np.ndarr
         limit = phi_prime(c, drift)[0]
     a = np.where(np.isnan(signs), np.nan, np.where(signs == 0, 0.0, np.abs(limit)))
     at_one = np.clip(drift[:, int(np.argmax(c))], 0.0, None)
-    slope, _ = _block_slope(lr, a)
-    witness, no_positive = _block_slope(lr, at_one)
-    late = np.concatenate(np.array_split(np.arange(lr.size), BLOCKS)[BURN_IN:]) if lr.size >= BLOCKS else np.arange(0)
-    n_nonzero = int(np.sum(np.isfinite(a[late]) & (a[late] > 0)))
-    return SeedDriftSum(run, slope, witness, int(lr.size), int(np.isfinite(signs).sum()), n_nonzero,
-                        int(np.isnan(a[late]).sum()), source, no_positive)
+    fit = _fit(lr, a)
+    witness = _fit(lr, at_one)
+    resolved = np.flatnonzero(np.isfinite(a))
+    if resolved.size and (a[resolved] > 0).any():
+        first = int(resolved[fit.start]) if fit.start < resolved.size else lr.size
+    else:  # second order at every resolved step: the first block is the warm-up
+        first = int(np.array_split(np.arange(lr.size), BLOCKS)[BURN_IN][0]) if lr.size >= BLOCKS else lr.size
+    late = a[first:]
+    return SeedDriftSum(run, fit.slope, witness.slope, int(lr.size), int(np.isfinite(signs).sum()),
+                        int(np.sum(np.isfinite(late) & (late > 0))), int(np.isnan(late).sum()), source,
+                        witness.all_zero, int(min(fit.start, resolved.size)), fit.eaten, fit.eta_ratio)
 
 
 def seed_drift_sum_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedDriftSum:
@@ -153,15 +225,24 @@ def seed_drift_sum_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedDr
     return seed_drift_sum(run, c, lr, phi[order], "phi")
 
 
-def _decide(x: Interval | None, words: tuple[str, str]) -> str:
+def _decide(x: Interval | None, ratio: float, words: tuple[str, str]) -> tuple[str, str, float | None]:
+    """(outcome, reason, growth of |a_t|/η_t² over the fitted η range at the interval's end that decides)."""
     threshold = NEEDED_SLOPE - SLOPE_MARGIN
     if x is None:
-        return "not testable"
-    if x.low > threshold:
-        return words[0]
-    if x.high < threshold:
-        return words[1]
-    return "not distinguished"
+        return "not testable", "few_slopes", None
+    growth = ratio ** (threshold - x.high)
+    if x.high < threshold and growth > 1.0 + 2.0 * RESOLUTION:  # beyond what the limit's resolution can bend
+        return words[1], "slope_below" if growth >= SHORT_RUN_GROWTH else "slope_below_short", growth
+    if x.low >= threshold:
+        return words[0], "slope_above", None
+    growth = ratio ** (threshold - x.low)
+    return (words[0], "slope_holds", growth) if growth <= WITHIN_GROWTH else ("not distinguished", "slope_straddles",
+                                                                              growth)
+
+
+def _ratio(seeds: Sequence[SeedDriftSum], slopes: Sequence[float]) -> float:
+    ratios = [s.eta_ratio for s, x in zip(seeds, slopes, strict=True) if math.isfinite(x) and math.isfinite(s.eta_ratio)]
+    return float(np.median(ratios)) if ratios else math.nan
 
 
 def drift_sum(seeds: Sequence[SeedDriftSum], level: float = 0.95, *, min_steps: int = MIN_STEPS,
@@ -172,24 +253,25 @@ def drift_sum(seeds: Sequence[SeedDriftSum], level: float = 0.95, *, min_steps: 
     slopes = [s.slope for s in counted]
     slope = seed_interval(slopes, level, min_seeds=min_seeds)
     witness = seed_interval([s.witness for s in counted], level, min_seeds=min_seeds)
-    witness_outcome = _decide(witness, ("within", "outgrows"))
+    witness_outcome = _decide(witness, _ratio(counted, [s.witness for s in counted]), ("within", "outgrows"))[0]
     if counted and all(s.no_positive_drift for s in counted):
         witness_outcome = "within"
     p = t_test_p(slopes, NEEDED_SLOPE - SLOPE_MARGIN) if slope is not None else None
+    ratio = _ratio(counted, slopes)
 
-    def result(outcome: str, reason: str) -> DriftSum:
+    def result(outcome: str, reason: str, growth: float | None = None) -> DriftSum:
         return DriftSum(seeds, len(counted), slope, witness, outcome, reason, witness_outcome,
-                        p if reason in ("slope_above", "slope_below") else None)
+                        p if reason in ("slope_above", "slope_below", "slope_below_short") else None,
+                        None if math.isnan(ratio) else ratio, growth)
 
     if len(counted) < min_seeds:
         return result("not testable", "few_seeds")
-    if not any(s.n_nonzero for s in counted):
+    if not any(s.n_nonzero or s.warm_eats for s in counted):
         unresolved = sum(s.n_unresolved_late for s in counted)
         return result(WITHIN, "all_zero") if unresolved == 0 else result("not testable", "unresolved")
     if slope is None:
-        return result("not testable", "few_slopes")
-    outcome = _decide(slope, (WITHIN, NOT_WITHIN))
-    return result(outcome, {WITHIN: "slope_above", NOT_WITHIN: "slope_below"}.get(outcome, "slope_straddles"))
+        return result("not testable", "warm_up" if any(s.warm_eats for s in counted) else "few_slopes")
+    return result(*_decide(slope, ratio, (WITHIN, NOT_WITHIN)))
 
 
 def agreement(assumption5: str, outcome: str) -> str:
