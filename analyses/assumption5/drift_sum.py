@@ -59,8 +59,8 @@ from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from zerolock_theory.records import LR, SCALING
 
-__all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "MIN_BLOCK_STEPS", "NEEDED_SLOPE", "RISE", "SETTLE", "SHORT_RUN_GROWTH",
-           "SLOPE_MARGIN", "SUM_OUTCOMES", "WITHIN_GROWTH", "WITNESS_OUTCOMES", "DriftSum", "SeedDriftSum", "agreement",
+__all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "MIN_BLOCK_STEPS", "NEEDED_SLOPE", "RISE", "RISE_BLOCKS", "SETTLE", "RUN_GROWTH",
+           "SLOPE_MARGIN", "SUM_OUTCOMES", "TRIM", "WITNESS_OUTCOMES", "DriftSum", "SeedDriftSum", "agreement",
            "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame"]
 
 WITHIN, NOT_WITHIN = "within Σ η_t² along the run", "not within Σ η_t² along the run"
@@ -70,13 +70,12 @@ NEEDED_SLOPE = 2.0
 """With η_t ∝ 1/√t, Σ a_t = O(Σ η_t²) needs |a_t| to shrink like η_t^s with s at least this."""
 SLOPE_MARGIN = 0.0
 """No margin below 2: the seed interval of s is compared with 2 − 0 = 2 itself."""
-WITHIN_GROWTH = 1.1
-"""An interval of s that holds 2 reads within when, at its lower end L, |a_t|/η_t² would grow by at
-most this factor over the fitted window's η range: (η_first/η_last)^(2 − L) ≤ 1.1."""
-SHORT_RUN_GROWTH = 2.0
-"""An interval of s below 2 whose upper end H grows |a_t|/η_t² by less than this factor over the
-fitted window, (η_first/η_last)^(2 − H) < 2, reads not within with the words that the run is too
-short to tell T^(1 − s/2) from log T."""
+RUN_GROWTH = 1.25
+"""The run's resolution, as a growth of |a_t|/η_t² over the fitted window's η range: a slope s bends
+it by (η_first/η_last)^(2 − s), and a bend below this factor is what a warm-up's tail gives and what
+the run cannot tell from none (T^(1 − s/2) from log T). An interval of s that holds 2 reads within
+when its lower end bends it by less; one below 2 reads not within only when its upper end bends it
+by at least this, else not distinguished."""
 BLOCKS = 5
 """Blocks of equal step counts per seed (from the switch-on)."""
 BURN_IN = 1
@@ -85,6 +84,10 @@ MIN_BLOCKS = 3
 """Fitted blocks with a positive statistic that a slope needs."""
 MIN_BLOCK_STEPS = 3
 """Steps each block needs; fewer after the warm-up and the warm-up eats the run."""
+TRIM = 0.2
+"""Share of the largest non-zero values of a block dropped before its mean (at least one from 3 values on)."""
+RISE_BLOCKS = 10
+"""Finer blocks (of at least ``MIN_BLOCK_STEPS`` steps) on which the warm-up's rise is looked for."""
 RISE = 0.25
 """A block statistic rises when a later block exceeds it by more than this fraction."""
 SETTLE = 2.0
@@ -135,31 +138,38 @@ class _Fit:
     eta_ratio: float = math.nan
 
 
-def _median(x: np.ndarray) -> float:
-    return float(np.quantile(x, 0.5, method="lower"))
+def _robust_mean(x: np.ndarray) -> float:
+    """The mean of ``x`` after dropping its largest ``TRIM`` share (at least one value from 3 on)."""
+    x = np.sort(x)
+    drop = max(int(TRIM * x.size), 1 if x.size >= 3 else 0)
+    return float(x[:x.size - drop].mean())
 
 
-def _blocks(eta: np.ndarray, size: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """Per block of ``n`` equal step counts: (η, statistic, indices). The statistic is a robust mean of
-    |a_t|: the share of non-zero values times their lower median (zeros add nothing to the sum, and one
-    outlier does not move a median); η is the lower median of η_t over the same non-zero steps (the same
-    step's η where |a_t| rises with η_t), or the block's when every value is zero."""
+def _blocks(eta: np.ndarray, size: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Per block of ``n`` equal step counts: (η, statistic of |a_t|, statistic of |a_t|/η_t², indices).
+
+    A statistic is the share of non-zero values times their trimmed mean (zeros add nothing to the
+    sum; the largest values are dropped so one outlier does not drag it); η is the geometric mean of
+    η_t over the same non-zero steps (over the block's when every value is zero)."""
     idx = np.array_split(np.arange(eta.size), n)
-    g, m = [], []
+    g, m, r = [], [], []
     for i in idx:
         nonzero = i[size[i] > 0]
-        g.append(_median(eta[nonzero if nonzero.size else i]))
-        m.append(0.0 if nonzero.size == 0 else nonzero.size / i.size * _median(size[nonzero]))
-    return np.array(g), np.array(m), idx
+        g.append(float(np.exp(np.log(eta[nonzero if nonzero.size else i]).mean())))
+        share = nonzero.size / i.size
+        m.append(0.0 if nonzero.size == 0 else share * _robust_mean(size[nonzero]))
+        r.append(0.0 if nonzero.size == 0 else share * _robust_mean(size[nonzero] / eta[nonzero] ** 2))
+    return np.array(g), np.array(m), np.array(r), idx
 
 
-def _fit_blocks(g: np.ndarray, m: np.ndarray) -> _Fit:
-    keep = m > 0
+def _fit_blocks(g: np.ndarray, r: np.ndarray) -> _Fit:
+    """s = 2 + the slope of log(block statistic of |a_t|/η_t²) on log(block η) over the positive blocks."""
+    keep = r > 0
     if not keep.any():
         return _Fit(all_zero=True)
     if keep.sum() < MIN_BLOCKS or np.ptp(np.log(g[keep])) == 0:
         return _Fit()
-    slope = float(np.polyfit(np.log(g[keep]), np.log(m[keep]), 1)[0])
+    slope = NEEDED_SLOPE + float(np.polyfit(np.log(g[keep]), np.log(r[keep]), 1)[0])
     return _Fit(slope, eta_ratio=float(g[keep][0] / g[keep][-1]))
 
 
@@ -173,18 +183,20 @@ def _fit(eta: np.ndarray, size: np.ndarray) -> _Fit:
     eta, size = eta[on:], size[on:]
     if eta.size < BLOCKS * MIN_BLOCK_STEPS:
         return _Fit(eaten=on > 0, start=on)
-    g, m, idx = _blocks(eta, size, BLOCKS)
-    peak = next(k for k in range(BLOCKS) if k == BLOCKS - 1 or m[k] * (1.0 + RISE) >= m[k + 1:].max())
+    fine = min(RISE_BLOCKS, eta.size // MIN_BLOCK_STEPS)
+    _, m, _, fine_idx = _blocks(eta, size, fine)
+    peak = next(k for k in range(fine) if k == fine - 1 or m[k] * (1.0 + RISE) >= m[k + 1:].max())
     if peak == 0:
-        found = _fit_blocks(g[BURN_IN:], m[BURN_IN:])
+        g, _, r, idx = _blocks(eta, size, BLOCKS)
+        found = _fit_blocks(g[BURN_IN:], r[BURN_IN:])
         return _Fit(found.slope, found.all_zero, False, on + int(idx[BURN_IN][0]), found.eta_ratio)
-    settled = eta[idx[peak][-1]] / SETTLE
+    settled = eta[fine_idx[peak][-1]] / SETTLE
     first = int(np.argmax(eta <= settled)) if (eta <= settled).any() else eta.size
     rest = BLOCKS - BURN_IN
     if eta.size - first < rest * MIN_BLOCK_STEPS:
         return _Fit(eaten=True, start=on + first)
-    g, m, _ = _blocks(eta[first:], size[first:], rest)
-    found = _fit_blocks(g, m)
+    g, _, r, _ = _blocks(eta[first:], size[first:], rest)
+    found = _fit_blocks(g, r)
     return _Fit(found.slope, found.all_zero, False, on + first, found.eta_ratio)
 
 
@@ -230,14 +242,17 @@ def _decide(x: Interval | None, ratio: float, words: tuple[str, str]) -> tuple[s
     threshold = NEEDED_SLOPE - SLOPE_MARGIN
     if x is None:
         return "not testable", "few_slopes", None
-    growth = ratio ** (threshold - x.high)
-    if x.high < threshold and growth > 1.0 + 2.0 * RESOLUTION:  # beyond what the limit's resolution can bend
-        return words[1], "slope_below" if growth >= SHORT_RUN_GROWTH else "slope_below_short", growth
+    if x.high < threshold:
+        growth = ratio ** (threshold - x.high)
+        if growth <= 1.0 + 2.0 * RESOLUTION:  # no more than the limit's resolution bends it: x holds 2
+            return words[0], "slope_holds", ratio ** (threshold - x.low)
+        return (words[1], "slope_below", growth) if growth >= RUN_GROWTH else ("not distinguished",
+                                                                                "slope_below_short", growth)
     if x.low >= threshold:
         return words[0], "slope_above", None
     growth = ratio ** (threshold - x.low)
-    return (words[0], "slope_holds", growth) if growth <= WITHIN_GROWTH else ("not distinguished", "slope_straddles",
-                                                                              growth)
+    return (words[0], "slope_holds", growth) if growth < RUN_GROWTH else ("not distinguished", "slope_straddles",
+                                                                          growth)
 
 
 def _ratio(seeds: Sequence[SeedDriftSum], slopes: Sequence[float]) -> float:
