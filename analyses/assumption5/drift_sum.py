@@ -11,29 +11,48 @@ the same limit, where drift(c) was not logged):
 
 * a_t = the Richardson limit of drift(c)/c (``analyses.assumption5.step_limits``): zero where the
   limit is zero at the design's resolution (a second-order drift), dropped where unresolved;
-* the steps are cut into ``BLOCKS`` blocks of equal counts; the first ``BURN_IN`` is the warm-up
-  and is left out; each later block gives the mean of |a_t| (zeros included) and the geometric
-  mean of η_t;
-* s = least-squares slope of log(block mean |a_t|) on log(block η) over the later blocks whose
-  mean is positive (at least ``MIN_BLOCKS``; else undefined); a seed whose later a_t are all
-  zero has no s and is second order after the warm-up;
+* the switch-on: the resolved steps before the first non-zero a_t are left out (a_t = 0 there adds
+  nothing to the sum; zeros are never fitted as small values at large η_t);
+* the warm-up, from the data: the steps from the switch-on are cut into ``RISE_BLOCKS`` blocks (of
+  at least ``MIN_BLOCK_STEPS``); the peak is the first block that no later block exceeds by more
+  than ``RISE``. With the peak at the first block the fit starts after the first ``BURN_IN`` of
+  ``BLOCKS`` blocks; with a later peak |a_t| still rose, and the fit starts where η_t has fallen
+  by ``SETTLE`` from the end of the peak block (a warm-up keeps bending a_t after its peak). Fewer
+  than ``BLOCKS`` − ``BURN_IN`` blocks of ``MIN_BLOCK_STEPS`` left: the warm-up eats the run (no s);
+* the fitted steps are cut into blocks of equal counts (``BLOCKS`` − ``BURN_IN`` of them); each
+  gives a robust mean of r_t = |a_t|/η_t² (the share of non-zero values times the mean of the
+  non-zero ones after dropping the largest ``TRIM`` share, at least one value: one outlier does
+  not drag it) and the geometric mean of η_t over the same non-zero steps;
+* s = 2 + the least-squares slope of log(block r) on log(block η) over the blocks with a positive
+  statistic (at least ``MIN_BLOCKS``; else undefined). Fitting r_t rather than |a_t| keeps a
+  coefficient that shrinks exactly like η_t² at s = 2 whatever the block statistic; a seed whose
+  fitted a_t are all zero has no s and is second order after the warm-up;
 * the witness w: the same slope for the positive part of the drift at c = 1, max(drift(1), 0),
   the step actually taken (its pathwise budget D⁺ against Σ η_t², per block of steps).
 
 Over the seeds with at least ``analyses.assumption5.step_limits.MIN_STEPS`` resolved scaled steps
-(t-interval of s over seeds, ``analyses.stats.seeds.seed_interval``; ``SUM_OUTCOMES``):
+(t-interval [L, H] of s over seeds, ``analyses.stats.seeds.seed_interval``; ``SUM_OUTCOMES``), with
+the run's resolution: a slope s bends r_t over the fitted window by (η_first/η_last)^(2 − s)
+(η_first/η_last the seeds' median ratio of the first to the last fitted block's η), and a bend
+below ``RUN_GROWTH`` is not told from none (a warm-up's tail gives as much; T^(1 − s/2) and log T
+look alike on the run):
 
 * ``within Σ η_t² along the run`` — every counted seed second order after the warm-up (every step
-  resolved), or the interval of s lies above 2 − ``SLOPE_MARGIN``;
-* ``not within Σ η_t² along the run`` — the interval of s lies below 2 − ``SLOPE_MARGIN``;
-* ``not distinguished`` — the interval holds 2 − ``SLOPE_MARGIN``;
+  resolved); or L ≥ 2; or H ≥ 2 > L with L's bend below ``RUN_GROWTH`` (an interval below 2 by
+  no more than a bend of 2·``RESOLUTION`` counts as holding 2: the limit's own resolution);
+* ``not within Σ η_t² along the run`` — H < 2 with H's bend at least ``RUN_GROWTH``;
+* ``not distinguished`` — H < 2 with H's bend below ``RUN_GROWTH`` (the run is too short to tell),
+  or H ≥ 2 > L with L's bend at least ``RUN_GROWTH``;
 * ``not testable`` — fewer than ``MIN_SEEDS`` counted seeds, fewer than ``MIN_SEEDS`` slopes when
-  some seed has a non-zero a_t, or no non-zero a_t but some step unresolved.
+  some seed has a non-zero a_t (``warm_up`` when some seed's warm-up ate its run), or no
+  non-zero a_t but some step unresolved.
 
+The threshold is 2 itself (``SLOPE_MARGIN`` = 0); the resolution is stated in the row as the bend
+at the interval's deciding end (``DriftSum.growth``) and the fitted η range (``DriftSum.eta_ratio``).
 The witness w is decided the same way (``WITNESS_OUTCOMES``) and shown beside; it never changes
 the outcome (a second-order drift whose size warms up makes it outgrow Σ η_t² while s says
 nothing is first order); it reads ``within`` also when no counted seed has a positive drift at
-c = 1 after the warm-up. ``p_value`` is the one-sample t-test of s = 2 − ``SLOPE_MARGIN``.
+c = 1 after the warm-up. ``p_value`` is the one-sample t-test of s = 2.
 """
 
 from __future__ import annotations
