@@ -22,12 +22,7 @@ sys.modules.setdefault("break_drift_sum", harness)
 _SPEC.loader.exec_module(harness)
 
 GROUPS = 20
-BREAKS = {
-    "a = 0 until T/2, then 0.5 eta": (
-        "a_t = 0 until T/2, then 0.5 eta_t: after the switch-on and the one block left out, the fitted window "
-        "spans 12 scaled steps whose eta range bends |a_t|/eta_t^2 by x1.2 at slope 1, below the run's resolution "
-        "(x1.25): the rule abstains (not distinguished, 'too short to tell') where the truth is not within"),
-}
+BREAKS: dict[str, str] = {}
 CONSTRUCTIONS = {c.name: c for c in harness.constructions()}
 
 
