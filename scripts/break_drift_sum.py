@@ -113,6 +113,11 @@ def _warm_first(tau: float, p: float = 2) -> Coef:
     return lambda t, eta, rng, i: 0.5 * eta**p * _warm(t, tau)
 
 
+def _warm_slow(tau: float) -> Coef:
+    """A warm-up with a polynomial tail: t/(t + τ) ≤ 1 tends to 1 like 1 − τ/t."""
+    return lambda t, eta, rng, i: 0.5 * eta**2 * t / (t + tau)
+
+
 def _late(t: np.ndarray, eta: np.ndarray, rng: np.random.Generator, i: int) -> np.ndarray:
     return np.where(t >= t.size / 2, 0.5 * eta, 0.0)
 
@@ -145,6 +150,8 @@ def constructions() -> list[Construction]:
     cons += [Construction(f"a = 0.5 eta^2 x warm-up, tau = {tau:g}", _warm_first(tau), WITHIN, W | {NT, ND})
              for tau in (3, 10, 30, 100, 300)]
     cons += [Construction("a = 0.5 eta x warm-up, tau = 10", _warm_first(10, 1), NOT_WITHIN, N | {NT})]
+    cons += [Construction(f"a = 0.5 eta^2 x t/(t + tau), tau = {tau:g}", _warm_slow(tau), WITHIN, W | {NT, ND})
+             for tau in (3, 10)]
     cons += [
         Construction("a = 0 until T/2, then 0.5 eta", _late, NOT_WITHIN, N),
         Construction("a = 0 until T/2, then 0.5 eta^2", _late2, WITHIN, W),
