@@ -100,3 +100,15 @@ def test_one_outlier_per_block_does_not_move_the_slope():
 def test_all_zero_is_second_order_and_within():
     found = _group(lambda eta: np.zeros_like(eta))
     assert (found.outcome, found.reason) == (ds.WITHIN, "all_zero")
+
+
+def test_the_row_says_when_the_run_is_too_short_to_tell():
+    """p = 1.9: the row's reason names the bend and that the run cannot tell T^(1 - s/2) from log T."""
+    from analyses.theorem1.claim_proof import ProofDrift, reason, short
+    from analyses.verdict import Evidence
+
+    found = _group(lambda eta: 0.5 * eta**1.9)
+    ev = Evidence(found.reason, result=ProofDrift("paper", "g", None, None, found))
+    text = reason(ev)
+    assert "too short to tell T^(1 - s/2) from log T" in text and f"(x{found.growth:.3g} here)" in text
+    assert short(ev).endswith("(within needs >= 2)")
