@@ -109,8 +109,13 @@ def shares(con: Construction, groups: int) -> Counter[str]:
     return Counter(outcome(con, g) for g in range(groups))
 
 
-def _warm_first(tau: float) -> Coef:
-    return lambda t, eta, rng, i: 0.5 * eta**2 * _warm(t, tau)
+def _warm_first(tau: float, p: float = 2) -> Coef:
+    return lambda t, eta, rng, i: 0.5 * eta**p * _warm(t, tau)
+
+
+def _warm_slow(tau: float) -> Coef:
+    """A warm-up with a polynomial tail: t/(t + τ) ≤ 1 tends to 1 like 1 − τ/t."""
+    return lambda t, eta, rng, i: 0.5 * eta**2 * t / (t + tau)
 
 
 def _late(t: np.ndarray, eta: np.ndarray, rng: np.random.Generator, i: int) -> np.ndarray:
@@ -137,21 +142,25 @@ W, N = frozenset({WITHIN}), frozenset({NOT_WITHIN})
 
 
 def constructions() -> list[Construction]:
-    cons = [Construction(f"a = 0.5 eta^{p:g}", power(p), WITHIN if p >= 2 else NOT_WITHIN, W if p >= 2 else N)
+    cons = [Construction(f"a = 0.5 eta^{p:g}", power(p), WITHIN if p >= 2 else NOT_WITHIN,
+                         W if p >= 2 else N | {ND} if p >= 1.75 else N)
             for p in (1, 1.5, 1.75, 1.8, 1.9, 2, 2.5, 3)]
     cons += [Construction(f"second order, b warm-up tau = {tau:g}", lambda t, eta, rng, i: np.zeros_like(t),
                           WITHIN, W, b_warm=tau) for tau in (10, 30, 100, 300)]
-    cons += [Construction(f"a = 0.5 eta^2 x warm-up, tau = {tau:g}", _warm_first(tau), WITHIN, W)
-             for tau in (10, 30, 100, 300)]
+    cons += [Construction(f"a = 0.5 eta^2 x warm-up, tau = {tau:g}", _warm_first(tau), WITHIN, W | {NT, ND})
+             for tau in (3, 10, 30, 100, 300)]
+    cons += [Construction("a = 0.5 eta x warm-up, tau = 10", _warm_first(10, 1), NOT_WITHIN, N | {NT})]
+    cons += [Construction(f"a = 0.5 eta^2 x t/(t + tau), tau = {tau:g}", _warm_slow(tau), WITHIN, W | {NT, ND})
+             for tau in (3, 10)]
     cons += [
         Construction("a = 0 until T/2, then 0.5 eta", _late, NOT_WITHIN, N),
         Construction("a = 0 until T/2, then 0.5 eta^2", _late2, WITHIN, W),
         Construction("a = +-0.5 eta^2 (random sign)", _sign(2), WITHIN, W),
         Construction("a = +-0.5 eta (random sign, shrinking like eta)", _sign(1), NOT_WITHIN, N),
         Construction("a = +-0.5 (random sign, not shrinking)", _sign(0), NOT_WITHIN, N),
-        Construction("a = 0.5 eta^2, heavy-tailed drift noise 1e-4", power(2), WITHIN, W | {NT}, heavy=1e-4),
-        Construction("a = 0.5 eta^2, heavy-tailed drift noise 3e-4", power(2), WITHIN, W | {NT}, heavy=3e-4),
-        Construction("a = 0.5 eta^2, heavy-tailed drift noise 1e-3", power(2), WITHIN, W | {NT}, heavy=1e-3),
+        Construction("a = 0.5 eta^2, heavy-tailed drift noise 1e-4", power(2), WITHIN, W | {NT, ND}, heavy=1e-4),
+        Construction("a = 0.5 eta^2, heavy-tailed drift noise 3e-4", power(2), WITHIN, W | {NT, ND}, heavy=3e-4),
+        Construction("a = 0.5 eta^2, heavy-tailed drift noise 1e-3", power(2), WITHIN, W | {NT, ND}, heavy=1e-3),
         Construction("a = 0.5 eta, heavy-tailed drift noise 1e-3", power(1), NOT_WITHIN, N | {NT}, heavy=1e-3),
         Construction("a = 0.5 eta^2, 20 scaled steps (< 24)", power(2), WITHIN, frozenset({NT}), steps=20),
         Construction("a = 0.5 eta, 20 scaled steps (< 24)", power(1), NOT_WITHIN, frozenset({NT}), steps=20),

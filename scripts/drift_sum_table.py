@@ -10,11 +10,15 @@ steps, the suite's design at 32) go through ``group_scaling`` and the registered
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
+from pathlib import Path
 
-from analyses.assumption5.families import FAMILIES, frame
-from analyses.assumption5.scaling import StepScaling, group_scaling
-from analyses.registry import ClaimInputs, claim
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages, not an installed one
+
+from analyses.assumption5.families import FAMILIES, frame  # noqa: E402
+from analyses.assumption5.scaling import StepScaling, group_scaling  # noqa: E402
+from analyses.registry import ClaimInputs, claim  # noqa: E402
 
 SEEDS, STEPS = 5, 31
 SHORT = {"within Σ η_t² along the run": "within", "not within Σ η_t² along the run": "not within"}

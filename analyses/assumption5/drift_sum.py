@@ -11,29 +11,48 @@ the same limit, where drift(c) was not logged):
 
 * a_t = the Richardson limit of drift(c)/c (``analyses.assumption5.step_limits``): zero where the
   limit is zero at the design's resolution (a second-order drift), dropped where unresolved;
-* the steps are cut into ``BLOCKS`` blocks of equal counts; the first ``BURN_IN`` is the warm-up
-  and is left out; each later block gives the mean of |a_t| (zeros included) and the geometric
-  mean of η_t;
-* s = least-squares slope of log(block mean |a_t|) on log(block η) over the later blocks whose
-  mean is positive (at least ``MIN_BLOCKS``; else undefined); a seed whose later a_t are all
-  zero has no s and is second order after the warm-up;
+* the switch-on: the resolved steps before the first non-zero a_t are left out (a_t = 0 there adds
+  nothing to the sum; zeros are never fitted as small values at large η_t);
+* the warm-up, from the data: the steps from the switch-on are cut into ``RISE_BLOCKS`` blocks (of
+  at least ``MIN_BLOCK_STEPS``); the peak is the first block that no later block exceeds by more
+  than ``RISE``. With the peak at the first block the fit starts after the first ``BURN_IN`` of
+  ``BLOCKS`` blocks; with a later peak |a_t| still rose, and the fit starts where η_t has fallen
+  by ``SETTLE`` from the end of the peak block (a warm-up keeps bending a_t after its peak). Fewer
+  than ``BLOCKS`` − ``BURN_IN`` blocks of ``MIN_BLOCK_STEPS`` left: the warm-up eats the run (no s);
+* the fitted steps are cut into blocks of equal counts (``BLOCKS`` − ``BURN_IN`` of them); each
+  gives a robust mean of r_t = |a_t|/η_t² (the share of non-zero values times the mean of the
+  non-zero ones after dropping the largest ``TRIM`` share, at least one value: one outlier does
+  not drag it) and the geometric mean of η_t over the same non-zero steps;
+* s = 2 + the least-squares slope of log(block r) on log(block η) over the blocks with a positive
+  statistic (at least ``MIN_BLOCKS``; else undefined). Fitting r_t rather than |a_t| keeps a
+  coefficient that shrinks exactly like η_t² at s = 2 whatever the block statistic; a seed whose
+  fitted a_t are all zero has no s and is second order after the warm-up;
 * the witness w: the same slope for the positive part of the drift at c = 1, max(drift(1), 0),
   the step actually taken (its pathwise budget D⁺ against Σ η_t², per block of steps).
 
 Over the seeds with at least ``analyses.assumption5.step_limits.MIN_STEPS`` resolved scaled steps
-(t-interval of s over seeds, ``analyses.stats.seeds.seed_interval``; ``SUM_OUTCOMES``):
+(t-interval [L, H] of s over seeds, ``analyses.stats.seeds.seed_interval``; ``SUM_OUTCOMES``), with
+the run's resolution: a slope s bends r_t over the fitted window by (η_first/η_last)^(2 − s)
+(η_first/η_last the seeds' median ratio of the first to the last fitted block's η), and a bend
+below ``RUN_GROWTH`` is not told from none (a warm-up's tail gives as much; T^(1 − s/2) and log T
+look alike on the run):
 
 * ``within Σ η_t² along the run`` — every counted seed second order after the warm-up (every step
-  resolved), or the interval of s lies above 2 − ``SLOPE_MARGIN``;
-* ``not within Σ η_t² along the run`` — the interval of s lies below 2 − ``SLOPE_MARGIN``;
-* ``not distinguished`` — the interval holds 2 − ``SLOPE_MARGIN``;
+  resolved); or L ≥ 2; or H ≥ 2 > L with L's bend below ``RUN_GROWTH`` (an interval below 2 by
+  no more than a bend of 2·``RESOLUTION`` counts as holding 2: the limit's own resolution);
+* ``not within Σ η_t² along the run`` — H < 2 with H's bend at least ``RUN_GROWTH``;
+* ``not distinguished`` — H < 2 with H's bend below ``RUN_GROWTH`` (the run is too short to tell),
+  or H ≥ 2 > L with L's bend at least ``RUN_GROWTH``;
 * ``not testable`` — fewer than ``MIN_SEEDS`` counted seeds, fewer than ``MIN_SEEDS`` slopes when
-  some seed has a non-zero a_t, or no non-zero a_t but some step unresolved.
+  some seed has a non-zero a_t (``warm_up`` when some seed's warm-up ate its run), or no
+  non-zero a_t but some step unresolved.
 
+The threshold is 2 itself (``SLOPE_MARGIN`` = 0); the resolution is stated in the row as the bend
+at the interval's deciding end (``DriftSum.growth``) and the fitted η range (``DriftSum.eta_ratio``).
 The witness w is decided the same way (``WITNESS_OUTCOMES``) and shown beside; it never changes
 the outcome (a second-order drift whose size warms up makes it outgrow Σ η_t² while s says
 nothing is first order); it reads ``within`` also when no counted seed has a positive drift at
-c = 1 after the warm-up. ``p_value`` is the one-sample t-test of s = 2 − ``SLOPE_MARGIN``.
+c = 1 after the warm-up. ``p_value`` is the one-sample t-test of s = 2.
 """
 
 from __future__ import annotations
@@ -48,6 +67,7 @@ import pandas as pd
 from analyses.assumption5.data import ScalingRun, scaling_run
 from analyses.assumption5.step_limits import (
     MIN_STEPS,
+    RESOLUTION,
     phi_prime,
     step_signs,
     table_of,
@@ -56,23 +76,41 @@ from analyses.results import Interval
 from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 
-__all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "NEEDED_SLOPE", "SLOPE_MARGIN", "SUM_OUTCOMES", "WITNESS_OUTCOMES",
-           "DriftSum", "SeedDriftSum", "agreement", "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame",
-           "seed_drift_sum_of"]
+__all__ = ["BLOCKS", "BURN_IN", "MIN_BLOCKS", "MIN_BLOCK_STEPS", "NEEDED_SLOPE", "RISE", "RISE_BLOCKS", "SETTLE", "RUN_GROWTH",
+           "SLOPE_MARGIN", "SUM_OUTCOMES", "TRIM", "WITNESS_OUTCOMES", "DriftSum", "SeedDriftSum", "agreement",
+           "drift_sum", "seed_drift_sum", "seed_drift_sum_from_frame", "seed_drift_sum_of"]
 
 WITHIN, NOT_WITHIN = "within Σ η_t² along the run", "not within Σ η_t² along the run"
 SUM_OUTCOMES: tuple[str, ...] = (WITHIN, NOT_WITHIN, "not distinguished", "not testable")
 WITNESS_OUTCOMES: tuple[str, ...] = ("within", "outgrows", "not distinguished", "not testable")
 NEEDED_SLOPE = 2.0
 """With η_t ∝ 1/√t, Σ a_t = O(Σ η_t²) needs |a_t| to shrink like η_t^s with s at least this."""
-SLOPE_MARGIN = 0.25
-"""The design's resolution: a seed interval of s above 2 − SLOPE_MARGIN reads within, below it not."""
+SLOPE_MARGIN = 0.0
+"""No margin below 2: the seed interval of s is compared with 2 − 0 = 2 itself."""
+RUN_GROWTH = 1.1
+"""The run's resolution, as a bend of |a_t|/η_t² over the fitted window's η range: a slope s bends
+it by (η_first/η_last)^(2 − s). A bend below this factor is what the tail of a warm-up too short to
+show a rise leaves (a_t = 0.5·η_t²·(1 − e^(−(t+1)/3))² bends it by 1.085 over blocks 2–5 of 31
+steps) and what the run cannot tell from none (T^(1 − s/2) from log T). An interval of s that
+holds 2 reads within when its lower end bends it by less; one below 2 reads not within only when
+its upper end bends it by at least this, else not distinguished."""
 BLOCKS = 5
-"""Blocks of equal scaled-step counts per seed."""
+"""Blocks of equal step counts per seed (from the switch-on)."""
 BURN_IN = 1
-"""Leading blocks left out as the warm-up (LoRA starts at B = 0)."""
+"""Leading blocks always left out as the warm-up (LoRA starts at B = 0)."""
 MIN_BLOCKS = 3
-"""Later blocks with a positive mean that a slope needs."""
+"""Fitted blocks with a positive statistic that a slope needs."""
+MIN_BLOCK_STEPS = 3
+"""Steps each block needs; fewer after the warm-up and the warm-up eats the run."""
+TRIM = 0.2
+"""Share of the largest non-zero values of a block dropped before its mean (at least one from 3 values on)."""
+RISE_BLOCKS = 10
+"""Finer blocks (of at least ``MIN_BLOCK_STEPS`` steps) on which the warm-up's rise is looked for."""
+RISE = 0.25
+"""A block statistic rises when a later block exceeds it by more than this fraction."""
+SETTLE = 2.0
+"""After a rise, the fit starts where η_t has fallen by this factor from the end of the peak block
+(with η_t ∝ 1/√t: four times the peak's step count)."""
 
 
 @dataclass(frozen=True)
@@ -88,11 +126,14 @@ class SeedDriftSum:
     n_unresolved_late: int  # unresolved a_t after the warm-up
     source: str  # "drift" or "phi"
     no_positive_drift: bool = False  # max(drift(1), 0) = 0 at every step after the warm-up
+    n_warm: int = 0  # leading resolved steps of a_t left out: zeros before the switch-on and the warm-up
+    warm_eats: bool = False  # the warm-up (switch-on, a rise and its settling) leaves too few steps to fit
+    eta_ratio: float = math.nan  # η of the first fitted block over η of the last (geometric block means)
 
 
 @dataclass(frozen=True)
 class DriftSum:
-    """The outcome over seeds: s's interval, the witness's, and the words."""
+    """The outcome over seeds: s's interval, the witness's, the words and the run's resolution."""
 
     seeds: list[SeedDriftSum]
     n_counted: int
@@ -102,22 +143,79 @@ class DriftSum:
     reason: str
     witness_outcome: str
     p_value: float | None
+    eta_ratio: float | None = None  # median over the seeds with a slope of their fitted η range
+    growth: float | None = None  # (eta_ratio)^(2 − the interval's end the reason names): |a_t|/η_t² over the run
 
 
-def _block_slope(eta: np.ndarray, size: np.ndarray) -> tuple[float, bool]:
-    """(slope of log block-mean ``size`` on log block η after the warm-up, whether every later value is 0)."""
+@dataclass(frozen=True)
+class _Fit:
+    slope: float = math.nan
+    all_zero: bool = False  # no non-zero value, or every fitted block statistic is zero
+    eaten: bool = False  # the warm-up leaves too few steps to fit
+    start: int = 0  # index (among the finite values) of the first fitted step
+    eta_ratio: float = math.nan
+
+
+def _robust_mean(x: np.ndarray) -> float:
+    """The mean of ``x`` after dropping its largest ``TRIM`` share (at least one value from 3 on)."""
+    x = np.sort(x)
+    drop = max(int(TRIM * x.size), 1 if x.size >= 3 else 0)
+    return float(x[:x.size - drop].mean())
+
+
+def _blocks(eta: np.ndarray, size: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Per block of ``n`` equal step counts: (η, statistic of |a_t|, statistic of |a_t|/η_t², indices).
+
+    A statistic is the share of non-zero values times their trimmed mean (zeros add nothing to the
+    sum; the largest values are dropped so one outlier does not drag it); η is the geometric mean of
+    η_t over the same non-zero steps (over the block's when every value is zero)."""
+    idx = np.array_split(np.arange(eta.size), n)
+    g, m, r = [], [], []
+    for i in idx:
+        nonzero = i[size[i] > 0]
+        g.append(float(np.exp(np.log(eta[nonzero if nonzero.size else i]).mean())))
+        share = nonzero.size / i.size
+        m.append(0.0 if nonzero.size == 0 else share * _robust_mean(size[nonzero]))
+        r.append(0.0 if nonzero.size == 0 else share * _robust_mean(size[nonzero] / eta[nonzero] ** 2))
+    return np.array(g), np.array(m), np.array(r), idx
+
+
+def _fit_blocks(g: np.ndarray, r: np.ndarray) -> _Fit:
+    """s = 2 + the slope of log(block statistic of |a_t|/η_t²) on log(block η) over the positive blocks."""
+    keep = r > 0
+    if not keep.any():
+        return _Fit(all_zero=True)
+    if keep.sum() < MIN_BLOCKS or np.ptp(np.log(g[keep])) == 0:
+        return _Fit()
+    slope = NEEDED_SLOPE + float(np.polyfit(np.log(g[keep]), np.log(r[keep]), 1)[0])
+    return _Fit(slope, eta_ratio=float(g[keep][0] / g[keep][-1]))
+
+
+def _fit(eta: np.ndarray, size: np.ndarray) -> _Fit:
+    """The slope of log block statistic on log block η after the switch-on and the warm-up (module docstring)."""
     keep = np.isfinite(size)
     eta, size = eta[keep], size[keep]
-    if eta.size < BLOCKS:
-        return math.nan, False
-    blocks = [(float(np.exp(np.log(e).mean())), float(s.mean()))
-              for e, s in zip(np.array_split(eta, BLOCKS), np.array_split(size, BLOCKS), strict=True)][BURN_IN:]
-    late = np.array([b for b in blocks if b[1] > 0])
-    if len(late) == 0:
-        return math.nan, True
-    if len(late) < MIN_BLOCKS or np.ptp(np.log(late[:, 0])) == 0:
-        return math.nan, False
-    return float(np.polyfit(np.log(late[:, 0]), np.log(late[:, 1]), 1)[0]), False
+    if eta.size and not (size > 0).any():
+        return _Fit(all_zero=True, start=int(eta.size))
+    on = int(np.argmax(size > 0)) if eta.size else 0
+    eta, size = eta[on:], size[on:]
+    if eta.size < BLOCKS * MIN_BLOCK_STEPS:
+        return _Fit(eaten=on > 0, start=on)
+    fine = min(RISE_BLOCKS, eta.size // MIN_BLOCK_STEPS)
+    _, m, _, fine_idx = _blocks(eta, size, fine)
+    peak = next(k for k in range(fine) if k == fine - 1 or m[k] * (1.0 + RISE) >= m[k + 1:].max())
+    if peak == 0:
+        g, _, r, idx = _blocks(eta, size, BLOCKS)
+        found = _fit_blocks(g[BURN_IN:], r[BURN_IN:])
+        return _Fit(found.slope, found.all_zero, False, on + int(idx[BURN_IN][0]), found.eta_ratio)
+    settled = eta[fine_idx[peak][-1]] / SETTLE
+    first = int(np.argmax(eta <= settled)) if (eta <= settled).any() else eta.size
+    rest = BLOCKS - BURN_IN
+    if eta.size - first < rest * MIN_BLOCK_STEPS:
+        return _Fit(eaten=True, start=on + first)
+    g, _, r, _ = _blocks(eta[first:], size[first:], rest)
+    found = _fit_blocks(g, r)
+    return _Fit(found.slope, found.all_zero, False, on + first, found.eta_ratio)
 
 
 def seed_drift_sum(run: str, c: Sequence[float], lr: np.ndarray, drift: np.ndarray, source: str = "drift"
@@ -130,12 +228,17 @@ def seed_drift_sum(run: str, c: Sequence[float], lr: np.ndarray, drift: np.ndarr
         limit = phi_prime(c, drift)[0]
     a = np.where(np.isnan(signs), np.nan, np.where(signs == 0, 0.0, np.abs(limit)))
     at_one = np.clip(drift[:, int(np.argmax(c))], 0.0, None)
-    slope, _ = _block_slope(lr, a)
-    witness, no_positive = _block_slope(lr, at_one)
-    late = np.concatenate(np.array_split(np.arange(lr.size), BLOCKS)[BURN_IN:]) if lr.size >= BLOCKS else np.arange(0)
-    n_nonzero = int(np.sum(np.isfinite(a[late]) & (a[late] > 0)))
-    return SeedDriftSum(run, slope, witness, int(lr.size), int(np.isfinite(signs).sum()), n_nonzero,
-                        int(np.isnan(a[late]).sum()), source, no_positive)
+    fit = _fit(lr, a)
+    witness = _fit(lr, at_one)
+    resolved = np.flatnonzero(np.isfinite(a))
+    if resolved.size and (a[resolved] > 0).any():
+        first = int(resolved[fit.start]) if fit.start < resolved.size else lr.size
+    else:  # second order at every resolved step: the first block is the warm-up
+        first = int(np.array_split(np.arange(lr.size), BLOCKS)[BURN_IN][0]) if lr.size >= BLOCKS else lr.size
+    late = a[first:]
+    return SeedDriftSum(run, fit.slope, witness.slope, int(lr.size), int(np.isfinite(signs).sum()),
+                        int(np.sum(np.isfinite(late) & (late > 0))), int(np.isnan(late).sum()), source,
+                        witness.all_zero, int(min(fit.start, resolved.size)), fit.eaten, fit.eta_ratio)
 
 
 def seed_drift_sum_of(data: ScalingRun) -> SeedDriftSum:
@@ -157,15 +260,24 @@ def seed_drift_sum_from_frame(frame: pd.DataFrame, obj: str, run: str) -> SeedDr
     return seed_drift_sum_of(scaling_run(frame, obj, run))
 
 
-def _decide(x: Interval | None, words: tuple[str, str]) -> str:
+def _decide(x: Interval | None, ratio: float, words: tuple[str, str]) -> tuple[str, str, float | None]:
+    """(outcome, reason, bend of |a_t|/η_t² over the fitted η range at the interval's end that decides)."""
     threshold = NEEDED_SLOPE - SLOPE_MARGIN
     if x is None:
-        return "not testable"
-    if x.low > threshold:
-        return words[0]
-    if x.high < threshold:
-        return words[1]
-    return "not distinguished"
+        return "not testable", "few_slopes", None
+    below = ratio ** (threshold - x.high)
+    if x.high < threshold and below > 1.0 + 2.0 * RESOLUTION:  # more than the limit's resolution bends it
+        return (words[1], "slope_below", below) if below >= RUN_GROWTH else ("not distinguished",
+                                                                              "slope_below_short", below)
+    if x.low >= threshold:
+        return words[0], "slope_above", None
+    bend = ratio ** (threshold - x.low)
+    return (words[0], "slope_holds", bend) if bend < RUN_GROWTH else ("not distinguished", "slope_straddles", bend)
+
+
+def _ratio(seeds: Sequence[SeedDriftSum], slopes: Sequence[float]) -> float:
+    ratios = [s.eta_ratio for s, x in zip(seeds, slopes, strict=True) if math.isfinite(x) and math.isfinite(s.eta_ratio)]
+    return float(np.median(ratios)) if ratios else math.nan
 
 
 def drift_sum(seeds: Sequence[SeedDriftSum], level: float = 0.95, *, min_steps: int = MIN_STEPS,
@@ -176,24 +288,25 @@ def drift_sum(seeds: Sequence[SeedDriftSum], level: float = 0.95, *, min_steps: 
     slopes = [s.slope for s in counted]
     slope = seed_interval(slopes, level, min_seeds=min_seeds)
     witness = seed_interval([s.witness for s in counted], level, min_seeds=min_seeds)
-    witness_outcome = _decide(witness, ("within", "outgrows"))
+    witness_outcome = _decide(witness, _ratio(counted, [s.witness for s in counted]), ("within", "outgrows"))[0]
     if counted and all(s.no_positive_drift for s in counted):
         witness_outcome = "within"
     p = t_test_p(slopes, NEEDED_SLOPE - SLOPE_MARGIN) if slope is not None else None
+    ratio = _ratio(counted, slopes)
 
-    def result(outcome: str, reason: str) -> DriftSum:
+    def result(outcome: str, reason: str, growth: float | None = None) -> DriftSum:
         return DriftSum(seeds, len(counted), slope, witness, outcome, reason, witness_outcome,
-                        p if reason in ("slope_above", "slope_below") else None)
+                        p if reason in ("slope_above", "slope_below", "slope_below_short") else None,
+                        None if math.isnan(ratio) else ratio, growth)
 
     if len(counted) < min_seeds:
         return result("not testable", "few_seeds")
-    if not any(s.n_nonzero for s in counted):
+    if not any(s.n_nonzero or s.warm_eats for s in counted):
         unresolved = sum(s.n_unresolved_late for s in counted)
         return result(WITHIN, "all_zero") if unresolved == 0 else result("not testable", "unresolved")
     if slope is None:
-        return result("not testable", "few_slopes")
-    outcome = _decide(slope, (WITHIN, NOT_WITHIN))
-    return result(outcome, {WITHIN: "slope_above", NOT_WITHIN: "slope_below"}.get(outcome, "slope_straddles"))
+        return result("not testable", "warm_up" if any(s.warm_eats for s in counted) else "few_slopes")
+    return result(*_decide(slope, ratio, (WITHIN, NOT_WITHIN)))
 
 
 def agreement(assumption5: str, outcome: str) -> str:

@@ -5,7 +5,7 @@ decides that from the step-scaling probe of the objective's own primary group
 (``analyses.assumption5.drift_sum``, read from ``analyses.assumption5.scaling``'s
 ``GroupScaling.drift_sum``): the first-order coefficient a_t of drift(c) at each scaled iterate
 (zero where the drift is second order), and the seeds' slopes of log|a_t| on log η_t after the
-warm-up against 2: "within Σ η_t² along the run", "not within Σ η_t² along the run", "not
+switch-on and the warm-up against 2, with the run's resolution stated: "within Σ η_t² along the run", "not within Σ η_t² along the run", "not
 distinguished", "not testable". The drift at c = 1 (its positive part against η_t²) is the second
 witness. It never says the proof "fails on this run": the bound has an unknown constant.
 
@@ -24,6 +24,7 @@ from analyses.assumption5.drift_order import DriftOrder
 from analyses.assumption5.drift_sum import (
     NEEDED_SLOPE,
     NOT_WITHIN,
+    RUN_GROWTH,
     SLOPE_MARGIN,
     SUM_OUTCOMES,
     WITHIN,
@@ -129,14 +130,24 @@ def _slope_text(d: DriftSum) -> str:
         return f"slope of |a_t| on eta_t s = {d.slope}"
     if d.reason == "all_zero":
         return "a_t = 0 at every scaled step after the warm-up (second order)"
+    if d.reason == "warm_up":
+        return "slope of |a_t| on eta_t not estimated: the warm-up eats the run"
     return "slope of |a_t| on eta_t not estimated"
+
+
+def _resolution(d: DriftSum) -> str:
+    """The run's resolution: how far the interval's deciding end bends |a_t|/eta_t^2 over the fitted window."""
+    if d.growth is None or d.eta_ratio is None:
+        return ""
+    return (f"|a_t|/eta_t^2 bent by x{d.growth:.3g} at the interval's deciding end over the fitted window "
+            f"(eta_first/eta_last = {d.eta_ratio:.3g}; the run resolves x{RUN_GROWTH:g})")
 
 
 def short(ev: Evidence) -> str:
     found = ev.result
     if not isinstance(found, ProofDrift) or found.drift_sum is None:
         return "-"
-    return f"{_slope_text(found.drift_sum)} (within needs > {NEEDED_SLOPE - SLOPE_MARGIN:g})"
+    return f"{_slope_text(found.drift_sum)} (within needs >= {NEEDED_SLOPE - SLOPE_MARGIN:g})"
 
 
 def _order(o: DriftOrder) -> str:
@@ -173,44 +184,61 @@ def measured(ev: Evidence) -> str:
     parts = []
     if found.drift_sum is not None:
         d = found.drift_sum
-        parts += [f"{_slope_text(d)}{'' if d.p_value is None else f', p = {d.p_value:.2g}'}", _witness(d),
-                  f"{d.n_counted} counted seed(s)"]
+        parts += [f"{_slope_text(d)}{'' if d.p_value is None else f', p = {d.p_value:.2g}'}",
+                  *([_resolution(d)] if _resolution(d) else []), _witness(d), f"{d.n_counted} counted seed(s)"]
     parts += [_order(found.order), _budget(found.budget)]
     if found.agreement:
         parts.append(found.agreement)
     return "; ".join(parts + [found.group])
 
 
+_BEND = "bends |a_t|/eta_t^2 over the fitted window's eta range by"
 REASONS = {
     "skipped": "no step-scaling data",
     "few_seeds": "fewer than 3 seeds with enough resolved scaled steps",
     "unresolved": "no non-zero first-order coefficient, but some scaled steps after the warm-up unresolved",
     "all_zero": "drift(c)/c -> 0 at every scaled step after the warm-up: the drift is second order there",
     "few_slopes": "non-zero first-order coefficients, but fewer than 3 seeds with a slope",
+    "warm_up": "fewer than 3 seeds with a slope: the warm-up (a_t = 0 before the switch-on, a rise of |a_t| and "
+               "its settling) leaves too few scaled steps to fit",
     "slope_above": f"the seed interval of the slope of |a_t| on eta_t lies above {NEEDED_SLOPE - SLOPE_MARGIN:g}",
-    "slope_below": f"the seed interval of the slope of |a_t| on eta_t lies below {NEEDED_SLOPE - SLOPE_MARGIN:g}",
-    "slope_straddles": f"the seed interval of the slope of |a_t| on eta_t holds {NEEDED_SLOPE - SLOPE_MARGIN:g}",
+    "slope_holds": f"the seed interval of the slope of |a_t| on eta_t holds {NEEDED_SLOPE - SLOPE_MARGIN:g}, and its "
+                   f"lower end {_BEND} less than x{RUN_GROWTH:g}, the run's resolution",
+    "slope_below": f"the seed interval of the slope of |a_t| on eta_t lies below {NEEDED_SLOPE - SLOPE_MARGIN:g}, and "
+                   f"its upper end {_BEND} at least x{RUN_GROWTH:g}",
+    "slope_below_short": f"the seed interval of the slope of |a_t| on eta_t lies below "
+                         f"{NEEDED_SLOPE - SLOPE_MARGIN:g}, but its upper end {_BEND} less than x{RUN_GROWTH:g}: "
+                         "this run is too short to tell T^(1 - s/2) from log T (a warm-up's tail bends it as much)",
+    "slope_straddles": f"the seed interval of the slope of |a_t| on eta_t holds {NEEDED_SLOPE - SLOPE_MARGIN:g}, and "
+                       f"its lower end {_BEND} x{RUN_GROWTH:g} or more: below what the run resolves",
 }
 
 
 def reason(ev: Evidence) -> str:
     if ev.reason == "skipped":
         return ev.skipped or "no data"
-    return REASONS.get(ev.reason, ev.reason)
+    found = ev.result
+    text = REASONS.get(ev.reason, ev.reason)
+    if isinstance(found, ProofDrift) and found.drift_sum is not None and found.drift_sum.growth is not None:
+        text += f" (x{found.drift_sum.growth:.3g} here)"
+    return text
 
 
 OUTCOMES = {
     WITHIN: Outcome("the drift at the step actually taken sums within O(sum eta_t^2) along this run: after the "
-                    "warm-up its first-order coefficient shrinks like eta_t^2 or faster, or is zero, as Lemma 4 needs "
-                    "(a description; the bound's constant is unknown)", "holds"),
+                    "switch-on and the warm-up its first-order coefficient shrinks like eta_t^2 or faster (to the "
+                    "run's resolution), or is zero, as Lemma 4 needs (a description; the bound's constant is "
+                    "unknown)", "holds"),
     NOT_WITHIN: Outcome("the drift's first-order coefficient shrinks more slowly than eta_t^2 along this run: the "
                         "drift at the step taken outgrows sum eta_t^2, which Lemma 4's pathwise drift step does not "
                         "absorb (a description; the bound's constant is unknown, and a proof in expectation needs "
                         "the drift's mean)", "mixed"),
-    "not distinguished": Outcome("the slope of the first-order coefficient on eta_t is not distinguished from "
-                                 f"{NEEDED_SLOPE - SLOPE_MARGIN:g} at this design", "none"),
-    "not testable": Outcome("too few seeds with resolved scaled steps or with a slope, or unresolved steps "
-                            "without a non-zero coefficient", "none"),
+    "not distinguished": Outcome("the slope of the first-order coefficient on eta_t is not told from "
+                                 f"{NEEDED_SLOPE - SLOPE_MARGIN:g} at this run's length: its interval reaches "
+                                 "below 2 by more than the run resolves, or lies below 2 by less (T^(1 - s/2) not "
+                                 "told from log T)", "none"),
+    "not testable": Outcome("too few seeds with resolved scaled steps or with a slope (the warm-up may eat the "
+                            "run), or unresolved steps without a non-zero coefficient", "none"),
     "not measured": NOT_MEASURED,
 }
 PAPER = ("Lemma 4 / Theorem 1's proof: the drift of the surrogate's targets is second order in the step, so the "
