@@ -57,7 +57,8 @@ def _seeds(forward, reverse, n: int = SEEDS, spread: float = 0.3, noise: float =
         log_prev, log_start, labels, targets = _batch(s, spread, noise)
         rec = {d: reached(d, log_prev, log_start, fn(s, log_start, targets), labels, ALPHA, EPS)
                for d, fn in (("forward", forward), ("reverse", reverse))}
-        out.append(FixedPointSeed(s, rec["forward"], rec["reverse"], 0.0, 0.0, 0.0))
+        tv_m_g = float((0.5 * (targets["m"] - targets["g"]).abs().sum(-1)).mean())
+        out.append(FixedPointSeed(s, rec["forward"], rec["reverse"], 0.0, 0.0, tv_m_g))
     return out
 
 
