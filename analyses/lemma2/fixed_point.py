@@ -7,25 +7,35 @@ same start p^0 (chunk k's readout before training), with the reverse loss ℓ^R_
 until the local loss stops falling (``zerolock_theory.app.workflows.fixed_point``). The CE arm's
 own optimum is m_k, the reverse arm's g_k. Each arm is decided on its own.
 
-The arm's statistic. For a readout p, D(p) = TV(p, m_k) − TV(p, g_k) (exact, full vocabulary,
-means over the batch's positions). A training d ∈ {F, R} that reached p^d changed it by
-E_d = D(p^d) − D(p^0): E_d < 0 when it came closer to m_k relative to g_k than the start was,
-E_d > 0 when closer to g_k. A move that uses no label also changes D (an arithmetic move toward
-p_{k-1} shares m_k's p_{k-1} part; a flattening one nears g_k, which is p_{k-1} at temperature
-1/(1−α) up to the label), so each readout is also measured against the targets built from the
-batch's labels permuted among its positions (``NULL_PERMUTATIONS`` seeded permutations, mean): Ẽ_d.
-The arm's statistic is the label part, signed so that > 0 means "toward its own optimum":
+The arm's statistic: the move's component along m_k − g_k. The move p^d − p^0 is fitted, least
+squares pooled over positions, in probability space, on the directions toward the two targets and on
+label-free directions (``move_coefficients``):
 
-    A_F = −(E_F − Ẽ_F),        A_R = E_R − Ẽ_R.
+    p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0) + Σ_l c_l·(q_l − p^0),
 
-The two split the contrast's label part of the TV contrast: C_label = −(A_F + A_R). Records without
-the permuted distances use −E_F and E_R (``statistic`` "change").
+the q_l (``_free_points``) the points a move that uses no label heads for: q_λ ∝ p_{k-1}^λ for λ ∈
+``FREE_POWERS`` and λ = 1 − α (uniform at λ = 0; g_k's label-free factor at 1 − α) and the tempered
+starts (p^0)^{1/τ}, τ ∈ ``FREE_TEMPERATURES``. x_d − y_d is the move's signed component along
+m_k − g_k once the label-free directions are taken out (> 0: toward m_k rather than g_k). A move
+toward a target is fitted exactly (x = λ, y = 0 toward m_k); a move toward a label-free point has
+x = y = 0. The arm's statistic, > 0 toward its own optimum:
 
-The floor. On a real model p^0 and p_{k-1} already lean toward the labels, so a label-free move
-has a small label part of its own. Per seed, the label-free moves from p^0 toward p_{k-1}
-(arithmetic and geometric, s ∈ ``ARM_FLOOR_STEPS``) give |E − Ẽ|; their largest is the seed's
-floor (``Reached.free_floor``). The arms' floor is its mean over the counted seeds, never below
-``ARM_FLOOR``.
+    B_F = x_F − y_F,        B_R = y_R − x_R.
+
+Where m_k − p^0 and g_k − p^0 cannot be told apart once the label-free directions are taken out
+(the start on the line through m_k and g_k, or m_k = g_k), the coefficients are NaN and the seed
+carries no evidence.
+
+The floor (per arm). Two things reach a component along m_k − g_k without using the labels: a
+label-free move off the fitted directions (the geometric moves ∝ (p^0)^{1−s}·q^s and arithmetic ones
+toward every q_l at s ∈ ``ARM_FLOOR_STEPS``: ``free_moves``), and chance overlap of a move with the
+targets of any labelling (the reached readout fitted on the targets of ``NULL_PERMUTATIONS`` label
+permutations). Per seed and arm the largest |x − y| of either (``Reached.along_floor``,
+``Reached.along_permuted``); the arm's floor is its mean over the counted seeds, never below
+``ALONG_FLOOR``.
+
+The targets' least distance. When the mean TV(m_k, g_k) over the counted seeds is below
+``MIN_TARGET_TV`` both arms read "not testable" with the reason ("targets closer than …"), at any α.
 
 Label-blind guard. A readout that merely flattens (p^0 at some temperature) carries no label
 information. Each reached readout is compared with its entropy-matched null p̃^d, the start p^0
@@ -33,13 +43,20 @@ at the temperature τ_d whose mean entropy equals that of p^d: the residual ρ_d
 a seed counts only when ρ_F and ρ_R both exceed ``RESIDUAL_FLOOR`` (the others are listed as
 label-blind).
 
-Decision per arm (``ArmDecision``), over the counted seeds: the t-interval of A_d
+Decision per arm (``ArmDecision``), over the counted seeds: the t-interval of B_d
 (``analyses.stats.seeds.seed_interval``) and its p-value, the two-sided t-test of the mean against
-the floor on the side of the estimate (+floor above 0, −floor below; 1 when the estimate lies within
-the floor). Holm over the two arms: an arm is decided when its Holm-adjusted p is below 1 − level
-(its interval then clears the floor): "toward its own optimum" (estimate > 0) or "toward the
-other's" (estimate < 0); otherwise "no difference detected"; "not testable" with fewer than
-``MIN_SEEDS`` counted seeds.
+the arm's floor on the side of the estimate (+floor above 0, −floor below; 1 when the estimate lies
+within the floor), so each side is tested one-sided at half the level. Holm over the two arms: an
+arm is decided when its Holm-adjusted p is below 1 − level: "toward its own optimum" (estimate > 0)
+or "toward the other's" (estimate < 0); otherwise "no difference detected", with the least
+detectable move floor + t_{1−(1−level)/4, n−1}·sd/√n (``least_detectable``: the least mean the
+first Holm step decides at this noise); "not testable" with fewer than ``MIN_SEEDS`` counted seeds
+with a defined statistic (``ArmDecision.reason`` says why).
+
+Records written without the projection floor are decided on the TV change as they were measured:
+D(p) = TV(p, m_k) − TV(p, g_k), E_d = D(p^d) − D(p^0), the label part A_F = −(E_F − Ẽ_F),
+A_R = E_R − Ẽ_R against the permuted labels' targets (``statistic`` "label part", floor from the
+label-free moves toward p_{k-1}, never below ``ARM_FLOOR``), or −E_F, E_R without them ("change").
 
 The row's word follows from the two arms (``row_word``): both own → "each loss moves toward its
 own optimum"; CE own and reverse the other's → "both move toward m_k"; CE the other's and reverse
@@ -48,16 +65,9 @@ neither → "no difference detected"; no arm testable → "not testable". Its p-
 for the table's multiplicity correction): the largest Holm-adjusted p of the decided arms (every
 decided arm must hold), the smallest of the two when none is decided.
 
-Progress (descriptive, decides nothing). The move p^d − p^0 is decomposed on the two directions
-toward the targets, least squares pooled over positions, in probability space:
-
-    p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0)      (``move_coefficients``)
-
-x_F is the share of the way from p^0 to m_k the CE training went (1: reached m_k), y_R the share
-of the way to g_k the reverse training went; x_d − y_d is the signed component of the move along
-m_k − g_k once the common move toward both targets is taken out (> 0: toward m_k rather than g_k).
-The coefficients have a sign: a reverse training that moved toward m_k has y_R ≈ 0 and x_R > 0.
-They are shown without the label-free correction; a label-free move has coefficients of its own.
+Progress (descriptive): x_F is the share of the way from p^0 to m_k the CE training went (1: reached
+m_k), y_R the share of the way to g_k the reverse training went; they have a sign (a reverse training
+that moved toward m_k has y_R ≈ 0 and x_R > 0).
 
 Also descriptive: the contrast C = D_F − D_R (= E_F − E_R) over the counted seeds and C_label.
 """
@@ -87,9 +97,10 @@ from zerolock_theory.theory.targets import (
     one_hot,
 )
 
-__all__ = ["ARM_FLOOR", "ARM_FLOOR_STEPS", "ARM_OUTCOMES", "CONTRAST_FLOOR", "NULL_PERMUTATIONS", "OUTCOMES",
-           "RESIDUAL_FLOOR", "ArmDecision", "FixedPointResult", "FixedPointSeed", "Reached", "move_coefficients",
-           "fixed_point_decision", "label_free_move", "label_permutations", "reached", "row_word"]
+__all__ = ["ALONG_FLOOR", "ARM_FLOOR", "ARM_FLOOR_STEPS", "ARM_OUTCOMES", "CONTRAST_FLOOR", "FREE_POWERS",
+           "FREE_TEMPERATURES", "MIN_TARGET_TV", "NULL_PERMUTATIONS", "OUTCOMES", "RESIDUAL_FLOOR", "ArmDecision",
+           "FixedPointResult", "FixedPointSeed", "Reached", "fixed_point_decision", "free_moves", "label_free_move",
+           "label_permutations", "least_detectable", "move_coefficients", "reached", "row_word"]
 
 ARM_OUTCOMES: tuple[str, ...] = ("toward its own optimum", "toward the other's", "no difference detected", "not testable")
 """One arm's outcome (the CE arm's own optimum is m_k, the reverse arm's g_k)."""
@@ -109,14 +120,15 @@ NULL_TOLERANCE = 1e-10
 NULL_PERMUTATIONS = 4
 """Label permutations among the batch's positions whose targets give the label parts' nulls."""
 ALONG_FLOOR = 0.02
-"""Shares of the way: the least floor an arm's projection label part must clear."""
+"""Shares of the way: the least floor an arm's component along m_k − g_k must clear."""
 FREE_POWERS: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
 """λ of the label-free points p_{k-1}^λ (normalised) the floor's moves head for; 1 − α is added."""
 FREE_TEMPERATURES: tuple[float, ...] = (0.5, 2.0)
 """τ of the label-free tempered starts (p^0)^{1/τ} (normalised) among the floor's moves."""
 MIN_TARGET_TV = 0.02
-"""TV units: below this mean TV(m_k, g_k) the two targets are closer than the label part a label-free move
-reaches on the catalogue's batches (about 0.005 to 0.03 in TV), and both arms abstain."""
+"""TV units: below this mean TV(m_k, g_k) both arms abstain. A label-free move reaches a TV label part of up to
+0.01 per seed on the catalogue's batches (0.03 on readouts that lean toward the labels): targets closer than twice
+the first cannot be told from that noise even by a move all the way to one of them."""
 
 
 def label_free_move(log_start: torch.Tensor, log_prev: torch.Tensor, step: float, kind: str) -> torch.Tensor:
