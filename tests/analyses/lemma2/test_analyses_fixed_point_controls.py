@@ -162,3 +162,15 @@ def test_a_chunk_above_the_rows_is_shown_beside_it_with_its_controls():
     (line,) = verdict.evidence.beside
     assert line.startswith("chunk 2 (beside the row, not decided)") and "NOT calibrated: label permutation" in line
     assert line in row.measured(verdict.evidence)
+
+
+def test_the_workflow_reads_the_floor_steps_and_moves_from_one_source():
+    """The controls workflow's label-free moves and floor steps are the analysis's own (one definition)."""
+    import zerolock_theory.app.workflows.fixed_point_controls as workflow
+    from analyses.lemma2.fixed_point import ARM_FLOOR_STEPS, label_free_move
+
+    assert workflow.FLOOR_STEPS is ARM_FLOOR_STEPS
+    log_prev, log_start, _, _ = _batch(0, 2.0, 2.0)
+    moves = label_free_moves(log_start, log_prev, 0.75)
+    assert torch.equal(moves["forward"], label_free_move(log_start, log_prev, 0.75, "arithmetic"))
+    assert torch.equal(moves["reverse"], label_free_move(log_start, log_prev, 0.75, "geometric"))
