@@ -224,7 +224,7 @@ class Reached:
     toward_g: float = math.nan  # y_d
     free_floor: float = math.nan  # largest |E − Ẽ| of the label-free moves at ARM_FLOOR_STEPS (descriptive)
     along_permuted: float = math.nan  # largest |x̃_d − ỹ_d|: the same coefficients with the labels permuted
-    along_floor: float = math.nan  # largest |label part of x − y| of the label-free moves (``free_moves``)
+    along_floor: float = math.nan  # largest |x − y| of the label-free moves (``free_moves``)
 
     @property
     def difference(self) -> float:
