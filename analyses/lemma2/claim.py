@@ -198,7 +198,8 @@ def _moved(r: FixedPointResult) -> str:
     """How far each training went toward each target: the move's coefficients on m_k - p^0 and g_k - p^0."""
     if r.progress_forward is None or r.progress_reverse is None:
         return "progress: not recorded"
-    return (f"progress (the move p^d - p^0 ~ x (m_k - p^0) + y (g_k - p^0), probability space, signed): CE training "
+    return (f"progress (the move p^d - p^0 ~ x (m_k - p^0) + y (g_k - p^0) + label-free directions, probability "
+            f"space, signed): CE training "
             f"{_share(r.progress_forward)} of the way toward m_k and {_share(r.forward_other)} toward g_k; reverse "
             f"training {_share(r.progress_reverse)} toward g_k and {_share(r.reverse_other)} toward m_k")
 
