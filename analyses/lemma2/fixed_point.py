@@ -15,8 +15,10 @@ label-free directions (``move_coefficients``):
 
 the q_l (``_free_points``) the points a move that uses no label heads for: q_λ ∝ p_{k-1}^λ for λ ∈
 ``FREE_POWERS`` and λ = 1 − α (uniform at λ = 0; g_k's label-free factor at 1 − α) and the tempered
-starts (p^0)^{1/τ}, τ ∈ ``FREE_TEMPERATURES``. x_d − y_d is the move's signed component along
-m_k − g_k once the label-free directions are taken out (> 0: toward m_k rather than g_k). A move
+starts (p^0)^{1/τ}, τ ∈ ``FREE_TEMPERATURES``, and the geometric midpoint ∝ (p^0)^{1/2}·q^{1/2} of
+each (so that the curved geometric moves toward them lie close to the fitted directions). x_d − y_d is
+the move's signed component along m_k − g_k once the label-free directions are taken out (> 0: toward
+m_k rather than g_k). A move
 toward a target is fitted exactly (x = λ, y = 0 toward m_k); a move toward a label-free point has
 x = y = 0. The arm's statistic, > 0 toward its own optimum:
 
@@ -146,12 +148,14 @@ def label_free_move(log_start: torch.Tensor, log_prev: torch.Tensor, step: float
 
 def _free_points(log_start: torch.Tensor, log_prev: torch.Tensor, alpha: float) -> list[torch.Tensor]:
     """log of the label-free points the fit's label-free directions head for: q_λ ∝ p_{k-1}^λ (λ ∈
-    ``FREE_POWERS`` and 1 − α; λ = 0 is uniform, λ = 1 − α is g_k's label-free factor) and the tempered
-    starts (p^0)^{1/τ} (τ ∈ ``FREE_TEMPERATURES``). None uses a label."""
+    ``FREE_POWERS`` and 1 − α; λ = 0 is uniform, λ = 1 − α is g_k's label-free factor), the tempered
+    starts (p^0)^{1/τ} (τ ∈ ``FREE_TEMPERATURES``), and the geometric midpoint ∝ (p^0)^{1/2}·q^{1/2} of
+    each of them. None uses a label."""
     prev = log_prev.double()
     powers = sorted({*FREE_POWERS, round(1.0 - float(alpha), 12)})
-    return ([torch.log_softmax(lam * prev, dim=-1) for lam in powers]
-            + [temper(log_start, tau) for tau in FREE_TEMPERATURES])
+    points = ([torch.log_softmax(lam * prev, dim=-1) for lam in powers]
+              + [temper(log_start, tau) for tau in FREE_TEMPERATURES])
+    return points + [label_free_move(log_start, q, 0.5, "geometric") for q in points]
 
 
 def free_moves(log_start: torch.Tensor, log_prev: torch.Tensor, alpha: float) -> list[torch.Tensor]:
