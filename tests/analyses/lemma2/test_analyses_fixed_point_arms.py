@@ -69,10 +69,12 @@ def test_the_referees_case_never_reads_each_toward_its_own():
 
 @pytest.mark.parametrize("name", ["exact optima: p^F = m_k, p^R = g_k", "exact optima, nearly uniform p_(k-1)"])
 def test_exact_optima_go_all_the_way(name):
+    """Fitted exactly up to the round-off of the label-free directions, which lie close together on a nearly
+    uniform p_(k-1) (1e-6)."""
     found = decide(construction(name))
     for s in found.seeds:
-        assert s.progress_forward == pytest.approx(1.0) and s.forward.toward_g == pytest.approx(0.0, abs=1e-9)
-        assert s.progress_reverse == pytest.approx(1.0) and s.reverse.toward_m == pytest.approx(0.0, abs=1e-9)
+        assert s.progress_forward == pytest.approx(1.0, abs=1e-6) and s.forward.toward_g == pytest.approx(0.0, abs=1e-6)
+        assert s.progress_reverse == pytest.approx(1.0, abs=1e-6) and s.reverse.toward_m == pytest.approx(0.0, abs=1e-6)
 
 
 def test_missed_catalogue_moves_state_their_least_detectable_move():
