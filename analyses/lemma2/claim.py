@@ -13,8 +13,9 @@
 4. **Which target does training move toward?** The fixed-point experiment (one chunk trained
    alone on a fixed batch with each loss until its local loss stops falling) with its controls
    (``controls.json``: ``analyses.lemma2.fixed_point_controls``): each arm decided on its own (the CE
-   arm toward m_k rather than g_k, the reverse arm toward g_k rather than m_k: the label part of the
-   change in TV(·, m_k) − TV(·, g_k), against the label-free floor, Holm over the two arms);
+   arm toward m_k rather than g_k, the reverse arm toward g_k rather than m_k: the move's component
+   along m_k − g_k with the label-free directions fitted out, against the floor that label-free moves
+   and permuted labels reach, Holm over the two arms; both abstain when TV(m_k, g_k) is below its least);
    the row's word follows from the two arms (``analyses.lemma2.fixed_point.row_word``); "not
    calibrated" when a control's arm finds a direction, or when no controls were run. The lowest chunk
    decides, the others are shown.
@@ -148,11 +149,24 @@ def _fixed_rule(inputs: ClaimInputs) -> Verdict:
 
 
 def _arm_cell(a: ArmDecision | None) -> str:
-    """"CE arm: toward its own optimum (label part 0.12 [0.08, 0.16], Holm p 0.002)"."""
+    """"CE arm: toward its own optimum (0.8 [0.8, 0.8], Holm p 0.002)"; an undecided arm states its least
+    detectable move, an untestable one why."""
     if a is None:
         return "arm not recorded"
     p = f", Holm p {a.adjusted:.2g}" if a.adjusted is not None else ""
-    return f"{a.arm} arm: {a.outcome} ({a.interval or 'n/a'}{p})"
+    word = a.outcome
+    if a.outcome == "no difference detected" and a.least_detectable is not None:
+        word += f"; the least detectable move is {fmt(a.least_detectable)} (floor {fmt(a.floor)})"
+    elif a.outcome == "not testable" and a.reason:
+        word += f": {a.reason}"
+    return f"{a.arm} arm: {word} ({a.interval or 'n/a'}{p})"
+
+
+def _statistic_text(r: FixedPointResult) -> str:
+    if r.statistic == "projection":
+        return ("the move's component along m_k - g_k with the label-free directions fitted out, in shares of the "
+                "way, > 0 toward the arm's own optimum")
+    return f"{r.statistic} of the change in TV(.,m_k) - TV(.,g_k), > 0 toward the arm's own optimum"
 
 
 def _arms_text(r: FixedPointResult) -> str:
@@ -185,7 +199,8 @@ def _moved(r: FixedPointResult) -> str:
     """How far each training went toward each target: the move's coefficients on m_k - p^0 and g_k - p^0."""
     if r.progress_forward is None or r.progress_reverse is None:
         return "progress: not recorded"
-    return (f"progress (the move p^d - p^0 ~ x (m_k - p^0) + y (g_k - p^0), probability space, signed): CE training "
+    return (f"progress (the move p^d - p^0 ~ x (m_k - p^0) + y (g_k - p^0) + label-free directions, probability "
+            f"space, signed): CE training "
             f"{_share(r.progress_forward)} of the way toward m_k and {_share(r.forward_other)} toward g_k; reverse "
             f"training {_share(r.progress_reverse)} toward g_k and {_share(r.reverse_other)} toward m_k")
 
@@ -194,8 +209,7 @@ def _fixed(ev: Evidence) -> str:
     r = _main(ev)
     if r is None:
         return "-"
-    text = (f"chunk {r.chunk}: {_arms_text(r)} ({r.statistic} of the change in TV(.,m_k) - TV(.,g_k), > 0 toward "
-            f"the arm's own optimum, floor {fmt(r.arm_floor)}); {_moved(r)}; {r.counted} seed(s) counted, "
+    text = (f"chunk {r.chunk}: {_arms_text(r)} ({_statistic_text(r)}, floor up to {fmt(r.arm_floor)}); {_moved(r)}; {r.counted} seed(s) counted, "
             f"{len(r.label_blind)} label-blind left out, {r.converged} of {2 * len(r.seeds)} trainings converged; "
             f"descriptive: C = {r.contrast or 'n/a'} ([TV(.,m) - TV(.,g)] forward minus reverse)")
     if isinstance(ev.result, FixedPointControls):
@@ -210,9 +224,10 @@ REASONS = {
     "computed": lambda ev: "exact computation (no runs)",
     "mismatch": lambda ev: "the seed intervals of TV(m_k, g_k) against the threshold, per chunk (a distance "
     "between the two targets, not what training reaches)",
-    "arms": lambda ev: "each arm on its own: the seed interval of the label part of its change in TV(.,m_k) - "
-    "TV(.,g_k) against the label-free floor, Holm over the two arms; the row's word follows from the two arms; "
-    "both controls read as they must",
+    "arms": lambda ev: "each arm on its own: the seed interval of the move's component along m_k - g_k (the "
+    "label-free directions fitted out) against the floor that label-free moves and permuted labels reach, Holm "
+    "over the two arms; both arms abstain when m_k and g_k are closer than the least TV; the row's word follows "
+    "from the two arms; both controls read as they must",
     "controls_failed": lambda ev: "a control of the rule failed: " + "; ".join(ev.uncalibrated),
     "no_arms": lambda ev: "the fixed-point files record no per-arm decision (written by an earlier version of "
     "zerolock probe fixed-point); rerun the fixed point (zerolock verify resumes it) to decide each arm",

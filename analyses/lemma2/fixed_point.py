@@ -7,25 +7,37 @@ same start p^0 (chunk k's readout before training), with the reverse loss ℓ^R_
 until the local loss stops falling (``zerolock_theory.app.workflows.fixed_point``). The CE arm's
 own optimum is m_k, the reverse arm's g_k. Each arm is decided on its own.
 
-The arm's statistic. For a readout p, D(p) = TV(p, m_k) − TV(p, g_k) (exact, full vocabulary,
-means over the batch's positions). A training d ∈ {F, R} that reached p^d changed it by
-E_d = D(p^d) − D(p^0): E_d < 0 when it came closer to m_k relative to g_k than the start was,
-E_d > 0 when closer to g_k. A move that uses no label also changes D (an arithmetic move toward
-p_{k-1} shares m_k's p_{k-1} part; a flattening one nears g_k, which is p_{k-1} at temperature
-1/(1−α) up to the label), so each readout is also measured against the targets built from the
-batch's labels permuted among its positions (``NULL_PERMUTATIONS`` seeded permutations, mean): Ẽ_d.
-The arm's statistic is the label part, signed so that > 0 means "toward its own optimum":
+The arm's statistic: the move's component along m_k − g_k. The move p^d − p^0 is fitted, least
+squares pooled over positions, in probability space, on the directions toward the two targets and on
+label-free directions (``move_coefficients``):
 
-    A_F = −(E_F − Ẽ_F),        A_R = E_R − Ẽ_R.
+    p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0) + Σ_l c_l·(q_l − p^0),
 
-The two split the contrast's label part of the TV contrast: C_label = −(A_F + A_R). Records without
-the permuted distances use −E_F and E_R (``statistic`` "change").
+the q_l (``_free_points``) the points a move that uses no label heads for: q_λ ∝ p_{k-1}^λ for λ ∈
+``FREE_POWERS`` and λ = 1 − α (uniform at λ = 0; g_k's label-free factor at 1 − α) and the tempered
+starts (p^0)^{1/τ}, τ ∈ ``FREE_TEMPERATURES``, and the geometric midpoint ∝ (p^0)^{1/2}·q^{1/2} of
+each (so that the curved geometric moves toward them lie close to the fitted directions). x_d − y_d is
+the move's signed component along m_k − g_k once the label-free directions are taken out (> 0: toward
+m_k rather than g_k). A move
+toward a target is fitted exactly (x = λ, y = 0 toward m_k); a move toward a label-free point has
+x = y = 0. The arm's statistic, > 0 toward its own optimum:
 
-The floor. On a real model p^0 and p_{k-1} already lean toward the labels, so a label-free move
-has a small label part of its own. Per seed, the label-free moves from p^0 toward p_{k-1}
-(arithmetic and geometric, s ∈ ``ARM_FLOOR_STEPS``) give |E − Ẽ|; their largest is the seed's
-floor (``Reached.free_floor``). The arms' floor is its mean over the counted seeds, never below
-``ARM_FLOOR``.
+    B_F = x_F − y_F,        B_R = y_R − x_R.
+
+Where m_k − p^0 and g_k − p^0 cannot be told apart once the label-free directions are taken out
+(the start on the line through m_k and g_k, or m_k = g_k), the coefficients are NaN and the seed
+carries no evidence.
+
+The floor (per arm). Two things reach a component along m_k − g_k without using the labels: a
+label-free move off the fitted directions (the geometric moves ∝ (p^0)^{1−s}·q^s and arithmetic ones
+toward every q_l at s ∈ ``ARM_FLOOR_STEPS``: ``free_moves``), and chance overlap of a move with the
+targets of any labelling (the reached readout fitted on the targets of ``NULL_PERMUTATIONS`` label
+permutations). Per seed and arm the largest |x − y| of either (``Reached.along_floor``,
+``Reached.along_permuted``); the arm's floor is its mean over the counted seeds, never below
+``ALONG_FLOOR``.
+
+The targets' least distance. When the mean TV(m_k, g_k) over the counted seeds is below
+``MIN_TARGET_TV`` both arms read "not testable" with the reason ("targets closer than …"), at any α.
 
 Label-blind guard. A readout that merely flattens (p^0 at some temperature) carries no label
 information. Each reached readout is compared with its entropy-matched null p̃^d, the start p^0
@@ -33,13 +45,20 @@ at the temperature τ_d whose mean entropy equals that of p^d: the residual ρ_d
 a seed counts only when ρ_F and ρ_R both exceed ``RESIDUAL_FLOOR`` (the others are listed as
 label-blind).
 
-Decision per arm (``ArmDecision``), over the counted seeds: the t-interval of A_d
+Decision per arm (``ArmDecision``), over the counted seeds: the t-interval of B_d
 (``analyses.stats.seeds.seed_interval``) and its p-value, the two-sided t-test of the mean against
-the floor on the side of the estimate (+floor above 0, −floor below; 1 when the estimate lies within
-the floor). Holm over the two arms: an arm is decided when its Holm-adjusted p is below 1 − level
-(its interval then clears the floor): "toward its own optimum" (estimate > 0) or "toward the
-other's" (estimate < 0); otherwise "no difference detected"; "not testable" with fewer than
-``MIN_SEEDS`` counted seeds.
+the arm's floor on the side of the estimate (+floor above 0, −floor below; 1 when the estimate lies
+within the floor), so each side is tested one-sided at half the level. Holm over the two arms: an
+arm is decided when its Holm-adjusted p is below 1 − level: "toward its own optimum" (estimate > 0)
+or "toward the other's" (estimate < 0); otherwise "no difference detected", with the least
+detectable move floor + t_{1−(1−level)/4, n−1}·sd/√n (``least_detectable``: the least mean the
+first Holm step decides at this noise); "not testable" with fewer than ``MIN_SEEDS`` counted seeds
+with a defined statistic (``ArmDecision.reason`` says why).
+
+Records written without the projection floor are decided on the TV change as they were measured:
+D(p) = TV(p, m_k) − TV(p, g_k), E_d = D(p^d) − D(p^0), the label part A_F = −(E_F − Ẽ_F),
+A_R = E_R − Ẽ_R against the permuted labels' targets (``statistic`` "label part", floor from the
+label-free moves toward p_{k-1}, never below ``ARM_FLOOR``), or −E_F, E_R without them ("change").
 
 The row's word follows from the two arms (``row_word``): both own → "each loss moves toward its
 own optimum"; CE own and reverse the other's → "both move toward m_k"; CE the other's and reverse
@@ -48,16 +67,9 @@ neither → "no difference detected"; no arm testable → "not testable". Its p-
 for the table's multiplicity correction): the largest Holm-adjusted p of the decided arms (every
 decided arm must hold), the smallest of the two when none is decided.
 
-Progress (descriptive, decides nothing). The move p^d − p^0 is decomposed on the two directions
-toward the targets, least squares pooled over positions, in probability space:
-
-    p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0)      (``move_coefficients``)
-
-x_F is the share of the way from p^0 to m_k the CE training went (1: reached m_k), y_R the share
-of the way to g_k the reverse training went; x_d − y_d is the signed component of the move along
-m_k − g_k once the common move toward both targets is taken out (> 0: toward m_k rather than g_k).
-The coefficients have a sign: a reverse training that moved toward m_k has y_R ≈ 0 and x_R > 0.
-They are shown without the label-free correction; a label-free move has coefficients of its own.
+Progress (descriptive): x_F is the share of the way from p^0 to m_k the CE training went (1: reached
+m_k), y_R the share of the way to g_k the reverse training went; they have a sign (a reverse training
+that moved toward m_k has y_R ≈ 0 and x_R > 0).
 
 Also descriptive: the contrast C = D_F − D_R (= E_F − E_R) over the counted seeds and C_label.
 """
@@ -69,6 +81,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+from scipy.stats import t as t_dist
 
 from analyses.results import Interval, Result, declare_family, register
 from analyses.stats.multiplicity import holm, t_test_p
@@ -86,9 +99,10 @@ from zerolock_theory.theory.targets import (
     one_hot,
 )
 
-__all__ = ["ARM_FLOOR", "ARM_FLOOR_STEPS", "ARM_OUTCOMES", "CONTRAST_FLOOR", "NULL_PERMUTATIONS", "OUTCOMES",
-           "RESIDUAL_FLOOR", "ArmDecision", "FixedPointResult", "FixedPointSeed", "Reached", "move_coefficients",
-           "fixed_point_decision", "label_free_move", "label_permutations", "reached", "row_word"]
+__all__ = ["ALONG_FLOOR", "ARM_FLOOR", "ARM_FLOOR_STEPS", "ARM_OUTCOMES", "CONTRAST_FLOOR", "FREE_POWERS",
+           "FREE_TEMPERATURES", "MIN_TARGET_TV", "NULL_PERMUTATIONS", "OUTCOMES", "RESIDUAL_FLOOR", "ArmDecision",
+           "FixedPointResult", "FixedPointSeed", "Reached", "fixed_point_decision", "free_moves", "label_free_move",
+           "label_permutations", "least_detectable", "move_coefficients", "reached", "row_word"]
 
 ARM_OUTCOMES: tuple[str, ...] = ("toward its own optimum", "toward the other's", "no difference detected", "not testable")
 """One arm's outcome (the CE arm's own optimum is m_k, the reverse arm's g_k)."""
@@ -107,6 +121,16 @@ NULL_TOLERANCE = 1e-10
 """Bisection tolerance (log τ) of the entropy-matched null."""
 NULL_PERMUTATIONS = 4
 """Label permutations among the batch's positions whose targets give the label parts' nulls."""
+ALONG_FLOOR = 0.02
+"""Shares of the way: the least floor an arm's component along m_k − g_k must clear."""
+FREE_POWERS: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
+"""λ of the label-free points p_{k-1}^λ (normalised) the floor's moves head for; 1 − α is added."""
+FREE_TEMPERATURES: tuple[float, ...] = (0.5, 2.0)
+"""τ of the label-free tempered starts (p^0)^{1/τ} (normalised) among the floor's moves."""
+MIN_TARGET_TV = 0.02
+"""TV units: below this mean TV(m_k, g_k) both arms abstain. A label-free move reaches a TV label part of up to
+0.01 per seed on the catalogue's batches (0.03 on readouts that lean toward the labels): targets closer than twice
+the first cannot be told from that noise even by a move all the way to one of them."""
 
 
 def label_free_move(log_start: torch.Tensor, log_prev: torch.Tensor, step: float, kind: str) -> torch.Tensor:
@@ -122,33 +146,64 @@ def label_free_move(log_start: torch.Tensor, log_prev: torch.Tensor, step: float
     raise ValueError(f"kind must be 'arithmetic' or 'geometric', got {kind!r}")
 
 
+def _free_points(log_start: torch.Tensor, log_prev: torch.Tensor, alpha: float) -> list[torch.Tensor]:
+    """log of the label-free points the fit's label-free directions head for: q_λ ∝ p_{k-1}^λ (λ ∈
+    ``FREE_POWERS`` and 1 − α; λ = 0 is uniform, λ = 1 − α is g_k's label-free factor), the tempered
+    starts (p^0)^{1/τ} (τ ∈ ``FREE_TEMPERATURES``), and the geometric midpoint ∝ (p^0)^{1/2}·q^{1/2} of
+    each of them. None uses a label."""
+    prev = log_prev.double()
+    powers = sorted({*FREE_POWERS, round(1.0 - float(alpha), 12)})
+    points = ([torch.log_softmax(lam * prev, dim=-1) for lam in powers]
+              + [temper(log_start, tau) for tau in FREE_TEMPERATURES])
+    return points + [label_free_move(log_start, q, 0.5, "geometric") for q in points]
+
+
+def free_moves(log_start: torch.Tensor, log_prev: torch.Tensor, alpha: float) -> list[torch.Tensor]:
+    """The label-free moves whose component along m_k − g_k sets a seed's floor: from p^0 toward each
+    label-free point (``_free_points``), geometric ∝ (p^0)^{1−s}·q^s and arithmetic (1−s)·p^0 + s·q at
+    s ∈ ``ARM_FLOOR_STEPS``. None uses a label."""
+    return [label_free_move(log_start, q, s, kind) for q in _free_points(log_start, log_prev, alpha)
+            for s in ARM_FLOOR_STEPS for kind in ("geometric", "arithmetic")]
+
+
 def move_coefficients(log_prev: torch.Tensor, log_start: torch.Tensor, reads: Sequence[torch.Tensor],
                      label_sets: Sequence[torch.Tensor], alpha: float, epsilon: float) -> torch.Tensor:
-    """[label set j, readout i, 2]: the coefficients (x, y) of the move p_i − p^0 ≈ x·(m − p^0) + y·(g − p^0),
-    least squares pooled over positions, m and g built from the labels of set j (module docstring).
-    Exact, full vocabulary, in blocks of positions; float64. NaN where m = g at every position."""
+    """[label set j, readout i, 2]: the coefficients (x, y) of the move p_i − p^0 ≈ x·(m − p^0) + y·(g − p^0)
+    + Σ_l c_l·(q_l − p^0), least squares pooled over positions, m and g built from the labels of set j, the
+    q_l the label-free points (``_free_points``; module docstring). Exact, full vocabulary, in blocks of
+    positions; float64. NaN where m − p^0 and g − p^0 cannot be told apart once the label-free directions
+    are taken out (the start on the line through m and g, or m = g)."""
     n, vocab = log_prev.shape
     size = max(1, BLOCK_ELEMS // max(1, vocab))
-    gram = torch.zeros(len(label_sets), 3, dtype=torch.float64)  # Σ⟨a,a⟩, Σ⟨a,b⟩, Σ⟨b,b⟩
-    right = torch.zeros(len(label_sets), len(reads), 2, dtype=torch.float64)  # Σ⟨δ,a⟩, Σ⟨δ,b⟩
+    points = _free_points(log_start, log_prev, alpha)
+    k = 2 + len(points)
+    gram = torch.zeros(len(label_sets), k, k, dtype=torch.float64)
+    right = torch.zeros(len(label_sets), len(reads), k, dtype=torch.float64)
     for first in range(0, n, size):
         rows = slice(first, min(n, first + size))
         prev = log_prev[rows].double().exp()
         p0 = log_start[rows].double().exp()
-        moves = [r[rows].double().exp() - p0 for r in reads]
+        free = torch.stack([q[rows].exp() - p0 for q in points]).flatten(1)  # [l, block]
+        moves = torch.stack([r[rows].double().exp() - p0 for r in reads]).flatten(1)  # [i, block]
         for j, labels in enumerate(label_sets):
             p_y = label_smooth(one_hot(labels[rows].long().to(prev.device), vocab, torch.float64), epsilon)
             to_m = arithmetic_target(p_y, prev, alpha) - p0
             to_g = geometric_target(p_y, prev, alpha)[0].exp() - p0
-            gram[j] += torch.stack([(to_m * to_m).sum(), (to_m * to_g).sum(), (to_g * to_g).sum()]).cpu()
-            for i, move in enumerate(moves):
-                right[j, i] += torch.stack([(move * to_m).sum(), (move * to_g).sum()]).cpu()
-    aa, ab, bb = gram.unbind(-1)
-    det = aa * bb - ab * ab
-    det = torch.where(det > 1e-12 * aa * bb, det, torch.full_like(det, math.nan))
-    x = (bb[:, None] * right[..., 0] - ab[:, None] * right[..., 1]) / det[:, None]
-    y = (aa[:, None] * right[..., 1] - ab[:, None] * right[..., 0]) / det[:, None]
-    return torch.stack([x, y], dim=-1)
+            design = torch.cat([to_m.flatten()[None], to_g.flatten()[None], free])  # [k, block]
+            gram[j] += (design @ design.T).cpu()
+            right[j] += (moves @ design.T).cpu()
+    out = torch.full((len(label_sets), len(reads), 2), math.nan, dtype=torch.float64)
+    for j in range(len(label_sets)):
+        g_tt, g_tf, g_ff = gram[j, :2, :2], gram[j, :2, 2:], gram[j, 2:, 2:]
+        inv_ff = torch.linalg.pinv(g_ff, rtol=1e-12, hermitian=True)
+        schur = g_tt - g_tf @ inv_ff @ g_tf.T  # the targets' directions with the label-free ones taken out
+        aa, ab, bb = schur[0, 0], schur[0, 1], schur[1, 1]
+        det = aa * bb - ab * ab
+        if not (aa > 1e-12 * g_tt[0, 0] and bb > 1e-12 * g_tt[1, 1] and det > 1e-9 * aa * bb):
+            continue
+        rhs = right[j, :, :2] - right[j, :, 2:] @ inv_ff @ g_tf.T  # [i, 2]
+        out[j] = torch.linalg.solve(schur, rhs.T).T
+    return out
 
 
 @dataclass(frozen=True)
@@ -171,7 +226,9 @@ class Reached:
     start_difference_permuted: float = math.nan  # D̃_0: the same with the permuted labels (mean)
     toward_m: float = math.nan  # x_d: p^d − p^0 ≈ x_d·(m_k − p^0) + y_d·(g_k − p^0) (progress, descriptive)
     toward_g: float = math.nan  # y_d
-    free_floor: float = math.nan  # largest |E − Ẽ| of the label-free moves at ARM_FLOOR_STEPS
+    free_floor: float = math.nan  # largest |E − Ẽ| of the label-free moves at ARM_FLOOR_STEPS (descriptive)
+    along_permuted: float = math.nan  # largest |x̃_d − ỹ_d|: the same coefficients with the labels permuted
+    along_floor: float = math.nan  # largest |x − y| of the label-free moves (``free_moves``)
 
     @property
     def difference(self) -> float:
@@ -227,6 +284,15 @@ def _free_floor(log_prev: torch.Tensor, log_start: torch.Tensor, labels: torch.T
     return float((change[0] - change[1:].mean(0)).abs().max())
 
 
+def _along_floor(log_prev: torch.Tensor, log_start: torch.Tensor, labels: torch.Tensor, alpha: float,
+                 epsilon: float) -> float:
+    """The largest |x − y| over the label-free moves (``free_moves``), the true labels' targets."""
+    coef = move_coefficients(log_prev, log_start, free_moves(log_start, log_prev, alpha), [labels], alpha, epsilon)
+    along = (coef[0, :, 0] - coef[0, :, 1]).abs()
+    along = along[torch.isfinite(along)]
+    return float(along.max()) if along.numel() else math.nan
+
+
 def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log_p: torch.Tensor,
             labels: torch.Tensor, alpha: float, epsilon: float, *, steps: int = 0, converged: bool = True,
             loss_start: float = float("nan"), loss_end: float = float("nan"),
@@ -242,11 +308,16 @@ def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log
     tv_null = [readout_distances(log_prev, log_p, other, alpha, epsilon) for other in permuted]
     tv_m_null = sum(float(d["tv_m"].mean()) for d in tv_null) / len(tv_null) if tv_null else math.nan
     tv_g_null = sum(float(d["tv_g"].mean()) for d in tv_null) / len(tv_null) if tv_null else math.nan
-    coef = move_coefficients(log_prev, log_start, [log_p], [labels], alpha, epsilon)[0, 0]
+    coefs = move_coefficients(log_prev, log_start, [log_p], [labels, *permuted], alpha, epsilon)[:, 0]
+    coef = coefs[0]
+    along_nulls = (coefs[1:, 0] - coefs[1:, 1]).abs()
+    along_nulls = along_nulls[torch.isfinite(along_nulls)]
+    along_null = float(along_nulls.max()) if along_nulls.numel() else math.nan
     floor = _free_floor(log_prev, log_start, labels, permuted, alpha, epsilon) if permuted else math.nan
+    along_floor = _along_floor(log_prev, log_start, labels, alpha, epsilon)
     return Reached(direction, steps, converged, loss_start, loss_end, float(dist["tv_m"].mean()),
                    float(dist["tv_g"].mean()), float(residual), tau, tv_m_null, tv_g_null, float(diff[0, 1]),
-                   float(null[1]), float(coef[0]), float(coef[1]), floor)
+                   float(null[1]), float(coef[0]), float(coef[1]), floor, along_null, along_floor)
 
 
 @dataclass(frozen=True)
@@ -288,10 +359,23 @@ class FixedPointSeed:
         value = r.label_change if labelled else r.change
         return -value if direction == "forward" else value
 
+    def arm_along(self, direction: str) -> float:
+        """B_d: the arm's projection statistic, > 0 toward its own optimum: x_F − y_F for the CE arm,
+        y_R − x_R for the reverse arm."""
+        r = self.forward if direction == "forward" else self.reverse
+        return r.along if direction == "forward" else -r.along
+
     @property
     def free_floor(self) -> float:
-        """The seed's floor: the largest label part of the label-free moves (NaN without the null)."""
+        """The seed's TV floor: the largest label part of the label-free moves (NaN without the null)."""
         return max(self.forward.free_floor, self.reverse.free_floor)
+
+    def along_floor(self, direction: str) -> float:
+        """The arm's projection floor on this seed: the largest |x − y| of the label-free moves and of the arm's
+        reached readout measured against the permuted labels' targets (those present)."""
+        r = self.forward if direction == "forward" else self.reverse
+        found = [v for v in (r.along_floor, r.along_permuted) if math.isfinite(v)]
+        return max(found) if found else math.nan
 
     def label_blind(self, floor: float = RESIDUAL_FLOOR) -> bool:
         """Whether a reached readout is within ``floor`` of its entropy-matched null."""
@@ -306,8 +390,10 @@ class ArmDecision:
     outcome: str  # one of ARM_OUTCOMES
     interval: Interval | None  # A_d over the counted seeds (> 0: toward its own optimum)
     floor: float
-    p_value: float | None = None  # two-sided t-test of A_d against the floor on its estimate's side
+    p_value: float | None = None  # two-sided t-test of the statistic against the floor on its estimate's side
     adjusted: float | None = None  # Holm over the two arms
+    least_detectable: float | None = None  # the least |mean statistic| this noise and floor would decide
+    reason: str = ""  # why an arm is not testable, in words
 
     @property
     def decided(self) -> bool:
@@ -328,28 +414,52 @@ def row_word(forward: str, reverse: str) -> str:
     return OUTCOMES[5]
 
 
-def _arms(counted: Sequence[FixedPointSeed], labelled: bool, floor: float, level: float) -> list[ArmDecision]:
-    """Both arms, Holm over the two (module docstring)."""
+def least_detectable(values: Sequence[float], floor: float, level: float, arms: int = 2) -> float | None:
+    """The least |mean| of ``values`` that clears ``floor`` at Holm's first step over ``arms`` arms:
+    floor + t_{1 − (1 − level)/(2·arms), n−1}·sd/√n (None below ``MIN_SEEDS`` finite values)."""
+    x = [float(v) for v in values if math.isfinite(float(v))]
+    if len(x) < max(2, MIN_SEEDS):
+        return None
+    mean = sum(x) / len(x)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (len(x) - 1))
+    return float(floor + t_dist.ppf(1.0 - (1.0 - level) / (2.0 * arms), df=len(x) - 1) * sd / math.sqrt(len(x)))
+
+
+def _arms(counted: Sequence[FixedPointSeed], statistic: str, floors: Sequence[float], level: float,
+          untestable: str = "") -> list[ArmDecision]:
+    """Both arms, Holm over the two (module docstring); ``floors``: the CE arm's and the reverse arm's;
+    ``untestable``: the reason both arms abstain."""
     found = []
-    for direction, name in (("forward", "CE"), ("reverse", "reverse")):
-        values = [s.arm(direction, labelled) for s in counted]
-        interval = seed_interval(values, level, min_seeds=MIN_SEEDS)
+    for (direction, name), floor in zip((("forward", "CE"), ("reverse", "reverse")), floors, strict=True):
+        if statistic == "projection":
+            values = [s.arm_along(direction) for s in counted]
+        else:
+            values = [s.arm(direction, statistic == "label part") for s in counted]
+        interval = None if untestable else seed_interval(values, level, min_seeds=MIN_SEEDS)
         p = None
         if interval is not None:  # nothing to reject while the estimate lies within the floor
             side = floor if interval.estimate > 0 else -floor
             p = t_test_p(values, side) if abs(interval.estimate) > floor else 1.0
-        found.append((name, interval, p))
-    tested = [i for i, (_, _, p) in enumerate(found) if p is not None]
+        reason = untestable
+        if interval is None and not reason:
+            finite = sum(math.isfinite(v) for v in values)
+            reason = (f"{finite} seed(s) with a defined statistic, fewer than {MIN_SEEDS}"
+                      + (" (the move's components toward m_k and toward g_k cannot be told apart: the start lies "
+                         "on the line through them)" if finite < len(values) else ""))
+        found.append((name, interval, p, values, reason, floor))
+    tested = [i for i, (_, _, p, _, _, _) in enumerate(found) if p is not None]
     adjusted = dict(zip(tested, holm([found[i][2] for i in tested]), strict=True))
     out = []
-    for i, (name, interval, p) in enumerate(found):
+    for i, (name, interval, p, values, reason, floor) in enumerate(found):
+        least = None
         if interval is None:
             outcome = ARM_OUTCOMES[3]
         elif adjusted[i] < 1.0 - level:
             outcome = ARM_OUTCOMES[0] if interval.estimate > 0 else ARM_OUTCOMES[1]
         else:
             outcome = ARM_OUTCOMES[2]
-        out.append(ArmDecision(name, outcome, interval, floor, p, adjusted.get(i)))
+            least = least_detectable(values, floor, level)
+        out.append(ArmDecision(name, outcome, interval, floor, p, adjusted.get(i), least, reason))
     return out
 
 
@@ -380,11 +490,12 @@ class FixedPointResult(Result):
     residual_floor: float
     converged: int  # trainings (two per seed) that met the stopping criterion
     settings: dict[str, str] = field(default_factory=dict)
-    statistic: str = "change"  # what the arms decided on: "label part" (A_d) or "change" (−E_F, E_R)
+    statistic: str = "change"  # what the arms decided on (``_statistic``): "projection" (B_d), "label part"
+    # (A_d) or "change" (−E_F, E_R)
     label_contrast: Interval | None = None  # C_label over the counted seeds, when recorded (descriptive)
     forward_arm: ArmDecision | None = None
     reverse_arm: ArmDecision | None = None
-    arm_floor: float = math.nan  # the arms' floor (TV units)
+    arm_floor: float = math.nan  # the larger of the two arms' floors (each arm's in ``ArmDecision.floor``)
     progress_forward: Interval | None = None  # x_F over the counted seeds (share of the way to m_k)
     progress_reverse: Interval | None = None  # y_R (share of the way to g_k)
     forward_other: Interval | None = None  # y_F: the CE training's share of the way to g_k
@@ -400,17 +511,40 @@ FIXED_POINT = declare_family("fixed_point_chunk", FixedPointResult)
 """The fixed-point experiment of each chunk run (``fixed_point.json``)."""
 
 
+def _statistic(counted: Sequence[FixedPointSeed]) -> str:
+    """What the arms decide on: "projection" (the component along m_k − g_k) when every counted record
+    carries its projection floor; records written without it use the TV change: "label part" (with the
+    permuted distances) or "change"."""
+    if counted and all(math.isfinite(s.forward.along_floor) and math.isfinite(s.reverse.along_floor)
+                       for s in counted):
+        return "projection"
+    if counted and all(math.isfinite(s.arm("forward")) and math.isfinite(s.arm("reverse")) for s in counted):
+        return "label part"
+    return "change"
+
+
 def fixed_point_decision(seeds: Sequence[FixedPointSeed], chunk: int, alpha: float, epsilon: float,
                          level: float = 0.95, settings: dict[str, str] | None = None,
                          floor: float = CONTRAST_FLOOR, residual_floor: float = RESIDUAL_FLOOR) -> FixedPointResult:
     """The decision of the module docstring over the seeds' records (``floor``: the descriptive contrast's)."""
     blind = [s.seed for s in seeds if s.label_blind(residual_floor)]
     counted = [s for s in seeds if not s.label_blind(residual_floor)]
-    labelled = bool(counted) and all(math.isfinite(s.arm("forward")) and math.isfinite(s.arm("reverse"))
-                                     for s in counted)
-    floors = [s.free_floor for s in counted if math.isfinite(s.free_floor)]
-    arm_floor = max(ARM_FLOOR, sum(floors) / len(floors)) if labelled and floors else ARM_FLOOR
-    forward_arm, reverse_arm = _arms(counted, labelled, arm_floor, level)
+    statistic = _statistic(counted)
+    if statistic == "projection":
+        arm_floors = []
+        for direction in ("forward", "reverse"):
+            floors = [s.along_floor(direction) for s in counted if math.isfinite(s.along_floor(direction))]
+            arm_floors.append(max(ALONG_FLOOR, sum(floors) / len(floors)) if floors else ALONG_FLOOR)
+    else:
+        floors = [s.free_floor for s in counted if math.isfinite(s.free_floor)]
+        floor_tv = max(ARM_FLOOR, sum(floors) / len(floors)) if statistic == "label part" and floors else ARM_FLOOR
+        arm_floors = [floor_tv, floor_tv]
+    arm_floor = max(arm_floors)
+    targets = [s.tv_m_g for s in counted if math.isfinite(s.tv_m_g)]
+    closest = sum(targets) / len(targets) if targets else math.nan
+    untestable = (f"targets closer than {MIN_TARGET_TV:g} in TV (TV(m_k, g_k) = {closest:.3g})"
+                  if math.isfinite(closest) and closest < MIN_TARGET_TV else "")
+    forward_arm, reverse_arm = _arms(counted, statistic, arm_floors, level, untestable)
     converged = sum(int(s.forward.converged) + int(s.reverse.converged) for s in seeds)
 
     def over(values: list[float]) -> Interval | None:
@@ -420,7 +554,7 @@ def fixed_point_decision(seeds: Sequence[FixedPointSeed], chunk: int, alpha: flo
     return FixedPointResult(
         row_word(forward_arm.outcome, reverse_arm.outcome), int(chunk), float(alpha), float(epsilon), list(seeds),
         over([s.contrast for s in counted]), len(counted), blind, float(floor), float(residual_floor), converged,
-        dict(settings or {}), "label part" if labelled else "change",
+        dict(settings or {}), statistic,
         over([s.label_contrast for s in counted]) if with_null else None, forward_arm, reverse_arm, float(arm_floor),
         over([s.progress_forward for s in counted]), over([s.progress_reverse for s in counted]),
         over([s.forward.toward_g for s in counted]), over([s.reverse.toward_m for s in counted]),

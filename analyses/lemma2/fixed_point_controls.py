@@ -14,11 +14,13 @@ label part A_d):
   (s = ``LABEL_FREE_STEP``), which near m_k and g_k respectively without any label; neither arm
   may find a direction either.
 
-The arms' floor of each decision (``arm_floor``) is the label part that label-free moves reach on
-the same batches at other steps (``analyses.lemma2.fixed_point.ARM_FLOOR_STEPS``, computed with each
-record), never below ``analyses.lemma2.fixed_point.ARM_FLOOR``: on a real model p^0 and p_{k-1}
-already lean toward the labels, so a label-free move has a small label part of its own. ``floor_steps``
-and ``seed_floors`` record the (descriptive) TV contrast's floor.
+Each arm's floor in each decision (``ArmDecision.floor``) is computed with the records
+(``analyses.lemma2.fixed_point``): the component along m_k − g_k that label-free moves reach on the
+same batch (toward p_{k-1}^λ and tempered starts, at ``analyses.lemma2.fixed_point.ARM_FLOOR_STEPS``)
+and that the reached readout shows against permuted labels' targets, never below
+``analyses.lemma2.fixed_point.ALONG_FLOOR``. The label-free control's arithmetic move lies on a fitted
+label-free direction; its geometric move does not. ``floor_steps`` and ``seed_floors`` record the
+(descriptive) TV contrast's floor.
 
 ``calibrated`` is True when both controls read as they must; the Lemma 2 row reports "not
 calibrated" otherwise (and without controls).

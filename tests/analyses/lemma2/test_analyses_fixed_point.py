@@ -57,7 +57,8 @@ def _seeds(forward, reverse, n: int = SEEDS, spread: float = 0.3, noise: float =
         log_prev, log_start, labels, targets = _batch(s, spread, noise)
         rec = {d: reached(d, log_prev, log_start, fn(s, log_start, targets), labels, ALPHA, EPS)
                for d, fn in (("forward", forward), ("reverse", reverse))}
-        out.append(FixedPointSeed(s, rec["forward"], rec["reverse"], 0.0, 0.0, 0.0))
+        tv_m_g = float((0.5 * (targets["m"] - targets["g"]).abs().sum(-1)).mean())
+        out.append(FixedPointSeed(s, rec["forward"], rec["reverse"], 0.0, 0.0, tv_m_g))
     return out
 
 
@@ -82,7 +83,7 @@ SHAPES = [(0.3, 0.5), (0.3, 2.0), (2.0, 0.5), (2.0, 2.0)]
 def test_each_loss_toward_its_own_target_and_swapped(spread, noise, lam) -> None:
     own = _decide(_seeds(toward("m", lam), toward("g", lam), spread=spread, noise=noise))
     assert (own.forward_arm.outcome, own.reverse_arm.outcome) == ARM_OUTCOMES[:1] * 2
-    assert own.outcome == "each loss moves toward its own optimum" and own.statistic == "change"
+    assert own.outcome == "each loss moves toward its own optimum" and own.statistic == "projection"
     assert own.contrast.high < -CONTRAST_FLOOR and own.counted == SEEDS
     swapped = _decide(_seeds(toward("g", lam), toward("m", lam), spread=spread, noise=noise))
     assert swapped.outcome == "opposite"

@@ -74,14 +74,15 @@ def toward_permuted(name: str, lam: float = 0.5):
 @pytest.mark.parametrize("step", [0.5, 0.9])
 def test_a_label_free_move_does_not_pass(shape, step):
     found = _decide(free("forward", step), free("reverse", step), shape)
-    assert found.statistic == "label part" and found.outcome == "no difference detected"
+    assert found.statistic == "projection" and found.outcome == "no difference detected"
 
 
-def test_without_the_null_a_label_free_move_reads_a_direction():
-    """Why the label part decides: the change E_d alone finds a direction in a move that uses no label."""
+def test_without_the_null_a_label_free_move_reads_no_direction():
+    """The projection fits the label-free directions out, so even records without the permutation null read
+    no direction in a move that uses no label, where the TV contrast C alone reads "each toward its own"."""
     found = _decide(free("forward"), free("reverse"), (2.0, 2.0), null=False)
-    assert found.statistic == "change" and any(a.decided for a in found.arms)
-    assert found.contrast.high < 0  # and C alone reads "each toward its own"
+    assert found.statistic == "projection" and not any(a.decided for a in found.arms)
+    assert found.contrast.high < 0
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -91,7 +92,9 @@ def test_trainings_on_permuted_labels_find_no_direction(shape):
     assert _decide(toward_permuted("m"), toward_permuted("g"), shape, null=False).contrast.high < 0  # C: fooled
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [pytest.param(SHAPES[0], marks=pytest.mark.xfail(
+    strict=True, reason="nearly uniform p_(k-1): m_k and g_k lie on one ray from p_(k-1), the CE arm's move is not "
+    "told apart from a move toward g_k plus a label-free flattening (docs/LEMMA2.md)")), SHAPES[1]])
 def test_exact_optima_reach_progress_one_and_pass(shape):
     found = _decide(lambda c: c["targets"]["m"].log(), lambda c: c["targets"]["g"].log(), shape)
     assert found.outcome == OUTCOMES[0] and found.p_value < 0.05
@@ -105,17 +108,20 @@ def test_moves_toward_each_own_target_pass_and_swapped_read_opposite():
     assert _decide(toward("g", 0.8), toward("m", 0.8), (2.0, 2.0)).outcome == "opposite"
 
 
-def test_a_small_move_toward_g_is_missed_not_misread():
-    """30% toward each own target, peaked: the CE arm is found, the reverse arm's move (mostly a
-    flattening a label-free move also makes) does not clear the floor."""
+def test_a_small_move_toward_g_is_found():
+    """30% toward each own target, peaked: the projection sees both arms' moves (the label-free part of a
+    move toward g_k is fitted out, not counted against it)."""
     found = _decide(toward("m", 0.3), toward("g", 0.3), (2.0, 2.0))
-    assert (found.forward_arm.outcome, found.reverse_arm.outcome) == (ARM_OUTCOMES[0], ARM_OUTCOMES[2])
+    assert (found.forward_arm.outcome, found.reverse_arm.outcome) == (ARM_OUTCOMES[0], ARM_OUTCOMES[0])
 
 
 def test_the_power_cost_small_moves_on_a_nearly_uniform_previous_readout_are_not_detected():
-    """Stated in docs/LEMMA2.md: near-uniform p_(k-1), a 30% move toward each own target is not detected."""
+    """Stated in docs/LEMMA2.md: near-uniform p_(k-1), the CE arm's 30% move toward m_k is not detected; the
+    arm says so with its least detectable move, which lies above the move made."""
     found = _decide(toward("m", 0.3), toward("g", 0.3), (0.3, 0.5))
-    assert found.reverse_arm.outcome == "no difference detected" and found.outcome != OUTCOMES[0]
+    arm = found.forward_arm
+    assert arm.outcome == "no difference detected" and found.outcome != OUTCOMES[0]
+    assert arm.least_detectable > 0.3 and found.reverse_arm.outcome in (ARM_OUTCOMES[0], ARM_OUTCOMES[2])
 
 
 def _controls(main, permuted, label_free) -> FixedPointControls:
@@ -156,3 +162,15 @@ def test_a_chunk_above_the_rows_is_shown_beside_it_with_its_controls():
     (line,) = verdict.evidence.beside
     assert line.startswith("chunk 2 (beside the row, not decided)") and "NOT calibrated: label permutation" in line
     assert line in row.measured(verdict.evidence)
+
+
+def test_the_workflow_reads_the_floor_steps_and_moves_from_one_source():
+    """The controls workflow's label-free moves and floor steps are the analysis's own (one definition)."""
+    import zerolock_theory.app.workflows.fixed_point_controls as workflow
+    from analyses.lemma2.fixed_point import ARM_FLOOR_STEPS, label_free_move
+
+    assert workflow.FLOOR_STEPS is ARM_FLOOR_STEPS
+    log_prev, log_start, _, _ = _batch(0, 2.0, 2.0)
+    moves = label_free_moves(log_start, log_prev, 0.75)
+    assert torch.equal(moves["forward"], label_free_move(log_start, log_prev, 0.75, "arithmetic"))
+    assert torch.equal(moves["reverse"], label_free_move(log_start, log_prev, 0.75, "geometric"))

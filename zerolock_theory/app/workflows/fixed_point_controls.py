@@ -7,15 +7,16 @@ seed), from chunk k's initial adapters each time:
 2. forward and reverse trainings on the labels permuted among the batch's positions (a seeded
    permutation), measured against the true labels' targets (the label-permutation control);
 3. the label-free moves from p^0 toward p_{k-1}, arithmetic (forward) and geometric (reverse),
-   with no training: at ``FLOOR_STEPS`` they set the floor, at ``LABEL_FREE_STEP`` they are the
-   label-free control.
+   with no training: at ``analyses.lemma2.fixed_point.ARM_FLOOR_STEPS`` they set the (descriptive)
+   contrast's floor, at ``LABEL_FREE_STEP`` they are the label-free control.
 
 The floor. On a real model p^0 and p_{k-1} already lean toward the true labels, so even a
 label-free move has a small label part (embedded model, chunk 1: about −0.005 at s = ½, beyond
-the fixed ``CONTRAST_FLOOR`` of 0.001). The floor of all three decisions is therefore the label
-part a label-free move reaches on this batch: per seed the largest |C_label| over s ∈
-``FLOOR_STEPS``, its mean over seeds (never below ``CONTRAST_FLOOR``). The control then moves to
-s = ``LABEL_FREE_STEP``, a step the floor did not see.
+the fixed ``CONTRAST_FLOOR`` of 0.001). The contrast's floor is therefore the label part a label-free
+move reaches on this batch: per seed the largest |C_label| over s ∈ ``ARM_FLOOR_STEPS``, its mean over
+seeds (never below ``CONTRAST_FLOOR``). The arms' own floor is computed with each record
+(``analyses.lemma2.fixed_point.reached``). The control then moves to s = ``LABEL_FREE_STEP``, a step the
+floors did not see.
 
 Every reached readout is recorded with the label-permutation null (``analyses.lemma2.fixed_point.reached``
 with ``label_permutations``), and the same rule decides each of the three
@@ -30,9 +31,11 @@ from dataclasses import asdict
 import torch
 
 from analyses.lemma2.fixed_point import (
+    ARM_FLOOR_STEPS,
     CONTRAST_FLOOR,
     FixedPointSeed,
     fixed_point_decision,
+    label_free_move,
     label_permutations,
     reached,
 )
@@ -46,20 +49,18 @@ from zerolock_theory.app.workflows.fixed_point import (
 
 __all__ = ["label_free_moves", "run_fixed_point_controls"]
 
-FLOOR_STEPS: tuple[float, ...] = (0.25, 0.5, 1.0)
-"""Steps s of the label-free moves whose label part sets the decision floor (the control uses another)."""
+FLOOR_STEPS = ARM_FLOOR_STEPS
+"""The contrast floor's steps: the analysis's ``ARM_FLOOR_STEPS`` itself (one definition)."""
 PERMUTATION_SEED = 20_000
 """Offset of the training permutation's seed (distinct from the null's permutations)."""
 
 
 def label_free_moves(log_start: torch.Tensor, log_prev: torch.Tensor, step: float = LABEL_FREE_STEP
                      ) -> dict[str, torch.Tensor]:
-    """log of (1−s)·p^0 + s·p_{k-1} ("forward") and of ∝ (p^0)^{1−s}·p_{k-1}^s ("reverse"): no label used."""
-    start, prev = log_start.double(), log_prev.double()
-    arithmetic = torch.logaddexp(start + torch.log1p(torch.tensor(-step, dtype=torch.float64)),
-                                 prev + torch.log(torch.tensor(step, dtype=torch.float64)))
-    geometric = torch.log_softmax((1.0 - step) * start + step * prev, dim=-1)
-    return {"forward": arithmetic, "reverse": geometric}
+    """log of (1−s)·p^0 + s·p_{k-1} ("forward") and of ∝ (p^0)^{1−s}·p_{k-1}^s ("reverse"): no label used
+    (``analyses.lemma2.fixed_point.label_free_move``)."""
+    return {"forward": label_free_move(log_start, log_prev, step, "arithmetic"),
+            "reverse": label_free_move(log_start, log_prev, step, "geometric")}
 
 
 def _record(b: SeedBatch, seed: int, logs: dict[str, torch.Tensor], settings: FixedPointSettings,
@@ -96,7 +97,7 @@ def run_fixed_point_controls(settings: FixedPointSettings, level: float = 0.95,
         shuffled.append(_trained(b, seed, settings, null, train_labels))
         free.append(_record(b, seed, label_free_moves(b.start_log_p, b.log_prev), settings, null))
         floors.append(max(abs(_record(b, seed, label_free_moves(b.start_log_p, b.log_prev, step), settings,
-                                      null).label_contrast) for step in FLOOR_STEPS))
+                                      null).label_contrast) for step in ARM_FLOOR_STEPS))
         if progress is not None:
             progress(f"seed {seed}: label part {main[-1].label_contrast:.3g}, permuted "
                      f"{shuffled[-1].label_contrast:.3g}, label-free {free[-1].label_contrast:.3g}")
@@ -109,4 +110,4 @@ def run_fixed_point_controls(settings: FixedPointSettings, level: float = 0.95,
                                     {**described, "records": what}, floor=floor)
 
     return FixedPointControls(settings.chunk, decide(main, "experiment"), decide(shuffled, "labels permuted"),
-                              decide(free, "label-free move"), LABEL_FREE_STEP, list(FLOOR_STEPS), floors)
+                              decide(free, "label-free move"), LABEL_FREE_STEP, list(ARM_FLOOR_STEPS), floors)
