@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analyses.assumption5 import scaling
+from analyses.assumption5 import drift_sum, scaling
 from analyses.lemma2 import fixed_point
 from analyses.lemma2 import targets as lemma2
 from analyses.lemma2.fixed_point_controls import LABEL_FREE_STEP
@@ -15,7 +15,7 @@ from analyses.proposition1 import identity as proposition_identity
 from analyses.systems import memory as systems
 from analyses.systems import throughput as systems_throughput
 from analyses.theorem1 import drift_budget, rate
-from zerolock_theory.app.workflows import fixed_point_controls, memory_map
+from zerolock_theory.app.workflows import memory_map
 
 MATH = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "docs" / "MATH.md").read_text(encoding="utf-8"))
 
@@ -38,10 +38,21 @@ def _frac(x: float) -> str:
     f"a burn-in of max({drift_budget.BURN_IN_MIN}, T/{round(1 / drift_budget.BURN_IN_SHARE)}) steps",
     f"below a horizon of {drift_budget.MIN_HORIZON} steps",
     f"at least {scaling.MIN_STEPS} resolved scaled steps",  # Assumption 5
+    f"a rise of more than {round(100 * drift_sum.RISE)}% of the block statistic on {drift_sum.RISE_BLOCKS} finer blocks",
+    f"fallen by a factor {drift_sum.SETTLE:g} from the peak block's end",
+    f"the first of {drift_sum.BLOCKS} blocks is left out",
+    f"dropping the largest fifth" if drift_sum.TRIM == 0.2 else f"dropping the largest {drift_sum.TRIM:g}",
+    f"a bend below ×{drift_sum.RUN_GROWTH:g} is not resolved",
+    f"Against {drift_sum.NEEDED_SLOPE - drift_sum.SLOPE_MARGIN:g} itself",
     f"\"close\" below {_g(lemma2.TV_SMALL)} everywhere",  # Lemma 2
     f"within TV {_g(fixed_point.RESIDUAL_FLOOR)} of the start readout",
     f"permuted among the batch's positions ({fixed_point.NULL_PERMUTATIONS} permutations)",
-    f"(s = {', '.join(_frac(s) for s in fixed_point_controls.FLOOR_STEPS)}; at least {_g(fixed_point.CONTRAST_FLOOR)})",
+    f"label-free moves at s = {', '.join(_frac(s) for s in fixed_point.ARM_FLOOR_STEPS)} reach",
+    f"never below {_g(fixed_point.ALONG_FLOOR)}",
+    f"TV(m_k, g_k) < {_g(fixed_point.MIN_TARGET_TV)}",
+    f"λ ∈ {{{', '.join(_frac(x) for x in fixed_point.FREE_POWERS)}, 1−α}}",
+    f"τ ∈ {{{', '.join(_frac(x) for x in fixed_point.FREE_TEMPERATURES)}}}",
+    f"its label-part floor at least {_g(fixed_point.CONTRAST_FLOOR)}",
     f"a label-free move at s = {_frac(LABEL_FREE_STEP)} (must not pass)",
     f"round-off allowed {proposition_identity.IDENTITY_TOL:.0e}".replace("e-0", "e-"),  # Proposition 1
     f"α ∈ {{{', '.join(_g(a) for a in proposition_identity.ALPHAS)}}}",

@@ -169,7 +169,7 @@ def test_the_workflow_reads_the_floor_steps_and_moves_from_one_source():
     import zerolock_theory.app.workflows.fixed_point_controls as workflow
     from analyses.lemma2.fixed_point import ARM_FLOOR_STEPS, label_free_move
 
-    assert workflow.FLOOR_STEPS is ARM_FLOOR_STEPS
+    assert workflow.ARM_FLOOR_STEPS is ARM_FLOOR_STEPS and not hasattr(workflow, "FLOOR_STEPS")
     log_prev, log_start, _, _ = _batch(0, 2.0, 2.0)
     moves = label_free_moves(log_start, log_prev, 0.75)
     assert torch.equal(moves["forward"], label_free_move(log_start, log_prev, 0.75, "arithmetic"))

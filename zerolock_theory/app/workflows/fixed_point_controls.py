@@ -49,8 +49,6 @@ from zerolock_theory.app.workflows.fixed_point import (
 
 __all__ = ["label_free_moves", "run_fixed_point_controls"]
 
-FLOOR_STEPS = ARM_FLOOR_STEPS
-"""The contrast floor's steps: the analysis's ``ARM_FLOOR_STEPS`` itself (one definition)."""
 PERMUTATION_SEED = 20_000
 """Offset of the training permutation's seed (distinct from the null's permutations)."""
 
