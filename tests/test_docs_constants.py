@@ -41,7 +41,7 @@ def _frac(x: float) -> str:
     f"a rise of more than {round(100 * drift_sum.RISE)}% of the block statistic on {drift_sum.RISE_BLOCKS} finer blocks",
     f"fallen by a factor {drift_sum.SETTLE:g} from the peak block's end",
     f"the first of {drift_sum.BLOCKS} blocks is left out",
-    f"dropping the largest fifth" if drift_sum.TRIM == 0.2 else f"dropping the largest {drift_sum.TRIM:g}",
+    "dropping the largest fifth" if drift_sum.TRIM == 0.2 else f"dropping the largest {drift_sum.TRIM:g}",
     f"a bend below ×{drift_sum.RUN_GROWTH:g} is not resolved",
     f"Against {drift_sum.NEEDED_SLOPE - drift_sum.SLOPE_MARGIN:g} itself",
     f"\"close\" below {_g(lemma2.TV_SMALL)} everywhere",  # Lemma 2
