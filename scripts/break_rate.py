@@ -13,7 +13,10 @@ The truth is that of the construction's mean level over seeds: "toward zero" (it
 the bound's rate or faster), "slower" (it falls to 0 slower than the bound), "floor" (it reaches a
 positive floor inside the run), "flat" (flat throughout), "zero" (mean zero). The outcomes that
 state a truth and the ones that contradict it are the calibration's (``TRUE`` and ``WRONG``
-below, the same cells as ``analyses.theorem1.families``). A construction with a floor has a floor
+below, the cells of ``analyses.theorem1.families``) with two scoring rules of the attacks (registered
+in docs/breaks/rate.md): "not distinguished from the bound's" on a slower truth is an abstention on
+the rate (neither states nor contradicts it), and on a flat truth with a rise after a decay a fall word
+whose caveat starts at or before the rise's start states it (``key`` with the rise's start). A construction with a floor has a floor
 start (``floor_start``: the first T from which its mean level stays within 1% of its limit); a fall
 word whose caveat starts at or before it states the floor (``key``, ``CAVEAT``). A construction
 **breaks** the rule when contradicting words come out in more than 5% of the groups (the rule's
