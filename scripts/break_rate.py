@@ -13,7 +13,10 @@ The truth is that of the construction's mean level over seeds: "toward zero" (it
 the bound's rate or faster), "slower" (it falls to 0 slower than the bound), "floor" (it reaches a
 positive floor inside the run), "flat" (flat throughout), "zero" (mean zero). The outcomes that
 state a truth and the ones that contradict it are the calibration's (``TRUE`` and ``WRONG``
-below, the same cells as ``analyses.theorem1.families``). A construction with a floor has a floor
+below, the cells of ``analyses.theorem1.families``) with two scoring rules of the attacks (registered
+in docs/breaks/rate.md): "not distinguished from the bound's" on a slower truth is an abstention on
+the rate (neither states nor contradicts it), and on a flat truth with a rise after a decay a fall word
+whose caveat starts at or before the rise's start states it (``key`` with the rise's start). A construction with a floor has a floor
 start (``floor_start``: the first T from which its mean level stays within 1% of its limit); a fall
 word whose caveat starts at or before it states the floor (``key``, ``CAVEAT``). A construction
 **breaks** the rule when contradicting words come out in more than 5% of the groups (the rule's
@@ -54,13 +57,14 @@ BREAK_SHARE = 0.05
 TOWARD_ZERO, SLOWER, FLOOR, FLAT, ZERO = "toward zero", "slower", "floor", "flat", "zero"
 TRUE = {TOWARD_ZERO: (FALLS_AT, FALLS_UNDISTINGUISHED), SLOWER: (FALLS_SLOWER,), FLOOR: (FLATTENS, NO_DECAY),
         FLAT: (NO_DECAY, FLATTENS), ZERO: (NOT_TESTABLE,)}
-WRONG = {TOWARD_ZERO: (FALLS_SLOWER, FLATTENS, NO_DECAY), SLOWER: (FALLS_AT, FALLS_UNDISTINGUISHED, NO_DECAY),
+WRONG = {TOWARD_ZERO: (FALLS_SLOWER, FLATTENS, NO_DECAY), SLOWER: (FALLS_AT, NO_DECAY),
          FLOOR: (FALLS_AT, FALLS_UNDISTINGUISHED), FLAT: (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER),
          ZERO: (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER)}
 CAVEAT = " + floor caveat"
 """Suffix of a fall word whose caveat starts at or before the construction's floor start (it states a floor)."""
 COVERED = tuple(o + CAVEAT for o in (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER))
 TRUE[FLOOR] = TRUE[FLOOR] + COVERED
+TRUE[FLAT] = TRUE[FLAT] + COVERED  # a rise after a decay: a fall word whose caveat starts at or before the rise
 SHORT = {FALLS_AT: "at bound", FALLS_UNDISTINGUISHED: "undist.", FALLS_SLOWER: "slower", FLATTENS: "flattens",
          NO_DECAY: "no decay", NOT_TESTABLE: "n/t"}
 SHORT.update({o + CAVEAT: SHORT[o] + " + caveat" for o in (FALLS_AT, FALLS_UNDISTINGUISHED, FALLS_SLOWER)})
@@ -241,11 +245,14 @@ def floor_start(c: Construction) -> float | None:
 
 
 def key(c: Construction, desc, start: float | None = None) -> str:
-    """The outcome a group is scored by: a fall word whose caveat starts at or before the floor start
-    (``floor_start``) is marked ``CAVEAT`` for a construction whose truth is a floor."""
+    """The outcome a group is scored by: a fall word whose caveat starts at or before ``start`` is marked
+    ``CAVEAT``. For a floor, ``start`` is the floor start (``floor_start``); for a flat truth it is the start
+    of a rise after a decay (a level without a limit; the caller passes it), where the caveat's "a floor
+    from T = s on is not excluded" claims nothing after the rise. A plateau's floor start (1) lies before any
+    caveat, so there the caveat changes nothing."""
     start = floor_start(c) if start is None and c.truth == FLOOR else start
-    if (c.truth == FLOOR and desc.floor_after is not None and start is not None
-            and desc.floor_after <= start):
+    if (c.truth in (FLOOR, FLAT) and desc.outcome in RATE_OUTCOMES[:3] and desc.floor_after is not None
+            and start is not None and desc.floor_after <= start):
         return desc.outcome + CAVEAT
     return desc.outcome
 

@@ -10,7 +10,7 @@ and spiky noise, per-seed floors and scales, a tiny floor, a late rise, other ho
 counts, AR(1) 0.7 and a Ĝ that is often negative.
 
 Each group of seeds goes through ``analyses.theorem1.rate.describe_rate`` (the rate row's own
-code). Scoring is the first attack's, imported from it unchanged: the same words state and
+code). Scoring is the first attack's, imported from it: the same words state and
 contradict each truth (``TRUE``, ``WRONG``), the same floor start (first T from which the mean
 level over seeds stays within 1% of its limit), a fall word whose caveat starts at or before the
 floor start states a floor (``key``), and a construction agrees when the truth's words come out in at
@@ -68,6 +68,7 @@ class Construction:
     sd: Level | None = None  # the noise's sd as a function of T (heteroscedastic); else noise x run mean
     start_level: Level | None = None  # the level whose floor start is scored (the trend under a periodic part)
     limit: bool = True  # False: the level has no limit (a late rise), so no floor start
+    rise: float | None = None  # a rise after a decay starts at rise·horizon: a caveat from there claims nothing
 
 
 # ---- levels --------------------------------------------------------------------------------------
@@ -167,7 +168,7 @@ def constructions() -> list[Construction]:
     out += [
         C("two-stage: 1/sqrt(T), then exp onto zero from T/2", TOWARD_ZERO, then_exp(0.5, 0.1)),
         C("two-stage: 1/sqrt(T), then exp onto a floor (half) from T/2", FLOOR, then_exp(0.5, 0.05, 0.5)),
-        C("T^-0.3 (slower than the bound's 0.378)", SLOWER, power(0.3)),
+        C("T^-0.3 (slower than the bound's class)", SLOWER, power(0.3)),
         C("T^-0.3, noise 0.3", SLOWER, power(0.3), noise=0.3),
         C("log(T+1)/sqrt(T) (the bound's class)", TOWARD_ZERO, sqrt_log),
         C("log(T+1)/sqrt(T), noise 0.3", TOWARD_ZERO, sqrt_log, noise=0.3),
@@ -191,9 +192,9 @@ def constructions() -> list[Construction]:
     out += [
         C("tiny floor 1e-3 reached at T/3", FLOOR, tiny_floor,
           ),
-        C("1/sqrt(T), then a rise of 50% from 0.8T", FLAT, late_rise(0.8, 0.5),
-          limit=False),
-        C("1/sqrt(T), then a rise of 50% from 0.8T, noise 0.3", FLAT, late_rise(0.8, 0.5), noise=0.3, limit=False),
+        C("1/sqrt(T), then a rise of 50% from 0.8T", FLAT, late_rise(0.8, 0.5), limit=False, rise=0.8),
+        C("1/sqrt(T), then a rise of 50% from 0.8T, noise 0.3", FLAT, late_rise(0.8, 0.5), noise=0.3, limit=False,
+          rise=0.8),
         C("1/sqrt(T) x per-seed lognormal(0, 1) scale", TOWARD_ZERO, inv_sqrt, seed_level=seed_scale(inv_sqrt, 1.0)),
         C("flat from T/2 x per-seed lognormal(0, 1) scale", FLOOR, floor_at(0.5),
           seed_level=seed_scale(floor_at(0.5), 1.0)),
@@ -240,10 +241,17 @@ def rng_for(c: Construction, seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(c.name.encode())])
 
 
+def scored_start(c: Construction) -> float | None:
+    """The T a fall word's caveat is scored against: the floor start, or for a rise after a decay the rise's
+    start (a caveat from there on claims nothing after it)."""
+    return c.rise * c.horizon if c.rise is not None else floor_start(c)
+
+
 def shares(c: Construction, groups: int, seed: int = 0) -> Counter:
-    """Outcome counts over ``groups`` groups (the first attack's ``key``: fall word + caveat)."""
+    """Outcome counts over ``groups`` groups (the first attack's ``key``: fall word + caveat, against
+    ``scored_start``)."""
     rng = rng_for(c, seed)
-    start = floor_start(c)
+    start = scored_start(c)
     return Counter(first.key(c, group(c, rng), start) for _ in range(groups))
 
 
@@ -265,6 +273,7 @@ def table(groups: int, seed: int, only: str | None) -> list[tuple[Construction, 
         cells = ", ".join(f"{first.SHORT[o]} {counts[o] / groups:.2f}" for o in first.KEYS if counts[o])
         start = floor_start(c)
         shown = "" if start is None else (f"{start:.0f}" if start <= c.horizon else "beyond the run")
+        shown = f"rise from {c.rise * c.horizon:.0f}" if c.rise is not None else shown
         print(f"| {c.name} | {c.truth} | {shown} | {cells} | {right:.2f} | {wrong:.2f} | {word} |", flush=True)
         rows.append((c, counts))
     return rows

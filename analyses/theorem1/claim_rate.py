@@ -260,7 +260,9 @@ def reason(ev: Evidence) -> str:
 OUTCOMES = {
     FALLS_AT: Outcome(RATE_SENTENCES[FALLS_AT], "holds"),
     FALLS_UNDISTINGUISHED: Outcome(RATE_SENTENCES[FALLS_UNDISTINGUISHED], "holds"),
-    FALLS_SLOWER: Outcome(RATE_SENTENCES[FALLS_SLOWER] + " (not a refutation: the bound's constant is unknown)", "mixed"),
+    FALLS_SLOWER: Outcome(RATE_SENTENCES[FALLS_SLOWER] + " (slower than every standard form of C·log T/√T, the "
+                          "increments of T·log(T+1)/√T and log(T+1)/√T itself; not a refutation: the bound's "
+                          "constant is unknown)", "mixed"),
     FLATTENS: Outcome(RATE_SENTENCES[FLATTENS] + " from the T stated beside: over the last half the level falls "
                       "less than at the bound's rate (not a refutation of an asymptotic bound)", "mixed"),
     NO_DECAY: Outcome(RATE_SENTENCES[NO_DECAY] + f": the window's fall is below {NO_DECAY_FALL:.0%} of its level "

@@ -17,14 +17,16 @@ L_j/L_{j+1} = r^β in the continuum, whatever c.
 * ``decline_early`` = (L_1 − L_2)/m and ``decline_late`` = (L_3 − L_4)/m: the relative fall of
   the level over two *disjoint* pairs of blocks;
 * β = log(L_3/L_4)/log r, the exponent of the level over the late pair; b = β_B − β, β_B the same
-  exponent of the bound's exact level (the increments of T·log(T+1)/√T; ``bound_beta``, 0.378 at
-  T = 1000): b ≤ 0 at the bound's rate or faster, b > 0 slower;
+  exponent of the bound's class: the smaller of the late-pair exponents of its standard members
+  (``BOUND_FORMS``: the increments of T·log(T+1)/√T, 0.378 at T = 1000, and the per-step level
+  log(T+1)/√T, 0.338; ``bound_beta`` = 0.338): b ≤ 0 at the rate of some member of the class or
+  faster, b > 0 slower than every member;
 * ``late_fall``: the fall of the level over the late half (``LATE_START``·T_max, T_max] in linear
   time (``relative_fall``: minus the least-squares slope of Ĝ_t on T there, times the half's
   length, over the half's mean level); ``tail_falls``: the same over (s, T_max] for each start s
   of ``LATE_PARTS`` equal linear sub-windows of the late half (``late_starts``);
 * ``tail_excess``: each tail's fall minus the bound's own over the same tail
-  (``bound_tail_falls``); ``late_excess`` is the first (the whole late half): ≥ 0 at the bound's
+  (``bound_tail_falls``: the smallest fall of the ``BOUND_FORMS`` there); ``late_excess`` is the first (the whole late half): ≥ 0 at the bound's
   rate or faster, < 0 when the level falls more slowly there than on the bound, as onto a floor;
 * ``slowing`` = log(L_2/L_3) − log(L_3/L_4): 0 for a power law, > 0 when the decay slows from the
   middle pair of blocks to the late pair; ``late_shortfall`` = ``late_fall`` − the late fall of
@@ -104,6 +106,7 @@ __all__ = [
     "BEND_MARGIN",
     "BEND_WEIGHT",
     "BLOCKS",
+    "BOUND_FORMS",
     "BOUND_WORDS",
     "DECAYS",
     "FALLS_AT",
@@ -138,6 +141,7 @@ __all__ = [
     "bound_late_fall",
     "bound_tail_falls",
     "bound_level",
+    "bound_step_level",
     "describe_rate",
     "floor_caveat",
     "floor_power",
@@ -208,7 +212,8 @@ LATE_LEVEL = 1.0 - 2.0 * TAIL_ALPHA
 """Two-sided level of the late excess's interval (one-sided ``TAIL_ALPHA``): flattening is shown when its
 upper end lies below −``LATE_MARGIN``."""
 LATE_MARGIN = 0.02
-"""T^−0.378 has late excess −0.004 against the bound's exact level: a shortfall below this is not a floor."""
+"""T^−0.338, the bound's class's slowest exponent at T = 1000, has late excess −0.007 against the class's
+smallest fall: a shortfall below this is not a floor."""
 TAIL_LEVEL = 1.0 - 2.0 * TAIL_ALPHA
 """Two-sided level of each later tail's excess (s > LATE_START·T_max; one-sided ``TAIL_ALPHA`` each):
 flattening is shown when one's upper end lies below −``LATE_MARGIN``."""
@@ -271,24 +276,43 @@ def bound_level(t: np.ndarray) -> np.ndarray:
     return (total - before) / np.diff(np.concatenate([[0.0], t]))
 
 
+def bound_step_level(t: np.ndarray) -> np.ndarray:
+    """The per-step level log(T+1)/√T: its running mean is about 2·log T/√T, so it is within the bound too."""
+    t = np.asarray(t, dtype=float)
+    return np.log(t + 1.0) / np.sqrt(t)
+
+
+BOUND_FORMS = (bound_level, bound_step_level)
+"""The standard members of the bound's class C·log T/√T the rule compares against: the increments of
+T·log(T+1)/√T and the per-step level log(T+1)/√T. "Slower than the bound" means slower than every one:
+the comparator is the slowest-decaying member over the same blocks and tails (``bound_beta``,
+``bound_tail_falls``)."""
+
+
 @functools.lru_cache(maxsize=64)
 def bound_beta(horizon: int, window: float = WINDOW) -> float:
-    """β_B: the late pair's exponent of the bound's exact level at T = 1..horizon (0.378 at T = 1000)."""
+    """β_B: the late pair's exponent of the slowest-decaying member of ``BOUND_FORMS`` at T = 1..horizon
+    (the smaller of the members' exponents; 0.355 at T = 1000, from log(T+1)/√T)."""
     t = np.arange(1.0, horizon + 1.0)
     edges = block_edges(horizon, window)
-    levels = _block_means(t, bound_level(t), edges)
-    return float(math.log(levels[-2] / levels[-1]) / math.log(edges[1] / edges[0]))
+    step = math.log(edges[1] / edges[0])
+    betas = []
+    for form in BOUND_FORMS:
+        levels = _block_means(t, form(t), edges)
+        betas.append(math.log(levels[-2] / levels[-1]) / step)
+    return float(min(betas))
 
 
 @functools.lru_cache(maxsize=64)
 def bound_tail_falls(horizon: int) -> tuple[float, ...]:
-    """The bound's own relative fall over (s, horizon] for each of ``late_starts``."""
+    """The bound's own relative fall over (s, horizon] for each of ``late_starts``: the smallest fall of the
+    members of ``BOUND_FORMS`` over that tail (the slowest-decaying member's)."""
     t = np.arange(1.0, horizon + 1.0)
-    return tuple(relative_fall(t, bound_level(t), float(s)) for s in late_starts(horizon))
+    return tuple(min(relative_fall(t, form(t), float(s)) for form in BOUND_FORMS) for s in late_starts(horizon))
 
 
 def bound_late_fall(horizon: int) -> float:
-    """The bound's own ``late_fall`` at T = 1..horizon (0.263 at T = 1000)."""
+    """The bound's own ``late_fall`` at T = 1..horizon (0.238 at T = 1000, from log(T+1)/√T)."""
     return bound_tail_falls(horizon)[0]
 
 

@@ -37,8 +37,12 @@ from analyses.theorem1.rate import (
     RateDescription,
     RateFigures,
     block_edges,
+    BOUND_FORMS,
+    bound_beta,
     bound_late_fall,
     bound_level,
+    bound_step_level,
+    bound_tail_falls,
     describe_rate,
     late_starts,
     noise_dependence,
@@ -66,11 +70,22 @@ def test_blocks_are_geometric_and_a_power_law_gives_its_exponent_whatever_its_sc
             assert fit.slowing == pytest.approx(0.0, abs=5e-3) and fit.decline_late > 0
 
 
-def test_b_is_zero_on_the_bound_and_its_sign_tells_faster_from_slower():
+def test_b_is_zero_on_the_slowest_member_of_the_bounds_class_and_its_sign_tells_faster_from_slower():
+    """The comparator is the slowest-decaying standard form of C·log T/√T: the per-step level log(T+1)/√T
+    (late-pair exponent 0.338 at T = 1000) reads b = 0 and tail excesses 0; the increments of
+    T·log(T+1)/√T (0.378) read b < 0 and positive excesses, at the bound's rate or faster."""
     t, level = rate_mean("log(T+1)/sqrt(T) (the bound)", 1000)
     assert np.allclose(level, bound_level(t))
-    assert seed_rate(t, level).b == pytest.approx(0.0, abs=1e-12)
+    step = seed_rate(t, bound_step_level(t))
+    assert step.b == pytest.approx(0.0, abs=1e-12) and np.allclose(step.tail_excess, 0.0, atol=1e-12)
+    increments = seed_rate(t, level)
+    assert increments.b == pytest.approx(0.338 - 0.378, abs=2e-3) and min(increments.tail_excess) > 0
+    assert bound_beta(1000) == pytest.approx(min(seed_rate(t, f(t)).beta for f in BOUND_FORMS))
+    assert bound_beta(1000) == pytest.approx(0.338, abs=5e-4)
+    for k, fall in enumerate(bound_tail_falls(1000)):
+        assert fall == pytest.approx(min(seed_rate(t, f(t)).tail_falls[k] for f in BOUND_FORMS))
     assert seed_rate(*rate_mean("1/sqrt(T)", 1000)).b < 0 < seed_rate(*rate_mean("T^-0.2", 1000)).b
+    assert seed_rate(t, t**-0.3).b > 0  # slower than every member of the class
 
 
 def test_a_plateau_has_no_fall_and_a_step_leaves_one_pair_flat():
@@ -99,13 +114,14 @@ def test_noise_dependence_measures_the_size_and_the_autocorrelation():
 
 
 def test_the_late_test_reads_the_bound_and_a_floor_in_linear_time():
-    """On the bound's own level every tail's excess is 0; a power law faster than the bound has a
-    positive late excess, T^−0.378 (the bound's exponent) one within the margin; a level flat from
-    T = 500 has no fall over the last half and the bound's whole fall as its shortfall."""
-    t, level = rate_mean("log(T+1)/sqrt(T) (the bound)", 1000)
-    assert np.allclose(seed_rate(t, level).tail_excess, 0.0, atol=1e-12)
+    """On the slowest member of the bound's class every tail's excess is 0; a power law faster than the
+    bound has a positive late excess, T^−0.338 (the class's slowest exponent) one within the margin; a level
+    flat from T = 500 has no fall over the last half and the bound's whole fall as its shortfall."""
+    t = np.arange(1.0, 1001.0)
+    assert np.allclose(seed_rate(t, bound_step_level(t)).tail_excess, 0.0, atol=1e-12)
     assert seed_rate(*rate_mean("1/sqrt(T)", 1000)).late_excess > 0.05
-    assert abs(seed_rate(*rate_mean("T^-0.378 (the bound's exponent at T = 1000)", 1000)).late_excess) < LATE_MARGIN
+    assert seed_rate(*rate_mean("T^-0.378 (the bound's exponent at T = 1000)", 1000)).late_excess > 0
+    assert abs(seed_rate(t, t**-0.338).late_excess) < LATE_MARGIN
     flat = seed_rate(*rate_mean("1/sqrt(T), flat from T=500", 1000))
     assert flat.late_fall == pytest.approx(0.0, abs=1e-9) and flat.late_excess == pytest.approx(-bound_late_fall(1000))
     assert np.allclose(late_starts(1000), [500, 625, 750, 875])
@@ -210,7 +226,12 @@ def test_outcomes_never_contradict_the_decaying_families():
 def test_low_noise_decides_every_power_law_and_each_outcome_is_reachable():
     rng = np.random.default_rng(5)
     seen = {_group(family, rng, 0.1).outcome for family in RATE_FAMILIES}
-    assert set(RATE_OUTCOMES) <= seen
+    t = np.arange(1.0, 1001.0)
+    step = bound_step_level(t)  # the comparator itself: b = 0, its rate not distinguished from the bound's
+    draw = np.random.default_rng(1)
+    slowest = describe_rate([(t, step + 0.1 * step.mean() * draw.standard_normal(t.size)) for _ in range(5)])
+    assert slowest.outcome == FALLS_UNDISTINGUISHED
+    assert set(RATE_OUTCOMES) <= seen | {slowest.outcome}
     for family in ("1/sqrt(T)", "T^-0.2", "plateau", "1 + 16 exp(-T/100) (a floor)"):
         assert _group(family, rng, 0.1).outcome in RATE_TRUE[family], family
 

@@ -43,11 +43,12 @@ def test_a_fall_word_states_from_where_a_floor_is_not_excluded_and_the_power_the
 
 
 def test_the_caveat_follows_the_noise():
-    """1/√T: at noise 0.05 the tails see a floor from 3T/4 with power 0.95 (the caveat starts after it); at
-    noise 1 they do not from T/2 on (the caveat starts before 600)."""
+    """1/√T: at noise 0.05 the tails see a floor from before 3T/4 with power 0.95 (the caveat starts at 3T/4
+    or later: against the slowest member of the bound's class a floor's shortfall is smaller, so the caveat
+    starts at 750 to 800); at noise 1 they do not from T/2 on (the caveat starts before 600)."""
     quiet = [d.floor_after for d in _groups("1/sqrt(T)", 0.05, 5, seed=4802) if d.outcome in DECAYS]
     loud = [d.floor_after for d in _groups("1/sqrt(T)", 1.0, 10, seed=4803) if d.outcome in DECAYS]
-    assert len(quiet) == 5 and min(quiet) > 750, quiet
+    assert len(quiet) == 5 and min(quiet) >= 750, quiet
     assert loud and max(loud) <= 600, loud
 
 

@@ -46,4 +46,4 @@ def test_the_exponent_edges_window_and_tails_in_the_docs_are_the_codes():
     assert "(T/2, T]" in section and rate.LATE_START == 0.5
     falls = re.search(r"the same tail \(([0-9., ]+) at T = 1000\)", section).group(1)
     assert np.allclose([float(x) for x in falls.split(", ")], rate.bound_tail_falls(1000), atol=5e-4)
-    assert not re.search(r"β_B = (?!0\.378)", section)  # every statement of the exponent is the code's
+    assert not re.search(r"β_B = (?!0\.338)", section)  # every statement of the exponent is the code's
