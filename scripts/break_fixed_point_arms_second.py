@@ -305,6 +305,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=20, help="seeded groups per construction")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
     parser.add_argument("--only", default="", help="only the constructions whose name contains this")
+    parser.add_argument("--skip", default="", help="leave out the constructions whose name contains this")
+    parser.add_argument("--first", type=int, default=0, help="start at this construction (0-based)")
     args = parser.parse_args()
     lines: list[str] = []
 
@@ -312,7 +314,8 @@ def main() -> None:
         print(line, flush=True)
         lines.append(line)
 
-    breaks = table(args.groups, [a for a in ATTACKS if args.only in a.name], out=out)
+    chosen = [a for a in ATTACKS[args.first:] if args.only in a.name and not (args.skip and args.skip in a.name)]
+    breaks = table(args.groups, chosen, out=out)
     out(f"\nBreaks ({len(breaks)}): " + ("; ".join(breaks) if breaks else "none"))
     if args.out is not None:
         args.out.write_text("\n".join(lines) + "\n")
