@@ -5,6 +5,10 @@ Lemma 4 telescopes the surrogate and needs the drift at the step taken (c = 1) t
 fixed iterate (``analyses.assumption5.drift_order``) says only whether a_t ≠ 0; what the sum needs
 is how a_t shrinks as η_t does. With η_t ∝ 1/√t and |a_t| ∝ η_t^s, Σ a_t = O(Σ η_t²) needs s ≥ 2:
 a_t = 0.5·η_t² is first order at every iterate and within the budget; a_t = 0.5·η_t is not.
+That threshold belongs to the theorem's schedule; the run's schedule exponent q (η_t ∝ (t+1)^(−q),
+minus the slope of log η_t on log(t+1) over the fitted steps, the seeds' median) picks it
+(``needed_slope``): 2 for q ≤ ½ + ``SCHEDULE_TOL``, else 1/q strictly (Σ η_t² converges, and
+Σ η_t^s is bounded iff s·q > 1), where an interval holding 1/q reads not distinguished.
 
 Per seed, at its scaled steps in step order (the ``scaling`` probe's drift(c), or φ(c), which has
 the same limit, where drift(c) was not logged):
@@ -16,15 +20,19 @@ the same limit, where drift(c) was not logged):
 * the warm-up, from the data: the steps from the switch-on are cut into ``RISE_BLOCKS`` blocks (of
   at least ``MIN_BLOCK_STEPS``); the peak is the first block that no later block exceeds by more
   than ``RISE``. With the peak at the first block the fit starts after the first ``BURN_IN`` of
-  ``BLOCKS`` blocks; with a later peak |a_t| still rose, and the fit starts where η_t has fallen
+  ``BLOCKS`` blocks; a peak in the second half is no warm-up but a late rise (no slope); with a
+  later peak in the first half |a_t| still rose, and the fit starts where η_t has fallen
   by ``SETTLE`` from the end of the peak block (a warm-up keeps bending a_t after its peak). Fewer
   than ``BLOCKS`` − ``BURN_IN`` blocks of ``MIN_BLOCK_STEPS`` left: the warm-up eats the run (no s);
 * the fitted steps are cut into blocks of equal counts (``BLOCKS`` − ``BURN_IN`` of them); each
   gives a robust mean of r_t = |a_t|/η_t² (the share of non-zero values times the mean of the
   non-zero ones after dropping the largest ``TRIM`` share, at least one value: one outlier does
   not drag it) and the geometric mean of η_t over the same non-zero steps;
-* s = 2 + the least-squares slope of log(block r) on log(block η) over the blocks with a positive
-  statistic (at least ``MIN_BLOCKS``; else undefined). Fitting r_t rather than |a_t| keeps a
+* a late rise: fitted blocks in the second half that all lie more than ``RISE`` above the line of
+  log r on log η through the blocks before them are left out and mark the seed (``_late_rise``);
+* s = 2 + the least-squares slope of log(block r) on log(block η) over the remaining blocks with a
+  positive statistic (at least ``MIN_BLOCKS``; else undefined), and its climb (the slope over the
+  later half of those blocks minus that over the earlier half). Fitting r_t rather than |a_t| keeps a
   coefficient that shrinks exactly like η_t² at s = 2 whatever the block statistic; a seed whose
   fitted a_t are all zero has no s and is second order after the warm-up;
 * the witness w: the same slope for the positive part of the drift at c = 1, max(drift(1), 0),
@@ -42,7 +50,10 @@ look alike on the run):
   no more than a bend of 2·``RESOLUTION`` counts as holding 2: the limit's own resolution);
 * ``not within Σ η_t² along the run`` — H < 2 with H's bend at least ``RUN_GROWTH``;
 * ``not distinguished`` — H < 2 with H's bend below ``RUN_GROWTH`` (the run is too short to tell),
-  or H ≥ 2 > L with L's bend at least ``RUN_GROWTH``;
+  or H ≥ 2 > L with L's bend at least ``RUN_GROWTH``; or a seed rises late and the rest does not
+  read not within (``late_rise``: a rise only adds to the sum, and its continuation decides it);
+  or not within with the lower end of the seeds' interval of the climb above ``CLIMB``
+  (``slope_climbs``: a fading rise, a warm-up's tail);
 * ``not testable`` — fewer than ``MIN_SEEDS`` counted seeds, fewer than ``MIN_SEEDS`` slopes when
   some seed has a non-zero a_t (``warm_up`` when some seed's warm-up ate its run), or no
   non-zero a_t but some step unresolved.
