@@ -29,8 +29,9 @@ the same limit, where drift(c) was not logged):
   non-zero ones after dropping the largest ``TRIM`` share, at least one value: one outlier does
   not drag it) and the geometric mean of η_t over the same non-zero steps;
 * a late rise: fitted blocks in the second half that all lie more than ``RISE`` above the line of
-  log r on log η through the blocks before them are left out and mark the seed (``_late_rise``);
-* s = 2 + the least-squares slope of log(block r) on log(block η) over the remaining blocks with a
+  log r on log η through the blocks before them mark the seed (``_late_rise``), and the slope
+  over the blocks before them is kept beside the slope over all;
+* s = 2 + the least-squares slope of log(block r) on log(block η) over the blocks with a
   positive statistic (at least ``MIN_BLOCKS``; else undefined), and its climb (the slope over the
   later half of those blocks minus that over the earlier half). Fitting r_t rather than |a_t| keeps a
   coefficient that shrinks exactly like η_t² at s = 2 whatever the block statistic; a seed whose
@@ -50,8 +51,10 @@ look alike on the run):
   no more than a bend of 2·``RESOLUTION`` counts as holding 2: the limit's own resolution);
 * ``not within Σ η_t² along the run`` — H < 2 with H's bend at least ``RUN_GROWTH``;
 * ``not distinguished`` — H < 2 with H's bend below ``RUN_GROWTH`` (the run is too short to tell),
-  or H ≥ 2 > L with L's bend at least ``RUN_GROWTH``; or a seed rises late and the rest does not
-  read not within (``late_rise``: a rise only adds to the sum, and its continuation decides it);
+  or H ≥ 2 > L with L's bend at least ``RUN_GROWTH``; or at least half the seeds rise late and their
+  slopes before the rise (the others' slopes beside them) do not read not within, or fewer than
+  ``MIN_SEEDS`` slopes with some seed rising late (``late_rise``: a rise only adds to the sum, and
+  its continuation decides it);
   or not within with the lower end of the seeds' interval of the climb above ``CLIMB``
   (``slope_climbs``: a fading rise, a warm-up's tail);
 * ``not testable`` — fewer than ``MIN_SEEDS`` counted seeds, fewer than ``MIN_SEEDS`` slopes when
@@ -152,6 +155,7 @@ class SeedDriftSum:
     schedule: float = math.nan  # q: minus the slope of log η_t on log(t+1) over the fitted steps (NaN: no steps)
     late_rise: bool = False  # |a_t| peaks in the second half, or |a_t|/η_t² rises over the last fitted blocks
     climb: float = math.nan  # the local slope of s over the later fitted blocks minus that over the earlier ones
+    before_rise: float = math.nan  # the slope over the fitted blocks before a late rise (NaN: |a_t| peaks late)
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,7 @@ class _Fit:
     eta_ratio: float = math.nan
     late_rise: bool = False
     climb: float = math.nan  # the slope over the later half of the fitted blocks minus that over the earlier half
+    before: float = math.nan  # the slope over the blocks before a late rise (the slope itself without one)
 
 
 def _robust_mean(x: np.ndarray) -> float:
@@ -210,14 +215,15 @@ def _blocks(eta: np.ndarray, size: np.ndarray, n: int) -> tuple[np.ndarray, np.n
 def _late_rise(g: np.ndarray, r: np.ndarray) -> int:
     """The first fitted block of a rise over the last blocks, or ``r.size`` when there is none.
 
-    Block k (in the second half, with at least two positive blocks before it) starts a late rise
+    Block k (in the second half, with at least ``MIN_BLOCKS`` positive blocks before it, so that the
+    slope before it is still fitted) starts a late rise
     when every block from k on exceeds the power law through the blocks before it (the line of
     log r on log η, extrapolated) by more than ``RISE``. A power law, however steep, follows its own
     line and never rises late; a coefficient that is flat and then ramps up at the end does."""
     n = r.size
-    for k in range((n + 1) // 2, n):
+    for k in range(max((n + 1) // 2, MIN_BLOCKS), n):
         before = r[:k] > 0
-        if before.sum() < 2 or np.ptp(np.log(g[:k][before])) == 0 or not (r[k:] > 0).all():
+        if before.sum() < MIN_BLOCKS or np.ptp(np.log(g[:k][before])) == 0 or not (r[k:] > 0).all():
             continue
         line = np.polyfit(np.log(g[:k][before]), np.log(r[:k][before]), 1)
         if (np.log(r[k:]) - np.polyval(line, np.log(g[k:])) > math.log1p(RISE)).all():
@@ -225,24 +231,31 @@ def _late_rise(g: np.ndarray, r: np.ndarray) -> int:
     return n
 
 
-def _fit_blocks(g: np.ndarray, r: np.ndarray) -> _Fit:
-    """s = 2 + the slope of log(block statistic of |a_t|/η_t²) on log(block η) over the positive blocks
-    before a late rise (``_late_rise``), which is flagged."""
-    late = _late_rise(g, r)
-    rises = late < r.size
-    g, r = g[:late], r[:late]
+def _line(g: np.ndarray, r: np.ndarray) -> _Fit:
+    """s = 2 + the slope of log(block statistic of |a_t|/η_t²) on log(block η) over the positive blocks,
+    and its climb."""
     keep = r > 0
     if not keep.any():
-        return _Fit(all_zero=not rises, late_rise=rises)
+        return _Fit(all_zero=True)
     if keep.sum() < MIN_BLOCKS or np.ptp(np.log(g[keep])) == 0:
-        return _Fit(late_rise=rises)
+        return _Fit()
     x, y = np.log(g[keep]), np.log(r[keep])
     slope = NEEDED_SLOPE + float(np.polyfit(x, y, 1)[0])
     climb = math.nan
     if x.size >= 4:  # the local slope in each half: a power law keeps it, a fading rise climbs
         h = x.size // 2
         climb = float(np.polyfit(x[h:], y[h:], 1)[0] - np.polyfit(x[:h], y[:h], 1)[0])
-    return _Fit(slope, eta_ratio=float(g[keep][0] / g[keep][-1]), late_rise=rises, climb=climb)
+    return _Fit(slope, eta_ratio=float(g[keep][0] / g[keep][-1]), climb=climb, before=slope)
+
+
+def _fit_blocks(g: np.ndarray, r: np.ndarray) -> _Fit:
+    """``_line`` over every fitted block, with the slope before a late rise (``_late_rise``) beside it."""
+    late = _late_rise(g, r)
+    found = _line(g, r)
+    if late == r.size:
+        return found
+    return _Fit(found.slope, found.all_zero, eta_ratio=found.eta_ratio, late_rise=True, climb=found.climb,
+                before=_line(g[:late], r[:late]).slope)
 
 
 def _fit(eta: np.ndarray, size: np.ndarray) -> _Fit:
@@ -264,7 +277,7 @@ def _fit(eta: np.ndarray, size: np.ndarray) -> _Fit:
         g, _, r, idx = _blocks(eta, size, BLOCKS)
         found = _fit_blocks(g[BURN_IN:], r[BURN_IN:])
         return _Fit(found.slope, found.all_zero, False, on + int(idx[BURN_IN][0]), found.eta_ratio, found.late_rise,
-                    found.climb)
+                    found.climb, found.before)
     settled = eta[fine_idx[peak][-1]] / SETTLE
     first = int(np.argmax(eta <= settled)) if (eta <= settled).any() else eta.size
     rest = BLOCKS - BURN_IN
@@ -272,7 +285,8 @@ def _fit(eta: np.ndarray, size: np.ndarray) -> _Fit:
         return _Fit(eaten=True, start=on + first)
     g, _, r, _ = _blocks(eta[first:], size[first:], rest)
     found = _fit_blocks(g, r)
-    return _Fit(found.slope, found.all_zero, False, on + first, found.eta_ratio, found.late_rise, found.climb)
+    return _Fit(found.slope, found.all_zero, False, on + first, found.eta_ratio, found.late_rise, found.climb,
+                found.before)
 
 
 def _schedule(steps: np.ndarray | None, lr: np.ndarray, first: int) -> float:
@@ -320,7 +334,7 @@ def seed_drift_sum(run: str, c: Sequence[float], lr: np.ndarray, drift: np.ndarr
     return SeedDriftSum(run, fit.slope, witness.slope, int(lr.size), int(np.isfinite(signs).sum()),
                         int(np.sum(np.isfinite(late) & (late > 0))), int(np.isnan(late).sum()), source,
                         witness.all_zero, int(min(fit.start, resolved.size)), fit.eaten, fit.eta_ratio,
-                        _schedule(steps, lr, min(first, lr.size)), fit.late_rise, fit.climb)
+                        _schedule(steps, lr, min(first, lr.size)), fit.late_rise, fit.climb, fit.before)
 
 
 def seed_drift_sum_of(data: ScalingRun) -> SeedDriftSum:
@@ -386,7 +400,7 @@ def drift_sum(seeds: Sequence[SeedDriftSum], level: float = 0.95, *, min_steps: 
         witness_outcome = "within"
     p = t_test_p(slopes, threshold - SLOPE_MARGIN) if slope is not None else None
     ratio = _ratio(counted, slopes)
-    late = any(s.late_rise for s in counted)
+    late = 2 * sum(s.late_rise for s in counted) >= len(counted) > 0  # at least half the seeds rise late
     climb = seed_interval([s.climb for s in counted], level, min_seeds=min_seeds)
 
     def result(outcome: str, reason: str, growth: float | None = None) -> DriftSum:
@@ -399,13 +413,16 @@ def drift_sum(seeds: Sequence[SeedDriftSum], level: float = 0.95, *, min_steps: 
     if not any(s.n_nonzero or s.warm_eats for s in counted):
         unresolved = sum(s.n_unresolved_late for s in counted)
         return result(WITHIN, "all_zero") if unresolved == 0 else result("not testable", "unresolved")
+    if late:  # a late rise only adds to the sum: only "not within" from the blocks before it stands
+        before = [s.before_rise if s.late_rise else s.slope for s in counted]
+        found = _decide(seed_interval(before, level, min_seeds=min_seeds), _ratio(counted, before),
+                        (WITHIN, NOT_WITHIN), threshold, strict)
+        return result(*found) if found[0] == NOT_WITHIN else result("not distinguished", "late_rise", found[2])
     if slope is None:
-        if late:
+        if any(s.late_rise for s in counted):  # too few slopes, and some seed rises at the end
             return result("not distinguished", "late_rise")
         return result("not testable", "warm_up" if any(s.warm_eats for s in counted) else "few_slopes")
     outcome, reason, growth = _decide(slope, ratio, (WITHIN, NOT_WITHIN), threshold, strict)
-    if late and outcome != NOT_WITHIN:  # a late rise only adds to the sum: "within" cannot be read before it
-        return result("not distinguished", "late_rise", growth)
     if outcome == NOT_WITHIN and climb is not None and climb.low > CLIMB:  # the rise of |a_t|/η_t² fades along the window
         return result("not distinguished", "slope_climbs", growth)
     return result(outcome, reason, growth)
