@@ -216,7 +216,8 @@ REASONS = {
                        f"its lower end {_BEND} x{RUN_GROWTH:g} or more: below what the run resolves",
     "slope_at_threshold": "the step size falls faster than 1/sqrt(t), so sum eta_t^2 converges and the slope must "
                           "exceed 1/q strictly (eta_t ~ t^-q); the seed interval of the slope holds 1/q",
-    "late_rise": "the coefficient rises over the last blocks (|a_t| peaks in the second half of the run, or "
+    "late_rise": "the coefficient rises over the last blocks in at least half the seeds, or in some seed where "
+                 "fewer than 3 slopes remain (|a_t| peaks in the second half of the run, or "
                  "|a_t|/eta_t^2 climbs above the earlier blocks' trend at the end): whether the rise continues "
                  "decides the sum, and the run ends before it shows; no resolved evidence of not within before it",
     "slope_climbs": f"the seed interval of the slope lies below the threshold, but its local value climbs by more "
