@@ -25,10 +25,10 @@ GROUPS = 6
 BREAKS = {
     "a = 0.5 eta^2 + noise of sd 0.1 eta":
         "zero-mean first-order noise on a second-order mean (positive parts add like sum eta_t: not within) gives "
-        "seed slopes spread from below 0 to above 2: not distinguished in about 9 groups of 10, rarely not within",
+        "seed slopes spread from below 0 to above 2: not distinguished in about 4 groups of 5, not within in the rest",
     "a = 0.5 eta^2 + noise of sd 0.5 eta":
-        "as with sd 0.1 eta, and a late noise peak also marks a seed as rising late: not distinguished in every "
-        "group, never not within",
+        "as with sd 0.1 eta, and a late noise peak of |a_t| leaves a seed without a slope: not distinguished in "
+        "about 4 groups of 5, not within or not testable in the rest",
 }
 CONSTRUCTIONS = {c.name: c for c in harness.constructions()}
 
