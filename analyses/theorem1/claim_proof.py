@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from analyses.assumption5.drift_order import DriftOrder
 from analyses.assumption5.drift_sum import (
+    CLIMB,
     NEEDED_SLOPE,
     NOT_WITHIN,
     RUN_GROWTH,
@@ -147,7 +148,9 @@ def short(ev: Evidence) -> str:
     found = ev.result
     if not isinstance(found, ProofDrift) or found.drift_sum is None:
         return "-"
-    return f"{_slope_text(found.drift_sum)} (within needs >= {NEEDED_SLOPE - SLOPE_MARGIN:g})"
+    d = found.drift_sum
+    needs = ">= 2" if d.threshold == NEEDED_SLOPE else f"> {d.threshold - SLOPE_MARGIN:.3g}"
+    return f"{_slope_text(d)} (within needs {needs})"
 
 
 def _order(o: DriftOrder) -> str:
@@ -211,6 +214,16 @@ REASONS = {
                          "this run is too short to tell T^(1 - s/2) from log T (a warm-up's tail bends it as much)",
     "slope_straddles": f"the seed interval of the slope of |a_t| on eta_t holds {NEEDED_SLOPE - SLOPE_MARGIN:g}, and "
                        f"its lower end {_BEND} x{RUN_GROWTH:g} or more: below what the run resolves",
+    "slope_at_threshold": "the step size falls faster than 1/sqrt(t), so sum eta_t^2 converges and the slope must "
+                          "exceed 1/q strictly (eta_t ~ t^-q); the seed interval of the slope holds 1/q",
+    "late_rise": "the coefficient rises over the last blocks in at least half the seeds, or in some seed where "
+                 "fewer than 3 slopes remain (|a_t| peaks in the second half of the run, or "
+                 "|a_t|/eta_t^2 climbs above the earlier blocks' trend at the end): whether the rise continues "
+                 "decides the sum, and the run ends before it shows; no resolved evidence of not within before it",
+    "slope_climbs": f"the seed interval of the slope lies below the threshold, but its local value climbs by more "
+                    f"than {CLIMB:g} from the earlier to the later fitted blocks in every seed's interval: "
+                    "|a_t|/eta_t^2 still rises, ever more slowly (a warm-up's tail), and the run cannot tell "
+                    "whether it keeps rising",
 }
 
 
@@ -221,6 +234,9 @@ def reason(ev: Evidence) -> str:
     text = REASONS.get(ev.reason, ev.reason)
     if isinstance(found, ProofDrift) and found.drift_sum is not None and found.drift_sum.growth is not None:
         text += f" (x{found.drift_sum.growth:.3g} here)"
+    if isinstance(found, ProofDrift) and found.drift_sum is not None and found.drift_sum.threshold != NEEDED_SLOPE:
+        text += (f"; the run's step size falls like t^-{found.drift_sum.schedule:.2g}, faster than the theorem's "
+                 f"1/sqrt(t+1): the threshold is 1/q = {found.drift_sum.threshold:.3g}, strictly")
     return text
 
 

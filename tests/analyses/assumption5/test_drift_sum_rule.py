@@ -66,12 +66,104 @@ def test_late_switch_on_is_left_out_not_fitted_as_small_values():
 
 
 @pytest.mark.parametrize("tau", [30, 100])
-def test_a_warm_up_that_eats_the_run_is_not_testable(tau):
-    """a_t = 0.5·η_t²·(1 − e^(−(t+1)/τ))² rises over the whole run: no slope, and the words say why."""
+def test_a_rise_over_the_whole_run_is_a_late_rise_not_a_warm_up(tau):
+    """a_t = 0.5·η_t²·(1 − e^(−(t+1)/τ))² rises over the whole run: |a_t| peaks in the second half,
+    so nothing is left out as a warm-up and no slope is fitted; the words say the coefficient rises at
+    the end (within or not depends on whether it keeps rising)."""
     warm = (1.0 - np.exp(-(np.arange(STEPS) + 1.0) / tau)) ** 2
     found = _group(lambda eta: 0.5 * eta**2 * warm)
-    assert all(s.warm_eats and math.isnan(s.slope) for s in found.seeds)
-    assert (found.outcome, found.reason) == ("not testable", "warm_up")
+    assert sum(s.late_rise for s in found.seeds) >= 4 and all(math.isnan(s.slope) for s in found.seeds)
+    assert (found.outcome, found.reason) == ("not distinguished", "late_rise")
+
+
+def _ramp(t: np.ndarray) -> np.ndarray:
+    start = 0.8 * t.size
+    return 1.0 + 3.0 * np.clip((t - start) / (t.size - 1 - start), 0.0, 1.0)
+
+
+@pytest.mark.parametrize(("name", "make"), [
+    ("0.5 eta^2 x (1 to 4) over the last 20%", lambda eta, t: 0.5 * eta**2 * _ramp(t)),
+    ("0.5 eta^2, then 0.5 eta over the last 20%", lambda eta, t: np.where(t >= 0.8 * t.size, 0.5 * eta, 0.5 * eta**2)),
+])
+def test_a_rise_at_the_end_reads_not_distinguished(name, make):
+    """A ramp of a_t/η_t² from 1 to 4 (within) and a switch to first order (not within) over the last
+    20%: neither eats the run as a warm-up nor is fitted as a slope below 2; both read not
+    distinguished (late_rise), and the blocks before the rise give s = 2 (where |a_t| itself peaks
+    late, no slope)."""
+    t = np.arange(STEPS, dtype=float)
+    found = _group(lambda eta: make(eta, t))
+    assert all(s.late_rise and not s.warm_eats for s in found.seeds)
+    assert all(math.isnan(s.before_rise) or abs(s.before_rise - 2.0) < 1e-6 for s in found.seeds)
+    assert (found.outcome, found.reason) == ("not distinguished", "late_rise")
+
+
+def test_a_steep_power_law_is_no_late_rise():
+    """a_t = 0.5 (s = 0): |a_t|/η_t² rises by x1.4 per block, on its own line: not within, no late rise."""
+    found = _group(lambda eta: np.full_like(eta, 0.5))
+    assert not any(s.late_rise for s in found.seeds)
+    assert (found.outcome, found.reason) == (ds.NOT_WITHIN, "slope_below")
+
+
+@pytest.mark.parametrize("tau", [3.0, 10.0])
+def test_a_fading_rise_reads_not_distinguished(tau):
+    """a_t = 0.5·η_t²·t/(t + τ) (within: never above 0.5·η_t²): the fitted slope lies below 2 (about
+    1.6 at τ = 3, 1.1 at τ = 10), but its local value climbs along the window by more than ``CLIMB``;
+    a power law keeps it (p = 1 stays not within)."""
+    t = np.arange(STEPS, dtype=float)
+    found = _group(lambda eta: 0.5 * eta**2 * t / (t + tau))
+    assert found.slope.high < 2.0 and all(s.climb > ds.CLIMB for s in found.seeds)
+    assert (found.outcome, found.reason) == ("not distinguished", "slope_climbs")
+    power = _group(lambda eta: 0.5 * eta)
+    assert all(abs(s.climb) < 0.05 for s in power.seeds) and power.outcome == ds.NOT_WITHIN
+
+
+def _drift(eta: np.ndarray, a: np.ndarray, seed: int) -> np.ndarray:
+    """drift(c) = c·a_t + c²·b_t at the given η_t, with float-sized noise."""
+    rng = np.random.default_rng(seed)
+    b = eta**2 * (0.1 + rng.normal(size=eta.size))
+    drift = C[None, :] * a[:, None] + C[None, :] ** 2 * b[:, None]
+    return drift + 1e-12 * np.abs(drift[:, :1]) * rng.normal(size=drift.shape)
+
+
+def _scheduled(eta: np.ndarray, a: np.ndarray, seed: int) -> ds.SeedDriftSum:
+    return ds.seed_drift_sum(f"s{seed}", C, eta, _drift(eta, a, seed), steps=np.arange(eta.size) * 32)
+
+
+@pytest.mark.parametrize(("p", "outcome", "reason"), [
+    (2.0, ds.WITHIN, "slope_above"),
+    (1.5, ds.WITHIN, "slope_above"),
+    (1.0, "not distinguished", ("slope_at_threshold", "slope_below_short")),
+    (0.5, ds.NOT_WITHIN, "slope_below"),
+])
+def test_a_faster_schedule_moves_the_threshold_to_one_over_q(p, outcome, reason):
+    """η_t = 0.1/(t+1) (q = 1): Σ η_t² converges, and Σ 0.5·η_t^p stays bounded iff p > 1/q = 1.
+    p = 1.5 is within (the 1/√t threshold 2 would read it not within); p = 1 sits on the threshold,
+    which is itself not within (log T): its slope (0.98 from the block means) is either held or
+    below it by less than the run resolves, not distinguished either way."""
+    eta = 0.1 / (np.arange(STEPS) * 32 + 1.0)
+    found = ds.drift_sum([_scheduled(eta, 0.5 * eta**p, i) for i in range(5)])
+    assert abs(found.schedule - 1.0) < 1e-6 and abs(found.threshold - 1.0) < 1e-6
+    assert found.outcome == outcome and found.reason in ((reason,) if isinstance(reason, str) else reason)
+
+
+@pytest.mark.parametrize(("q", "threshold", "strict"), [
+    (None, 2.0, False), (0.0, 2.0, False), (0.3, 2.0, False), (0.5, 2.0, False), (0.54, 2.0, False),
+    (0.75, 4.0 / 3.0, True), (1.0, 1.0, True), (2.0, 0.5, True),
+])
+def test_needed_slope_by_schedule(q, threshold, strict):
+    """q ≤ ½ (and ½ ± ``SCHEDULE_TOL``): Σ η_t² grows and needs s ≥ 2; q > ½: Σ η_t^s converges iff s > 1/q."""
+    got, is_strict = ds.needed_slope(q)
+    assert math.isclose(got, threshold) and is_strict == strict
+
+
+def test_constant_then_sqrt_schedule_keeps_the_threshold_two():
+    """η_t = 0.05 for 10 steps, then ∝ 1/√t: the measured q is at most ½, so the threshold stays 2."""
+    t = np.arange(STEPS, dtype=float)
+    eta = 0.05 * np.minimum(1.0, np.sqrt(10.0 / (t + 1.0)))
+    for p, outcome in ((2.0, ds.WITHIN), (1.0, ds.NOT_WITHIN)):
+        seeds = [ds.seed_drift_sum(f"s{i}", C, eta, _drift(eta, 0.5 * eta**p, i), steps=t) for i in range(5)]
+        found = ds.drift_sum(seeds)
+        assert found.schedule <= 0.5 + ds.SCHEDULE_TOL and found.threshold == 2.0 and found.outcome == outcome
 
 
 def test_a_warm_up_that_settles_is_fitted_after_it():

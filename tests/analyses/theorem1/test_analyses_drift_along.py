@@ -68,6 +68,12 @@ def test_second_order_drift_warming_up_reads_within(tau):
     assert _shares(f"second order, warm-up tau = {tau}", 3, every=1).get(WITHIN, 0.0) == 1.0  # all of it warm-up
 
 
+def test_the_row_measures_the_theorems_schedule_on_the_suites_design():
+    """η_t = 0.1/√(t+1) at one scaled step every 32: the measured exponent is ½ and the threshold 2."""
+    d = _verdict("a = 0.5 eta^2 > 0 (A5 holds along the run)").evidence.result.drift_sum
+    assert abs(d.schedule - 0.5) < 1e-6 and d.threshold == 2.0
+
+
 def test_zero_and_constant_drifts():
     assert _shares("zero drift", 5) == {WITHIN: 1.0}
     assert _shares("a = 0.5 (constant first order)", 5) == {NOT_WITHIN: 1.0}
@@ -119,6 +125,7 @@ def test_the_docs_state_the_rules_constants():
     text = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[3] / "docs" / "THEOREM1.md").read_text("utf-8"))
     for phrase in (f"| `NEEDED_SLOPE` | {drift_sum.NEEDED_SLOPE:g} |", f"| `SLOPE_MARGIN` | {drift_sum.SLOPE_MARGIN:g} |",
                    f"| `BLOCKS`, `BURN_IN` | {drift_sum.BLOCKS}, {drift_sum.BURN_IN} |",
-                   f"| `MIN_BLOCKS` | {drift_sum.MIN_BLOCKS} |",
+                   f"| `MIN_BLOCKS` | {drift_sum.MIN_BLOCKS} |", f"| `CLIMB` | {drift_sum.CLIMB:g} |",
+                   f"| `SCHEDULE`, `SCHEDULE_TOL` | {drift_sum.SCHEDULE:g}, {drift_sum.SCHEDULE_TOL:g} |",
                    f"2 − {drift_sum.SLOPE_MARGIN:g} = {drift_sum.NEEDED_SLOPE - drift_sum.SLOPE_MARGIN:g}"):
         assert phrase in text, phrase
