@@ -87,22 +87,32 @@ def frame(con: Construction, seed: int, i: int) -> pd.DataFrame:
     if con.heavy:
         drift = drift + con.heavy * eta[:, None] ** 2 * rng.standard_t(1.5, size=drift.shape)
     noisy = lambda x: x + 1e-12 * np.abs(x[:, :1]) * rng.normal(size=x.shape)  # noqa: E731
-    phi, drift = noisy(phi), noisy(drift)
+    return probe_frame(t, eta, noisy(phi), noisy(drift))
+
+
+def probe_frame(t: np.ndarray, eta: np.ndarray, phi: np.ndarray, drift: np.ndarray) -> pd.DataFrame:
+    """φ(c) and drift(c) [step, factor] of one seed as the ``scaling`` probe's rows (actual direction)."""
     rec: dict[str, np.ndarray] = {"step": t.astype(int), LR: eta}
     for j, cj in enumerate(FACTORS):
         rec[SCALING.key(OBJ, cj, "phi", "actual")] = phi[:, j]
-        rec[SCALING.key(OBJ, cj, "q", "actual")] = c[0, j] ** 2 * eta**2
-        rec[SCALING.key(OBJ, cj, "ratio", "actual")] = np.maximum(phi[:, j], 0.0) / (c[0, j] ** 2 * eta**2)
+        rec[SCALING.key(OBJ, cj, "q", "actual")] = C[j] ** 2 * eta**2
+        rec[SCALING.key(OBJ, cj, "ratio", "actual")] = np.maximum(phi[:, j], 0.0) / (C[j] ** 2 * eta**2)
         rec[SCALING.key(OBJ, cj, "drift", "actual")] = drift[:, j]
-    rec[SCALING_STEP.key(OBJ, "defined", "actual")] = np.ones(con.steps, bool)
+    rec[SCALING_STEP.key(OBJ, "defined", "actual")] = np.ones(t.size, bool)
     return with_layout(pd.DataFrame(rec), Layout(1, factors=FACTORS, directions=("actual",)))
+
+
+def group_outcome(make_frame: Callable[[int, int], pd.DataFrame], name: str, seeds: int, group: int) -> str:
+    """The rule's outcome on one seeded group: ``make_frame(seed, i)`` for i < ``seeds``, the seeds
+    drawn from the group and the construction's name."""
+    base = 1009 * (group + 1) + 7 * (zlib.crc32(name.encode()) % 100003)
+    sums = [seed_drift_sum_from_frame(make_frame(base + i, i), OBJ, f"s{i}") for i in range(seeds)]
+    return drift_sum(sums).outcome
 
 
 def outcome(con: Construction, group: int) -> str:
     """The rule's outcome on one seeded group of ``con.seeds`` seeds."""
-    base = 1009 * (group + 1) + 7 * (zlib.crc32(con.name.encode()) % 100003)
-    sums = [seed_drift_sum_from_frame(frame(con, base + i, i), OBJ, f"s{i}") for i in range(con.seeds)]
-    return drift_sum(sums).outcome
+    return group_outcome(lambda seed, i: frame(con, seed, i), con.name, con.seeds, group)
 
 
 def shares(con: Construction, groups: int) -> Counter[str]:

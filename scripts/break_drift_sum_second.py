@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,9 +28,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages, not an installed one
 
-from analyses.assumption5.drift_sum import NOT_WITHIN, WITHIN, drift_sum, seed_drift_sum_from_frame  # noqa: E402
+from analyses.assumption5.drift_sum import NOT_WITHIN, WITHIN  # noqa: E402
 from analyses.assumption5.families import FACTORS  # noqa: E402
-from zerolock_theory.records import LR, SCALING, SCALING_STEP, Layout, with_layout  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import break_drift_sum as first  # noqa: E402  (the first attack: its probe rows and seeding)
 
 OBJ = "implemented"
 NT, ND = "not testable", "not distinguished"
@@ -98,21 +99,12 @@ def frame(con: Construction, seed: int, i: int) -> pd.DataFrame:
     phi, drift = noisy(phi), noisy(drift)
     gone = con.unresolved(t, rng)
     phi[gone], drift[gone] = np.nan, np.nan
-    rec: dict[str, np.ndarray] = {"step": t.astype(int), LR: eta}
-    for j, cj in enumerate(FACTORS):
-        rec[SCALING.key(OBJ, cj, "phi", "actual")] = phi[:, j]
-        rec[SCALING.key(OBJ, cj, "q", "actual")] = c[0, j] ** 2 * eta**2
-        rec[SCALING.key(OBJ, cj, "ratio", "actual")] = np.maximum(phi[:, j], 0.0) / (c[0, j] ** 2 * eta**2)
-        rec[SCALING.key(OBJ, cj, "drift", "actual")] = drift[:, j]
-    rec[SCALING_STEP.key(OBJ, "defined", "actual")] = np.ones(con.steps, bool)
-    return with_layout(pd.DataFrame(rec), Layout(1, factors=FACTORS, directions=("actual",)))
+    return first.probe_frame(t, eta, phi, drift)
 
 
 def outcome(con: Construction, group: int) -> str:
-    """The rule's outcome on one seeded group of ``con.seeds`` seeds."""
-    base = 1009 * (group + 1) + 7 * (zlib.crc32(con.name.encode()) % 100003)
-    sums = [seed_drift_sum_from_frame(frame(con, base + i, i), OBJ, f"s{i}") for i in range(con.seeds)]
-    return drift_sum(sums).outcome
+    """The rule's outcome on one seeded group of ``con.seeds`` seeds (the first attack's seeding)."""
+    return first.group_outcome(lambda seed, i: frame(con, seed, i), con.name, con.seeds, group)
 
 
 def shares(con: Construction, groups: int) -> Counter[str]:
