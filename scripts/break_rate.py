@@ -132,18 +132,21 @@ class Construction:
     scale: float | None = None  # the noise's standard deviation itself (else noise × the run's mean level)
 
 
+def ar1(e: np.ndarray, phi: float) -> np.ndarray:
+    """Unit-variance AR(1) noise with lag-1 autocorrelation ``phi`` from standard normal innovations ``e``."""
+    z = np.empty(e.size)
+    z[0] = e[0]
+    inn = np.sqrt(1.0 - phi * phi)
+    for i in range(1, e.size):
+        z[i] = phi * z[i - 1] + inn * e[i]
+    return z
+
+
 def _noise(c: Construction, n: int, rng: np.random.Generator) -> np.ndarray:
     if c.kind == "t3":
         return rng.standard_t(3, n) / np.sqrt(3.0)
     e = rng.standard_normal(n)
-    if c.kind != "ar":
-        return e
-    z = np.empty(n)
-    z[0] = e[0]
-    inn = np.sqrt(1.0 - c.phi * c.phi)
-    for i in range(1, n):
-        z[i] = c.phi * z[i - 1] + inn * e[i]
-    return z
+    return ar1(e, c.phi) if c.kind == "ar" else e
 
 
 def seed_series(c: Construction, i: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

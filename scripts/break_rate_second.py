@@ -135,14 +135,7 @@ def _noise(c: Construction, n: int, rng: np.random.Generator) -> np.ndarray:
     e = rng.standard_normal(n)
     if c.kind == "lognormal":  # exp(z) standardised to mean 0, sd 1: a heavy right tail
         return (np.exp(e) - np.exp(0.5)) / np.sqrt((np.e - 1.0) * np.e)
-    if c.kind != "ar":
-        return e
-    z = np.empty(n)
-    z[0] = e[0]
-    inn = np.sqrt(1.0 - c.phi * c.phi)
-    for i in range(1, n):
-        z[i] = c.phi * z[i - 1] + inn * e[i]
-    return z
+    return first.ar1(e, c.phi) if c.kind == "ar" else e
 
 
 def seed_series(c: Construction, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
