@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.analyses.versus.test_factorial import _write_tune
 from zerolock_theory.app.cli import main
 from zerolock_theory.app.workflows import verify as verify_module
 from zerolock_theory.app.workflows.suite_spec import FULL, QUICK, base_config, suite_points
@@ -182,3 +183,7 @@ def test_verify_quick_end_to_end(tmp_path, capsys):
     (other / "config.json").write_text(json.dumps({"model": {"path": "smollm2-135m"}}))
     assert main(["verify", "--reanalyze", "--out", str(out), "--with", str(tmp_path / "tune")]) == 2
     assert "its runs train model 'smollm2-135m'" in capsys.readouterr().err
+    factorial = tmp_path / "factorial"  # another input is named in the published command
+    _write_tune(factorial / "plain", "embedded_plain", {0: 5.4, 1: 5.41})
+    assert main(["verify", "--reanalyze", "--out", str(out), "--with", str(factorial), "--publish", str(page)]) == 0
+    assert "--reanalyze --with factorial --publish quick.md`" in page.read_text()

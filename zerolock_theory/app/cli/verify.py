@@ -233,7 +233,8 @@ def _publish(args: argparse.Namespace, result) -> None:
     out = Path(args.out)
     shown = out.name if out.is_absolute() else str(out)  # a page names no directory of the machine it ran on
     page = Path(args.publish)
-    command = (resume_command(args).replace(str(out), shown) + (" --reanalyze" if args.reanalyze else "")
+    extra = "".join(f" --with {p.name if p.is_absolute() else p}" for p in args.extra)  # the other inputs, named
+    command = (resume_command(args).replace(str(out), shown) + (" --reanalyze" if args.reanalyze else "") + extra
                + f" --publish {page.name if page.is_absolute() else page}")
     report = Path(result.report_html)
     report = Path(shown) / report.relative_to(out) if report.is_relative_to(out) else Path(report.name)
