@@ -89,8 +89,9 @@ CAPTIONS = {
 
 def _card(verdict: Verdict) -> Card:
     row = claim_of(verdict.claim)
+    tone = row.outcomes[verdict.outcome].tone if verdict.counted else "mixed"  # a decision Holm does not keep
     return Card(anchor=f"claim-{row.key}", title=row.title, question=row.question, outcome=verdict.outcome,
-                tone=row.outcomes[verdict.outcome].tone, headline=_card_headline(verdict), figure=row.figure)
+                tone=tone, headline=_card_headline(verdict), figure=row.figure)
 
 
 def _card_headline(verdict: Verdict) -> str:

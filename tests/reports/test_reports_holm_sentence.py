@@ -51,3 +51,20 @@ def test_the_table_prints_the_sentence_and_counts_the_same_family():
     assert CORRECTION in text
     found = re.search(r"Holm over the (\d+) ", bottom_line(table))
     assert found and int(found.group(1)) == sum(v.correction is not None for v in table) == 3
+
+
+def test_a_card_whose_decision_does_not_survive_holm_is_not_coloured_as_decided():
+    """A decided row whose p survives alone but not the correction shows the "mixed or undecided" colour on
+    its card, as the bottom line leaves it uncounted; a surviving one keeps its outcome's colour."""
+    from analyses.registry import claim
+    from reports.page import _card
+
+    rows = [("theorem1_proof_reverse", "within Σ η_t² along the run", 0.018),
+            ("theorem1_rate_reverse", "falls toward zero at the bound's rate or faster", 0.02),
+            ("assumption5_paper", "not testable", 0.5), ("versus_backprop", "not tuned", 0.4)]
+    table = corrected([Verdict(key, outcome, Evidence("constructed", p_value=p)) for key, outcome, p in rows])
+    weak = table[0]
+    assert weak.correction.survives is False and not weak.counted
+    assert claim(weak.claim).outcomes[weak.outcome].tone == "holds" and _card(weak).tone == "mixed"
+    strong = corrected([Verdict(*rows[0][:2], Evidence("constructed", p_value=0.001))])[0]
+    assert strong.counted and _card(strong).tone == "holds"
