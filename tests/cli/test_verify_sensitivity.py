@@ -92,7 +92,7 @@ def test_the_workflow_runs_each_setting_shares_the_default_forward_runs_and_save
                                     "variants": ("suite.epsilon_reverse=0.3", "model.chunks=2")})
     trained: dict[str, list[str]] = {}
 
-    def fake_run_points(base, points, out, jobs=1, log=print):
+    def fake_run_points(base, points, out, jobs=1, log=print, population=True):
         trained[out.parent.name] = [p.name for p in points]
         dirs = [out / p.name for p in points]
         for d in dirs:

@@ -56,14 +56,15 @@ def _pilot(root: Path, noise: float, seeds: int = 3) -> list[Path]:
     return dirs
 
 
-@pytest.mark.parametrize(("noise", "expected"), [(0.02, 3), pytest.param(3.0, None, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(("noise", "expected"), [(0.02, 3), pytest.param(3.0, "above the cap", marks=pytest.mark.slow)])
 def test_pilot_noise_is_measured_and_read_through_the_rows_power(tmp_path, noise, expected):
+    """Low noise: 3 seeds reach 80%; noise 3x: more than the cap of 12 (or none of the candidates) do."""
     rows = power_rows(_pilot(tmp_path, noise))
     assert [r["claim"] for r in rows] == ["theorem1_rate_reverse", "theorem1_rate_forward"]
     for row in rows:
         assert row["horizon"] == HORIZON and row["pilot_seeds"] == 3
         assert abs(row["noise"] - noise) <= 0.15 * noise, row
-        assert row["needed"] == expected
+        assert row["needed"] == expected if expected == 3 else (row["needed"] is None or row["needed"] > 12), row
         assert row["needed"] == seeds_for(row["noise"], HORIZON, candidates=CANDIDATES, phi=row["phi"])
     assert choose_seeds(rows, 12) == (3 if expected == 3 else 12)
 
