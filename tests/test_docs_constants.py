@@ -34,7 +34,7 @@ def _frac(x: float) -> str:
     f"The fit window (T/{round(1 / (1 - rate.WINDOW))}, T]",
     f"cut into {rate.BLOCKS} blocks of equal width in log T",
     f"a fall faster than T^{{−1}} over any pair of blocks (β_lo > {rate.TRANSIENT_BETA:g}",
-    f"0.338 at T = 1000" if round(rate.bound_beta(1000), 3) == 0.338 else f"{rate.bound_beta(1000):.3f} at T = 1000",
+    "0.338 at T = 1000" if round(rate.bound_beta(1000), 3) == 0.338 else f"{rate.bound_beta(1000):.3f} at T = 1000",
     f"the fall over each of {rate.LATE_PARTS} tails",
     f"one-sided {round(100 * rate.FLOOR_ALPHA)}%: {rate.BEND_ALPHA:g} for the bend, {rate.TAIL_ALPHA:g} for each tail",
     f"more than {round(100 * (1 - rate.FLOOR_POWER))}% chance",

@@ -22,6 +22,7 @@ from analyses.theorem1.families import (
 from analyses.theorem1.rate import (
     BEND_MARGIN,
     BLOCKS,
+    BOUND_FORMS,
     BOUND_WORDS,
     DECAYS,
     FALLS_AT,
@@ -37,7 +38,6 @@ from analyses.theorem1.rate import (
     RateDescription,
     RateFigures,
     block_edges,
-    BOUND_FORMS,
     bound_beta,
     bound_late_fall,
     bound_level,
