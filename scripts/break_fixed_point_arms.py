@@ -192,14 +192,16 @@ def outcomes(a: Attack, group: int = 0) -> tuple[str, str]:
     return found.forward_arm.outcome, found.reverse_arm.outcome
 
 
-def judge(a: Attack, groups: Sequence[int]) -> dict[str, object]:
+def judge(a: Attack, groups: Sequence[int], decided: Callable[[Attack, int], FixedPointResult] | None = None
+          ) -> dict[str, object]:
     """Over ``groups``: the outcome pairs, the share outside the truth, the share reading a direction
-    outside it, the mean TV(m_k, g_k), and whether the construction agrees."""
+    outside it, the mean TV(m_k, g_k), and whether the construction agrees (``decided``: the decision
+    on one group, this attack's ``decide`` unless given)."""
     pairs: Counter[tuple[str, str]] = Counter()
     off = wrong = 0
     tv = []
     for group in groups:
-        found = decide(a, group)
+        found = (decided or decide)(a, group)
         pair = (found.forward_arm.outcome, found.reverse_arm.outcome)
         pairs[pair] += 1
         tv += [s.tv_m_g for s in found.seeds]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ import torch
 _ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_ROOT))  # this checkout's packages, not an installed one
 
-from analyses.lemma2.families import Batch, Move, N, label_free, toward  # noqa: E402
+from analyses.lemma2.families import Batch, Move, N, label_free  # noqa: E402
 from analyses.lemma2.fixed_point import (  # noqa: E402
     ARM_OUTCOMES,
     FixedPointResult,
@@ -193,28 +192,11 @@ def outcomes(a: Attack, group: int = 0) -> tuple[str, str]:
 
 
 def judge(a: Attack, groups: Sequence[int]) -> dict[str, object]:
-    """The first attack's scoring (``break_fixed_point_arms.judge``) over ``groups``."""
-    pairs: Counter[tuple[str, str]] = Counter()
-    off = wrong = 0
-    tv = []
-    for group in groups:
-        found = decide(a, group)
-        pair = (found.forward_arm.outcome, found.reverse_arm.outcome)
-        pairs[pair] += 1
-        tv += [s.tv_m_g for s in found.seeds]
-        off += any(o not in t for o, t in zip(pair, a.truth, strict=True))
-        wrong += any(o in (OWN, OTHER) and o not in t for o, t in zip(pair, a.truth, strict=True))
-    n = len(groups)
-    return {"pairs": pairs, "off": off / n, "wrong": wrong / n, "tv_m_g": sum(tv) / len(tv),
-            "agrees": off / n <= 0.05 and wrong == 0}
+    """The first attack's scoring (``break_fixed_point_arms.judge``) over ``groups``, with this attack's batches."""
+    return first.judge(a, groups, decide)
 
 
-def _m(lam: float) -> Move:
-    return toward("m", lam)
-
-
-def _g(lam: float) -> Move:
-    return toward("g", lam)
+_m, _g = first._m, first._g
 
 
 BIG_V = Setting(spread=4.0, vocab=4096)
