@@ -166,14 +166,19 @@ def _other(*extra: str) -> frozenset[str]:
     return frozenset({OTHER, *extra})
 
 
-def records(a: Attack, group: int) -> list[FixedPointSeed]:
+def records(a: Attack, group: int, make_batch: Callable | None = None,
+            moves: Callable[[int], tuple[Move, Move]] | None = None) -> list[FixedPointSeed]:
     """The per-seed records of ``a``'s group ``group`` (batch seeds 1000·group + 0..n_seeds−1), built as
-    ``analyses.lemma2.families.seed_records`` builds them, at the setting's α and ε."""
+    ``analyses.lemma2.families.seed_records`` builds them, at the setting's α and ε. ``make_batch(seed,
+    setting)`` and ``moves(i)`` (seed i's two moves) default to this attack's."""
     s, out = a.setting, []
     for i, seed in enumerate(range(1000 * group, 1000 * group + a.n_seeds)):
-        b = batch(seed, s)
+        b = (make_batch or batch)(seed, s)
         permuted = label_permutations(b.labels, seed)
-        fwd, rev = a.outlier if (a.outlier is not None and i == 0) else (a.forward, a.reverse)
+        if moves is not None:
+            fwd, rev = moves(i)
+        else:
+            fwd, rev = a.outlier if (a.outlier is not None and i == 0) else (a.forward, a.reverse)
         rec = {d: reached(d, b.log_prev, b.log_start, move(b), b.labels, s.alpha, s.epsilon, permuted=permuted)
                for d, move in (("forward", fwd), ("reverse", rev))}
         start = readout_distances(b.log_prev, b.log_start, b.labels, s.alpha, s.epsilon)

@@ -36,10 +36,8 @@ from analyses.lemma2.fixed_point import (  # noqa: E402
     FixedPointResult,
     FixedPointSeed,
     fixed_point_decision,
-    label_permutations,
-    reached,
 )
-from zerolock_theory.theory.lemma2 import readout_distances, temper  # noqa: E402
+from zerolock_theory.theory.lemma2 import temper  # noqa: E402
 from zerolock_theory.theory.targets import (  # noqa: E402
     arithmetic_target,
     geometric_target,
@@ -167,19 +165,9 @@ class Attack:
 
 
 def records(a: Attack, group: int) -> list[FixedPointSeed]:
-    """The per-seed records of ``a``'s group ``group`` (batch seeds 1000·group + 0..n_seeds−1), built as the first
-    attack builds them."""
-    s, out = a.setting, []
-    for i, seed in enumerate(range(1000 * group, 1000 * group + a.n_seeds)):
-        b = batch(seed, s)
-        permuted = label_permutations(b.labels, seed)
-        fwd, rev = a.per_seed[i] if a.per_seed is not None else (a.forward, a.reverse)
-        rec = {d: reached(d, b.log_prev, b.log_start, move(b), b.labels, s.alpha, s.epsilon, permuted=permuted)
-               for d, move in (("forward", fwd), ("reverse", rev))}
-        start = readout_distances(b.log_prev, b.log_start, b.labels, s.alpha, s.epsilon)
-        out.append(FixedPointSeed(seed, rec["forward"], rec["reverse"], float(start["tv_m"].mean()),
-                                  float(start["tv_g"].mean()), float(start["tv_m_g"].mean())))
-    return out
+    """The per-seed records of ``a``'s group ``group``, built as the first attack builds them, with this
+    attack's batches and per-seed moves."""
+    return first.records(a, group, batch, lambda i: a.per_seed[i] if a.per_seed is not None else (a.forward, a.reverse))
 
 
 def decide(a: Attack, group: int = 0) -> FixedPointResult:
