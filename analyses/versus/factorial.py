@@ -264,7 +264,8 @@ def load_factorial(path: str | Path) -> dict[str, list[TunedRun]]:
     where: dict[str, Path] = {}
     for tune in sorted(d for d in Path(path).iterdir() if (d / "tune.json").is_file()):
         runs = [r for r in load_tuned(tune) if r.path is not None]
-        controls = {control_of(_config(r)["method"], int(_config(r)["model"]["chunks"])) for r in runs}
+        configs = [_config(r) for r in runs]  # each run's config.json read once
+        controls = {control_of(c["method"], int(c["model"]["chunks"])) for c in configs}
         controls.discard(None)
         if len(controls) > 1:
             raise ValueError(f"{tune}: its runs make several controls {sorted(controls)}")
