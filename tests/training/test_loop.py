@@ -88,14 +88,15 @@ def test_training_lowers_held_out_ce(tmp_path):
 @pytest.mark.parametrize("method", ["zerolock", "backprop"])
 def test_resume_equals_uninterrupted(tmp_path, method):
     cfg = small_config(method={"name": method}, model={"lora": {"dropout": 0.1}})
-    train(cfg, tmp_path / "full")
+    full = train(cfg, tmp_path / "full")
     shutil.copytree(tmp_path / "full", tmp_path / "cut")
     cut = tmp_path / "cut"
     shutil.rmtree(cut / "checkpoints" / "step_00000006")  # interrupted after step 4 ...
     with open(cut / "metrics.jsonl", "a") as fh:
         fh.write('{"step": 6, "torn')  # ... mid-write
-    train(cfg, cut, resume=True)
+    resumed = train(cfg, cut, resume=True)
     _assert_same_run(tmp_path / "full", cut)
+    assert resumed.initial_eval_ce == full.initial_eval_ce  # read back from the log: ω^0 is not evaluated again
 
 
 def test_resume_after_sigkill_equals_uninterrupted(tmp_path):

@@ -146,7 +146,7 @@ def test_population_with_the_proof_and_gradient_batch_probes_equals_single_runs(
 def test_population_cut_back_resumes_equal_to_uninterrupted(tmp_path):
     configs = [config(METHODS["reverse"], s, keep_checkpoints=4) for s in SEEDS]
     full = [tmp_path / "full" / f"seed-{s}" for s in SEEDS]
-    train_population(configs, full, hooks=_hooks(configs))
+    first = train_population(configs, full, hooks=_hooks(configs))
     shutil.copytree(tmp_path / "full", tmp_path / "cut")
     cut = [tmp_path / "cut" / f"seed-{s}" for s in SEEDS]
     for out in cut:  # killed after step 15's checkpoints ...
@@ -156,9 +156,10 @@ def test_population_cut_back_resumes_equal_to_uninterrupted(tmp_path):
     with open(cut[1] / "metrics.jsonl", "a") as fh:
         fh.write('{"step": 20, "torn')
     assert [p.name for p in complete_checkpoints(cut[0])][-1] == "step_00000015"
-    train_population(configs, cut, resume=True, hooks=_hooks(configs))
+    resumed = train_population(configs, cut, resume=True, hooks=_hooks(configs))
     for a, b in zip(full, cut, strict=True):
         assert_same_run(a, b)
+    assert [r.initial_eval_ce for r in resumed] == [r.initial_eval_ce for r in first]  # read back from the log
 
 
 def test_members_may_differ_only_in_their_seeds():

@@ -48,6 +48,7 @@ from zerolock_theory.training.resume import (
     check_metrics,
     check_resume,
     read_saved_config,
+    start_ce,
     write_text_atomic,
 )
 from zerolock_theory.training.rundir import check_out, prepare_out
@@ -323,7 +324,7 @@ def execute(run: Run) -> RunSummary:
     if run.config.model.lora.enabled:
         save_run_adapter(run.config, run.chunked.model, run.run_dir)
     seconds = time.perf_counter() - t_start
-    return RunSummary(run.run_dir, cfg.steps, None if initial is None else initial[EVAL_CE], final, seconds)
+    return RunSummary(run.run_dir, cfg.steps, start_ce(run.run_dir, initial), final, seconds)
 
 
 def train(

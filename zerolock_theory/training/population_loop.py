@@ -72,6 +72,7 @@ from zerolock_theory.training.resume import (
     check_resume,
     config_differences,
     read_saved_config,
+    start_ce,
     write_text_atomic,
 )
 from zerolock_theory.training.rundir import check_out, prepare_out
@@ -279,7 +280,7 @@ def execute_population(prun: PopulationRun) -> list[RunSummary]:
         save_peft_adapter(population.member_state_dict(s), run.config.model.lora, base_model_path(run.config),
                           run.run_dir / ADAPTER_DIR)
     seconds = time.perf_counter() - t_start
-    return [RunSummary(run.run_dir, cfg.steps, None if initial[s] is None else initial[s][EVAL_CE], final[s], seconds)
+    return [RunSummary(run.run_dir, cfg.steps, start_ce(run.run_dir, initial[s]), final[s], seconds)
             for s, run in enumerate(members)]
 
 

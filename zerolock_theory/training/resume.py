@@ -90,6 +90,25 @@ def check_metrics(out: Path) -> None:
             read_jsonl(path)
 
 
+def start_ce(out: Path, initial: dict[str, float] | None) -> float | None:
+    """The held-out CE at ω^0: from this call's evaluation ``initial``, or, on a resume (which does
+    not evaluate ω^0 again), as the run's first record logged it (``eval/ce_initial``); None if neither."""
+    from zerolock_theory.records import EVAL_CE, EVAL_CE_INITIAL
+
+    if initial is not None:
+        return initial[EVAL_CE]
+    path = Path(out) / "metrics.jsonl"
+    if not path.is_file():
+        return None
+    with path.open(encoding="utf-8") as fh:
+        first = fh.readline()
+    try:
+        value = json.loads(first).get(EVAL_CE_INITIAL)
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return None if value is None else float(value)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write through a temporary file and rename, so a crash never leaves half a file."""
     tmp = path.with_name(f".{path.name}.tmp")
