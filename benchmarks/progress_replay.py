@@ -13,6 +13,7 @@ their ratio::
 
     python3 benchmarks/progress_replay.py runs/verify-quick          # a --quick suite
     python3 benchmarks/progress_replay.py runs/verify --config verify_full --jobs 2
+    python3 benchmarks/progress_replay.py runs/verify --config verify_full --set run.checkpoint_every=250
 """
 
 from __future__ import annotations
@@ -53,20 +54,20 @@ class _Clock:
         return self.now
 
 
-def estimate(before: list[progress.PlannedRun], after: list[progress.PlannedRun], pilot_end: float,
-             steps_at, actual: float) -> tuple[float, float] | None:
+def estimate(plans: list[tuple[float, list[progress.PlannedRun]]], steps_at, actual: float) -> tuple[float, float] | None:
     """(time, estimated total) at the first second where a tenth of the work is done: the suite's
-    own ``SuiteProgress`` (calibration included), polled once a second on a replayed clock;
+    own ``SuiteProgress`` (calibration included), polled once a second on a replayed clock, its plan
+    replaced as the suite replaced it (``plans``: (from time, plan), the first from 0);
     ``steps_at(run, t)`` is the run's logged steps at time t."""
     clock = _Clock()
-    bar = progress.SuiteProgress(before, enabled=False, clock=clock, counter=lambda r: steps_at(r, clock.now),
+    bar = progress.SuiteProgress(plans[0][1], enabled=False, clock=clock, counter=lambda r: steps_at(r, clock.now),
                                  poll=False)
+    later = list(plans[1:])
     try:
         for t in range(1, int(actual) + 1):
             clock.now = float(t)
-            if t >= pilot_end and before is not after:
-                bar.plan(after)
-                before = after
+            while later and t >= later[0][0]:
+                bar.plan(later.pop(0)[1])
             bar.update()
             if bar.first_estimate is not None:
                 return float(t), bar.first_estimate
@@ -80,22 +81,34 @@ def uniform(plan: list[progress.PlannedRun]) -> list[progress.PlannedRun]:
     return [replace(r, extras=()) for r in plan]
 
 
-def replay(out: Path, config: str, jobs: int) -> list[str]:
+def replay(out: Path, config: str, jobs: int, sets: list[str] | None = None) -> list[str]:
     """One line per cost model: steps priced uniformly or with the probes due at each, with and
-    without ``START_STEPS``."""
-    spec, tables = load_suite(config, [])
+    without ``START_STEPS``. A suite that chose its seeds by power is replayed as the suite planned
+    it: the power pilot and the cap from the η_0 pilot's end, the chosen seeds from the choice."""
+    spec, tables = load_suite(config, list(sets or []))
     saved = json.loads((out / "verify.json").read_text(encoding="utf-8"))
     base = suite_base(spec, "embedded", "embedded", "cpu", "float32", None, tables)
     base["run"]["steps"] = saved["base"]["run"]["steps"]
     t0 = (out / "manifest.json").stat().st_mtime
-    pilot_end = (out / "verify.json").stat().st_mtime - t0
+    chosen_at = (out / "verify.json").stat().st_mtime - t0
+    power = saved.get("seeds_by_power")
+    if power:
+        spec = replace(spec, seeds_by_power=True, max_seeds=power["max_seeds"])
+    lr_end = max((p.stat().st_mtime - t0 for p in (out / "pilot").glob("*/*/metrics.jsonl")), default=0.0)
     lines = []
     for label, workers in (("with START_STEPS", jobs), ("without START_STEPS", 1)):
-        before, after = _plan(spec, base, out, jobs=workers), _plan(spec, base, out, saved["lr"], workers)
+        before = _plan(spec, base, out, jobs=workers)
+        if power:
+            middle = _plan(spec, base, out, saved["lr"], workers)
+            after = _plan(replace(spec, seeds=tuple(power["seeds"])), base, out, saved["lr"], workers, seeds_chosen=True)
+            switches = [(0.0, before), (lr_end, middle), (chosen_at, after)]
+        else:
+            after = _plan(spec, base, out, saved["lr"], workers)
+            switches = [(0.0, before), (chosen_at, after)]
         times = _times(out, after, t0)
         actual = max(end for _, end in times.values())
-        for model, plans in (("uniform steps", (uniform(before), uniform(after))), ("priced steps", (before, after))):
-            found = estimate(*plans, pilot_end, lambda r, t, times=times: _steps_at(r, t, times), actual)
+        for model, plans in (("uniform steps", [(t, uniform(p)) for t, p in switches]), ("priced steps", switches)):
+            found = estimate(plans, lambda r, t, times=times: _steps_at(r, t, times), actual)
             if found is not None:
                 t, total = found
                 lines.append(f"{out}: {label}, {model}: 10% at {t:.0f}s, estimate {total:.0f}s, actual {actual:.0f}s, "
@@ -108,9 +121,11 @@ def main() -> None:
     parser.add_argument("out", nargs="+", type=Path, help="finished verify directories")
     parser.add_argument("--config", default="verify_quick", help="the suite they ran (default verify_quick)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="jobs they ran with (default 2)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="the suite's --set overrides (e.g. suite.seeds_by_power=true is read from verify.json)")
     args = parser.parse_args()
     for out in args.out:
-        print("\n".join(replay(out, args.config, args.jobs)))
+        print("\n".join(replay(out, args.config, args.jobs, args.set)))
 
 
 if __name__ == "__main__":

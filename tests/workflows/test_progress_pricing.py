@@ -18,6 +18,7 @@ from zerolock_theory.app.workflows.progress import (
     PROOF,
     SCALED_POINT,
     SETUP_STEPS,
+    UNPROBED,
     CostFit,
     PlannedRun,
     StepExtra,
@@ -128,3 +129,34 @@ def test_extras_of_the_quick_suites_runs() -> None:
     run = by_name["zerolock-reverse"]  # 32 steps: 32 scaled, 32 proof, 7 global (steps 0, 5, ..., 30)
     assert run.cost == pytest.approx((SETUP_STEPS + 32) * run.weight + 32 * SCALED_POINT * 21 + 32 * PROOF + 7 * GLOBAL)
     assert StepExtra(5, 1.0).due(0) == 0 and StepExtra(5, 1.0).due(1) == 1 and StepExtra(5, 1.0).due(6) == 2
+
+
+def test_seeds_by_power_plans_the_power_pilot_and_the_cap_until_the_choice() -> None:
+    """Before the choice the bar's plan holds the power pilot (3 seeds per ZeroLock group, unprobed)
+    and the primary groups at ``max_seeds``; after it, the pilot still (its work is this session's)
+    and the chosen count."""
+    from dataclasses import replace as with_
+
+    from zerolock_theory.app.workflows.power import with_seed_count
+    from zerolock_theory.app.workflows.suite_spec import QUICK, base_config
+    from zerolock_theory.app.workflows.verify import _plan
+
+    spec = with_(QUICK, seeds_by_power=True, max_seeds=7)
+    base = base_config(spec, "embedded", "embedded", "cpu", "float32", None)
+    lrs = {"zerolock-forward": 0.05, "zerolock-reverse": 0.05, "backprop": 0.05}
+
+    def groups(plan):
+        runs = [r.run_dir for r in plan if r.run_dir.parent.name == "runs"]
+        return {m: sum(d.name.startswith(m + "_") for d in runs) for m in ("zerolock-forward", "zerolock-reverse")}
+
+    before = _plan(spec, base, Path("out"), lrs)
+    power = [r for r in before if r.run_dir.parent.name == "power_pilot"]
+    assert sorted(r.run_dir.name for r in power) == sorted(
+        f"zerolock-{d}_lr-0.05_seed-{s}" for d in ("forward", "reverse") for s in (1000, 1001, 1002))
+    probed = {r.run_dir.name.split("_")[0]: r.weight for r in before if r.run_dir.parent.name == "runs"}
+    assert all(r.weight == pytest.approx(UNPROBED * probed[r.run_dir.name.split("_")[0]]) for r in power)
+    assert groups(before) == {"zerolock-forward": 7, "zerolock-reverse": 7}
+    after = _plan(with_seed_count(spec, 4), base, Path("out"), lrs, seeds_chosen=True)
+    assert [r.run_dir for r in after if r.run_dir.parent.name == "power_pilot"] == [r.run_dir for r in power]
+    assert groups(after) == {"zerolock-forward": 4, "zerolock-reverse": 4}
+    assert not any(r.run_dir.parent.name == "power_pilot" for r in _plan(QUICK, base, Path("out"), lrs))

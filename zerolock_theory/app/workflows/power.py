@@ -26,7 +26,7 @@ from zerolock_theory.app.workflows.suite_spec import VARIANTS, SuiteSpec, replic
 from zerolock_theory.app.workflows.sweep import GridPoint
 
 __all__ = ["CANDIDATES", "MIN_SEEDS", "PILOT_FIRST_SEED", "POWER_ROWS", "PowerChoice", "choose_seeds",
-           "pilot_points", "pilot_seeds", "power_rows", "seeds_by_power"]
+           "pilot_points", "pilot_seeds", "power_rows", "seeds_by_power", "with_seed_count"]
 
 PILOT_FIRST_SEED = 1000
 """The pilot's seeds are ``PILOT_FIRST_SEED``, ``PILOT_FIRST_SEED`` + 1, ...: none is a verdict's seed."""
@@ -126,14 +126,19 @@ def seeds_by_power(spec: SuiteSpec, base: dict[str, Any], lrs: dict[str, float],
     """Run the pilot under ``out`` (``run(base, points, out)``: the suite's runner), measure the rows'
     noise, and return the suite with ``seeds`` set to the chosen count, and the choice.
 
-    The suite's own seeds come first; more are numbered on from the largest."""
+    The suite's own seeds come first; more are numbered on from the largest (``with_seed_count``)."""
     bare = {**base, "probes": {}, "run": {**base["run"], "global_grad_every": 0}}
     dirs = run(bare, pilot_points(spec, lrs), out)
     rows = power_rows(dirs)
     chosen = choose_seeds(rows, spec.max_seeds)
-    seeds = list(spec.seeds[:chosen])
-    while len(seeds) < chosen:
-        seeds.append(max(seeds, default=-1) + 1)
     choice = PowerChoice(rows, spec.max_seeds, chosen, pilot_seeds(spec))
     log(f"seeds by power: {choice.sentence()}")
-    return dataclasses.replace(spec, seeds=tuple(seeds)), choice
+    return with_seed_count(spec, chosen), choice
+
+
+def with_seed_count(spec: SuiteSpec, count: int) -> SuiteSpec:
+    """The suite with ``count`` seeds: its own first, more numbered on from the largest."""
+    seeds = list(spec.seeds[:count])
+    while len(seeds) < count:
+        seeds.append(max(seeds, default=-1) + 1)
+    return dataclasses.replace(spec, seeds=tuple(seeds))

@@ -271,7 +271,8 @@ class SuiteProgress:
         if not self.resumed:
             return
         with self._lock:
-            pilot = [r.run_dir.parent.parent.name == PILOT for r in self._runs]
+            pilot = [PILOT in (r.run_dir.parent.parent.name, r.run_dir.parent.name.removeprefix("power_"))
+                     for r in self._runs]  # the η_0 pilot (pilot/METHOD/RUN) and the power pilot (power_pilot/RUN)
             runs = [r for r, is_pilot in zip(self._runs, pilot, strict=True) if is_pilot == (part == PILOT)]
         done = sum(self._count(r) >= r.steps for r in runs)
         say(f"resuming: {done} pilot run(s) already complete, skipped" if part == PILOT

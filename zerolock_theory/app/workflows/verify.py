@@ -175,11 +175,23 @@ def _cost(base: dict[str, Any], point: GridPoint) -> float:
     return (1.4 if over.get("method.direction") == "reverse" else 1.0) * steps
 
 
-def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float] | None = None, jobs: int = 1) -> list:
-    grid, steps = sorted(spec.lr_grid, reverse=True), base["run"]["steps"]  # workflows.progress's plan, in start order:
+def _plan(spec: SuiteSpec, base: dict[str, Any], out: Path, lrs: dict[str, float] | None = None, jobs: int = 1,
+          *, seeds_chosen: bool = False) -> list:
+    """The suite's runs for its progress bar (``workflows.progress``), in start order. With
+    ``--seeds-by-power``, until ``seeds_chosen`` the plan holds the power pilot and the primary
+    groups at the cap (``max_seeds``), the most the choice can ask for; after it, the pilot (its work
+    stays this session's) and the chosen count."""
+    grid, steps = sorted(spec.lr_grid, reverse=True), base["run"]["steps"]
     chains = [[(out / "pilot" / m / p.name, p, UNPROBED) for p in (pilot_points(spec, lr, m) for lr in grid)]
               for m in ([] if spec.lr is not None else PRIMARY)]
     pilots = [x for i in range(len(grid)) for c in chains for x in c[i:i + 1] if lrs is None or x[0].is_dir()]  # side by side
+    if spec.seeds_by_power:  # then the power pilot (names by the chosen η_0: placeholders until it is known)
+        from zerolock_theory.app.workflows.power import pilot_points as power_points
+        from zerolock_theory.app.workflows.power import with_seed_count
+
+        pilots += [(out / "power_pilot" / p.name, p, UNPROBED)
+                   for p in power_points(spec, lrs or dict.fromkeys(PRIMARY, grid[0]))]
+        spec = spec if seeds_chosen else with_seed_count(spec, spec.max_seeds)
     runs = [(out / "runs" / p.name, p, 1.0) for p in sorted(suite_points(spec, lrs), key=lambda p: -_cost(base, p))]  # then
     bare = {**base, "probes": {}}  # the pilots run without probes (choose_lr)
 
@@ -360,11 +372,12 @@ def verify(
             lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
         given, power = spec, None
         if spec.seeds_by_power:
+            progress.plan(_plan(spec, base, out, lrs, jobs))  # the power pilot's names, now that η_0 is known
             spec, power = _seeds_by_power(spec, base, lrs, out, resumed, jobs, population, say)
         (out / MARKER).write_text(json.dumps({"spec": asdict(given), "base": base, "lr": lrs, "pilot": pilot,
                                               **({"seeds_by_power": power} if power else {})}, indent=2))
         reached("pilot")  # a test's kill point (workflows.kill_point)
-        progress.plan(_plan(spec, base, out, lrs, jobs))
+        progress.plan(_plan(spec, base, out, lrs, jobs, seeds_chosen=True))
         progress.announce("runs", say)
         run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say,
                                      population=population))  # as --reanalyze reads them
