@@ -138,7 +138,10 @@ class _Worker:
             finished = False
         if not finished or not result.is_file():
             self.log.flush()
-            lines = [x for x in Path(self.log.name).read_text().splitlines() if x.strip()]
+            try:  # an interrupt may have removed the scratch folder already
+                lines = [x for x in Path(self.log.name).read_text().splitlines() if x.strip()]
+            except OSError:
+                lines = []
             raise RuntimeError(f"run {task.name}: worker process died: {lines[-1] if lines else 'no output'}")
         data = json.loads(result.read_text())
         if "error" in data:
@@ -148,7 +151,10 @@ class _Worker:
     def close(self) -> None:
         """End the process (stdin closed: it finishes its loop) and release the files."""
         if self.proc.stdin and not self.proc.stdin.closed:
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:  # the process died with a request unread
+                pass
         self.proc.wait()
         self.done.close()
         self.log.close()
