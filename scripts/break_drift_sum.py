@@ -53,20 +53,30 @@ Coef = Callable[[np.ndarray, np.ndarray, np.random.Generator, int], np.ndarray]
 
 
 @dataclass(frozen=True)
-class Construction:
+class Case:
+    """What each attack's constructions state: the first-order coefficient, the truth and the accepted
+    outcomes, the scaled steps and the seeds of a group."""
+
     name: str
     a: Coef  # (t, η_t, rng, seed index) → a_t
     truth: str  # WITHIN / NOT_WITHIN / NT
     ok: frozenset[str]  # outcomes that agree with the truth
     steps: int = 31
-    constant_eta: bool = False
-    heavy: float = 0.0  # scale (× η_t²) of Student-t(1.5) noise on every drift(c) value
-    b_warm: float = 0.0  # warm-up τ on the second-order coefficient
     seeds: int = 5
 
     @property
     def opposite(self) -> str | None:
         return {WITHIN: NOT_WITHIN, NOT_WITHIN: WITHIN}.get(self.truth)
+
+
+@dataclass(frozen=True)
+class Construction(Case):
+    """A construction of this attack: a ``Case`` with a constant η_t if asked, heavy-tailed drift noise and a
+    warm-up of the second-order coefficient."""
+
+    constant_eta: bool = False
+    heavy: float = 0.0  # scale (× η_t²) of Student-t(1.5) noise on every drift(c) value
+    b_warm: float = 0.0  # warm-up τ on the second-order coefficient
 
 
 def power(p: float, k: float = 0.5) -> Coef:

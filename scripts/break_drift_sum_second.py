@@ -65,19 +65,11 @@ def last_third(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Construction:
-    name: str
-    a: Coef  # (t, η_t, rng, seed index) → a_t
-    truth: str  # WITHIN / NOT_WITHIN / NT
-    ok: frozenset[str]  # outcomes that agree with the truth
-    steps: int = 31
+class Construction(first.Case):
+    """The first attack's ``Case`` with a step-size schedule and steps whose limit is unresolved."""
+
     eta: Schedule = sqrt_decay
     unresolved: Mask = no_mask  # steps whose limit is unresolved (every drift(c), φ(c) NaN)
-    seeds: int = 5
-
-    @property
-    def opposite(self) -> str | None:
-        return {WITHIN: NOT_WITHIN, NOT_WITHIN: WITHIN}.get(self.truth)
 
 
 def frame(con: Construction, seed: int, i: int) -> pd.DataFrame:
