@@ -70,13 +70,19 @@ NO_DIRECTION = frozenset({NONE, UNTESTABLE})
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One batch shape: p_{k-1}'s logit scale and label lean, p^0's noise, α, ε, where p^0 starts."""
+class Shape:
+    """What each attack's batches state: p_{k-1}'s logit scale, p^0's noise, α, ε."""
 
     spread: float = 2.0
     noise: float = 2.0
     alpha: float = 0.5
     epsilon: float = 0.1
+
+
+@dataclass(frozen=True)
+class Setting(Shape):
+    """One batch shape of this attack: a ``Shape`` with the labels' lean and where p^0 starts."""
+
     lean: float = 0.0
     beyond: bool = False
 

@@ -64,13 +64,9 @@ OWN_OWN, BLIND = first.OWN_OWN, first.BLIND
 
 
 @dataclass(frozen=True)
-class Setting:
-    """The first attack's batch shape plus: vocabulary size, labels at p_{k-1}'s argmax."""
+class Setting(first.Shape):
+    """The first attack's batch ``Shape`` plus: vocabulary size, labels at p_{k-1}'s argmax."""
 
-    spread: float = 2.0
-    noise: float = 2.0
-    alpha: float = 0.5
-    epsilon: float = 0.1
     vocab: int = 64
     argmax_labels: bool = False
 
