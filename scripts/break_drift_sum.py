@@ -206,7 +206,7 @@ def constructions() -> list[Construction]:
     return cons
 
 
-def judge(con: Construction, groups: int, counted: Callable[[Construction, int], Counter[str]] | None = None
+def judge(con: Case, groups: int, counted: Callable[[Case, int], Counter[str]] | None = None
           ) -> tuple[Counter[str], float, bool]:
     """(outcome counts, share of groups outside the accepted outcomes, whether the rule agrees): it
     does not when it reads the opposite of the truth in any group or is off in > 5% of them. The counts
@@ -224,7 +224,7 @@ def table(groups: int) -> list[tuple[Construction, Counter[str], float, bool]]:
 SHORT = {WITHIN: "within", NOT_WITHIN: "not within", ND: "n.d.", NT: "n.t."}
 
 
-def row(con: Construction, got: Counter[str], bad: float, agrees: bool, groups: int) -> str:
+def row(con: Case, got: Counter[str], bad: float, agrees: bool, groups: int) -> str:
     """The table row of ``con`` judged over ``groups`` groups: truth, accepted outcomes, shares, agreement."""
     share = ", ".join(f"{SHORT[o]} {n / groups:.0%}" for o, n in got.most_common())
     accepted = "/".join(SHORT[o] for o in sorted(con.ok, key=list(SHORT).index))
