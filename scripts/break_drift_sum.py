@@ -53,20 +53,30 @@ Coef = Callable[[np.ndarray, np.ndarray, np.random.Generator, int], np.ndarray]
 
 
 @dataclass(frozen=True)
-class Construction:
+class Case:
+    """What each attack's constructions state: the first-order coefficient, the truth and the accepted
+    outcomes, the scaled steps and the seeds of a group."""
+
     name: str
     a: Coef  # (t, η_t, rng, seed index) → a_t
     truth: str  # WITHIN / NOT_WITHIN / NT
     ok: frozenset[str]  # outcomes that agree with the truth
     steps: int = 31
-    constant_eta: bool = False
-    heavy: float = 0.0  # scale (× η_t²) of Student-t(1.5) noise on every drift(c) value
-    b_warm: float = 0.0  # warm-up τ on the second-order coefficient
     seeds: int = 5
 
     @property
     def opposite(self) -> str | None:
         return {WITHIN: NOT_WITHIN, NOT_WITHIN: WITHIN}.get(self.truth)
+
+
+@dataclass(frozen=True)
+class Construction(Case):
+    """A construction of this attack: a ``Case`` with a constant η_t if asked, heavy-tailed drift noise and a
+    warm-up of the second-order coefficient."""
+
+    constant_eta: bool = False
+    heavy: float = 0.0  # scale (× η_t²) of Student-t(1.5) noise on every drift(c) value
+    b_warm: float = 0.0  # warm-up τ on the second-order coefficient
 
 
 def power(p: float, k: float = 0.5) -> Coef:
@@ -79,15 +89,26 @@ def frame(con: Construction, seed: int, i: int) -> pd.DataFrame:
     t = np.arange(con.steps, dtype=float)
     eta = np.full(con.steps, 0.05) if con.constant_eta else 0.1 / np.sqrt(t + 1.0)
     a = np.asarray(con.a(t, eta, rng, i), float) * np.ones(con.steps)
-    b = eta**2 * (0.1 + rng.normal(size=con.steps)) * _warm(t, con.b_warm)
-    d = 0.05 * eta**3 * rng.normal(size=con.steps)
-    c = C[None, :]
-    drift = c * a[:, None] + c**2 * b[:, None]
-    phi = drift + c**3 * d[:, None]
+    drift, phi = drift_and_phi(a, eta, rng, _warm(t, con.b_warm))
     if con.heavy:
         drift = drift + con.heavy * eta[:, None] ** 2 * rng.standard_t(1.5, size=drift.shape)
-    noisy = lambda x: x + 1e-12 * np.abs(x[:, :1]) * rng.normal(size=x.shape)  # noqa: E731
-    return probe_frame(t, eta, noisy(phi), noisy(drift))
+    return probe_frame(t, eta, float_noise(phi, rng), float_noise(drift, rng))
+
+
+def drift_and_phi(a: np.ndarray, eta: np.ndarray, rng: np.random.Generator, b_factor: np.ndarray | float = 1.0
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """drift(c) = c·a_t + c²·b_t and φ(c) = drift(c) + c³·d_t [step, factor], with b_t = η_t²·(0.1 + ξ_t)·``b_factor``
+    and d_t = 0.05·η_t³·ξ'_t drawn from ``rng`` in that order."""
+    b = eta**2 * (0.1 + rng.normal(size=eta.size)) * b_factor
+    d = 0.05 * eta**3 * rng.normal(size=eta.size)
+    c = C[None, :]
+    drift = c * a[:, None] + c**2 * b[:, None]
+    return drift, drift + c**3 * d[:, None]
+
+
+def float_noise(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``x`` plus float noise of 1e-12 of each step's |x(1)|."""
+    return x + 1e-12 * np.abs(x[:, :1]) * rng.normal(size=x.shape)
 
 
 def probe_frame(t: np.ndarray, eta: np.ndarray, phi: np.ndarray, drift: np.ndarray) -> pd.DataFrame:
@@ -185,10 +206,12 @@ def constructions() -> list[Construction]:
     return cons
 
 
-def judge(con: Construction, groups: int) -> tuple[Counter[str], float, bool]:
+def judge(con: Case, groups: int, counted: Callable[[Case, int], Counter[str]] | None = None
+          ) -> tuple[Counter[str], float, bool]:
     """(outcome counts, share of groups outside the accepted outcomes, whether the rule agrees): it
-    does not when it reads the opposite of the truth in any group or is off in > 5% of them."""
-    got = shares(con, groups)
+    does not when it reads the opposite of the truth in any group or is off in > 5% of them. The counts
+    are ``counted(con, groups)``: this attack's ``shares`` unless given."""
+    got = (counted or shares)(con, groups)
     bad = sum(n for o, n in got.items() if o not in con.ok) / groups
     broken = bad > BROKEN_SHARE or (con.opposite is not None and got[con.opposite] > 0)
     return got, bad, not broken
@@ -199,6 +222,13 @@ def table(groups: int) -> list[tuple[Construction, Counter[str], float, bool]]:
 
 
 SHORT = {WITHIN: "within", NOT_WITHIN: "not within", ND: "n.d.", NT: "n.t."}
+
+
+def row(con: Case, got: Counter[str], bad: float, agrees: bool, groups: int) -> str:
+    """The table row of ``con`` judged over ``groups`` groups: truth, accepted outcomes, shares, agreement."""
+    share = ", ".join(f"{SHORT[o]} {n / groups:.0%}" for o, n in got.most_common())
+    accepted = "/".join(SHORT[o] for o in sorted(con.ok, key=list(SHORT).index))
+    return f"| {con.name} | {SHORT[con.truth]} (accepted: {accepted}) | {share} | {'yes' if agrees else f'NO ({bad:.0%} off)'} |"
 
 
 def _zeros(zero_share: float, positive: float) -> Coef:
@@ -236,9 +266,7 @@ def main() -> None:
     print("| construction | truth | outcome share over groups | agrees? |")
     print("|---|---|---|---|")
     for con, got, bad, agrees in table(args.groups):
-        share = ", ".join(f"{SHORT[o]} {n / args.groups:.0%}" for o, n in got.most_common())
-        accepted = "/".join(SHORT[o] for o in sorted(con.ok, key=list(SHORT).index))
-        print(f"| {con.name} | {SHORT[con.truth]} (accepted: {accepted}) | {share} | {'yes' if agrees else f'NO ({bad:.0%} off)'} |")
+        print(row(con, got, bad, agrees, args.groups), flush=True)
     checks = share_check(max(5, args.groups // 4))
     print(f"\nAssumption 5 share with 30-80% zero limits: printed share = tested share in "
           f"{sum(ok for *_, ok in checks)}/{len(checks)} groups")

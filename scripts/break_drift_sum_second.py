@@ -29,15 +29,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages, not an installed one
 
 from analyses.assumption5.drift_sum import NOT_WITHIN, WITHIN  # noqa: E402
-from analyses.assumption5.families import FACTORS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import break_drift_sum as first  # noqa: E402  (the first attack: its probe rows and seeding)
+import break_drift_sum as first  # noqa: E402  (the first attack: its probe rows, seeding and scoring)
 
-OBJ = "implemented"
-NT, ND = "not testable", "not distinguished"
-BROKEN_SHARE = 0.05
-C = np.asarray(FACTORS)
+NT, ND = first.NT, first.ND
 Coef = Callable[[np.ndarray, np.ndarray, np.random.Generator, int], np.ndarray]
 Schedule = Callable[[np.ndarray], np.ndarray]
 Mask = Callable[[np.ndarray, np.random.Generator], np.ndarray]
@@ -69,19 +65,11 @@ def last_third(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Construction:
-    name: str
-    a: Coef  # (t, η_t, rng, seed index) → a_t
-    truth: str  # WITHIN / NOT_WITHIN / NT
-    ok: frozenset[str]  # outcomes that agree with the truth
-    steps: int = 31
+class Construction(first.Case):
+    """The first attack's ``Case`` with a step-size schedule and steps whose limit is unresolved."""
+
     eta: Schedule = sqrt_decay
     unresolved: Mask = no_mask  # steps whose limit is unresolved (every drift(c), φ(c) NaN)
-    seeds: int = 5
-
-    @property
-    def opposite(self) -> str | None:
-        return {WITHIN: NOT_WITHIN, NOT_WITHIN: WITHIN}.get(self.truth)
 
 
 def frame(con: Construction, seed: int, i: int) -> pd.DataFrame:
@@ -90,13 +78,8 @@ def frame(con: Construction, seed: int, i: int) -> pd.DataFrame:
     t = np.arange(con.steps, dtype=float)
     eta = con.eta(t)
     a = np.asarray(con.a(t, eta, rng, i), float) * np.ones(con.steps)
-    b = eta**2 * (0.1 + rng.normal(size=con.steps))
-    d = 0.05 * eta**3 * rng.normal(size=con.steps)
-    c = C[None, :]
-    drift = c * a[:, None] + c**2 * b[:, None]
-    phi = drift + c**3 * d[:, None]
-    noisy = lambda x: x + 1e-12 * np.abs(x[:, :1]) * rng.normal(size=x.shape)  # noqa: E731
-    phi, drift = noisy(phi), noisy(drift)
+    drift, phi = first.drift_and_phi(a, eta, rng)
+    phi, drift = first.float_noise(phi, rng), first.float_noise(drift, rng)
     gone = con.unresolved(t, rng)
     phi[gone], drift[gone] = np.nan, np.nan
     return first.probe_frame(t, eta, phi, drift)
@@ -201,15 +184,8 @@ def constructions() -> list[Construction]:
 
 
 def judge(con: Construction, groups: int) -> tuple[Counter[str], float, bool]:
-    """(outcome counts, share of groups outside the accepted outcomes, whether the rule agrees): it
-    does not when it reads the opposite of the truth in any group or is off in > 5% of them."""
-    got = shares(con, groups)
-    bad = sum(n for o, n in got.items() if o not in con.ok) / groups
-    broken = bad > BROKEN_SHARE or (con.opposite is not None and got[con.opposite] > 0)
-    return got, bad, not broken
-
-
-SHORT = {WITHIN: "within", NOT_WITHIN: "not within", ND: "n.d.", NT: "n.t."}
+    """The first attack's scoring (``break_drift_sum.judge``) of this attack's outcome counts."""
+    return first.judge(con, groups, shares)
 
 
 def main() -> None:
@@ -225,10 +201,7 @@ def main() -> None:
     for con in cons:
         got, bad, agrees = judge(con, args.groups)
         n_ok += agrees
-        share = ", ".join(f"{SHORT[o]} {n / args.groups:.0%}" for o, n in got.most_common())
-        accepted = "/".join(SHORT[o] for o in sorted(con.ok, key=list(SHORT).index))
-        print(f"| {con.name} | {SHORT[con.truth]} (accepted: {accepted}) | {share} | "
-              f"{'yes' if agrees else f'NO ({bad:.0%} off)'} |", flush=True)
+        print(first.row(con, got, bad, agrees, args.groups), flush=True)
     print(f"\n{n_ok} of {len(cons)} constructions agree with their truth; {len(cons) - n_ok} break.")
 
 

@@ -70,13 +70,19 @@ NO_DIRECTION = frozenset({NONE, UNTESTABLE})
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One batch shape: p_{k-1}'s logit scale and label lean, p^0's noise, α, ε, where p^0 starts."""
+class Shape:
+    """What each attack's batches state: p_{k-1}'s logit scale, p^0's noise, α, ε."""
 
     spread: float = 2.0
     noise: float = 2.0
     alpha: float = 0.5
     epsilon: float = 0.1
+
+
+@dataclass(frozen=True)
+class Setting(Shape):
+    """One batch shape of this attack: a ``Shape`` with the labels' lean and where p^0 starts."""
+
     lean: float = 0.0
     beyond: bool = False
 
@@ -297,9 +303,9 @@ ATTACKS: tuple[Attack, ...] = (
 )
 
 
-def attack(name: str) -> Attack:
-    """The attack called ``name``."""
-    for a in ATTACKS:
+def attack(name: str, attacks: Sequence[Attack] = ATTACKS) -> Attack:
+    """The attack called ``name`` (among ``attacks``: this harness's unless given)."""
+    for a in attacks:
         if a.name == name:
             return a
     raise KeyError(name)
@@ -309,16 +315,18 @@ def _truth(a: Attack) -> str:
     return "; ".join("/".join(SHORT[o] for o in ARM_OUTCOMES if o in t) for t in a.truth)
 
 
-def table(groups: int, attacks: Sequence[Attack] = ATTACKS, out: Callable[[str], None] = print) -> list[str]:
-    """Print the markdown table; return the names of the constructions that do not agree."""
-    out(f"{groups} seeded groups per construction (5 seeds each unless named). Truth and outcomes: CE arm; "
-        "reverse arm. own = toward its own optimum, other's = toward the other's, none = no difference "
-        "detected.\n")
+def table(groups: int, attacks: Sequence[Attack] = ATTACKS, out: Callable[[str], None] = print,
+          decided: Callable[[Attack, int], FixedPointResult] | None = None,
+          seeds: str = "5 seeds each unless named") -> list[str]:
+    """Print the markdown table; return the names of the constructions that do not agree (``decided`` and
+    ``seeds`` as in ``judge`` and the header: this harness's decision and seed count unless given)."""
+    out(f"{groups} seeded groups per construction ({seeds}). Truth and outcomes: CE arm; reverse arm. own = "
+        "toward its own optimum, other's = toward the other's, none = no difference detected.\n")
     out("| construction | TV(m_k, g_k) | truth | outcome share over groups | off truth | wrong direction | agrees? |")
     out("|---|---|---|---|---|---|---|")
     breaks = []
     for a in attacks:
-        j = judge(a, range(groups))
+        j = judge(a, range(groups), decided)
         shares = ", ".join(f"{SHORT[f]}; {SHORT[r]} {n / groups:.0%}" for (f, r), n in j["pairs"].most_common())
         out(f"| {a.name} | {j['tv_m_g']:.3f} | {_truth(a)} | {shares} | {j['off']:.0%} | {j['wrong']:.0%} | "
             f"{'yes' if j['agrees'] else '**no**'} |")
@@ -328,10 +336,17 @@ def table(groups: int, attacks: Sequence[Attack] = ATTACKS, out: Callable[[str],
     return breaks
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(description: str, attacks: Sequence[Attack], table_of: Callable[..., list[str]], parts: bool = False
+        ) -> None:
+    """The command line of a break harness: ``--groups`` and ``--out`` (and with ``parts``, ``--only``, ``--skip``
+    and ``--first`` to run part of ``attacks``); prints ``table_of``'s table, then the breaks."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--groups", type=int, default=20, help="seeded groups per construction")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
+    if parts:
+        parser.add_argument("--only", default="", help="only the constructions whose name contains this")
+        parser.add_argument("--skip", default="", help="leave out the constructions whose name contains this")
+        parser.add_argument("--first", type=int, default=0, help="start at this construction (0-based)")
     args = parser.parse_args()
     lines: list[str] = []
 
@@ -339,10 +354,16 @@ def main() -> None:
         print(line, flush=True)
         lines.append(line)
 
-    breaks = table(args.groups, out=out)
+    if parts:
+        attacks = [a for a in attacks[args.first:] if args.only in a.name and not (args.skip and args.skip in a.name)]
+    breaks = table_of(args.groups, attacks, out=out)
     out(f"\nBreaks ({len(breaks)}): " + ("; ".join(breaks) if breaks else "none"))
     if args.out is not None:
         args.out.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    cli(__doc__.splitlines()[0], ATTACKS, table)
 
 
 if __name__ == "__main__":

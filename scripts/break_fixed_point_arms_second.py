@@ -18,7 +18,6 @@ Prints one markdown table: construction | truth | outcome share | agrees?
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import sys
 from collections.abc import Callable, Sequence
@@ -65,13 +64,9 @@ OWN_OWN, BLIND = first.OWN_OWN, first.BLIND
 
 
 @dataclass(frozen=True)
-class Setting:
-    """The first attack's batch shape plus: vocabulary size, labels at p_{k-1}'s argmax."""
+class Setting(first.Shape):
+    """The first attack's batch ``Shape`` plus: vocabulary size, labels at p_{k-1}'s argmax."""
 
-    spread: float = 2.0
-    noise: float = 2.0
-    alpha: float = 0.5
-    epsilon: float = 0.1
     vocab: int = 64
     argmax_labels: bool = False
 
@@ -243,52 +238,16 @@ ATTACKS: tuple[Attack, ...] = (
 
 
 def attack(name: str) -> Attack:
-    for a in ATTACKS:
-        if a.name == name:
-            return a
-    raise KeyError(name)
-
-
-def _truth(a: Attack) -> str:
-    return "; ".join("/".join(SHORT[o] for o in ARM_OUTCOMES if o in t) for t in a.truth)
+    return first.attack(name, ATTACKS)
 
 
 def table(groups: int, attacks: Sequence[Attack] = ATTACKS, out: Callable[[str], None] = print) -> list[str]:
-    """Print the markdown table; return the names of the constructions that do not agree."""
-    out(f"{groups} seeded groups per construction (5 seeds each). Truth and outcomes: CE arm; reverse arm. own = "
-        "toward its own optimum, other's = toward the other's, none = no difference detected.\n")
-    out("| construction | TV(m_k, g_k) | truth | outcome share over groups | off truth | wrong direction | agrees? |")
-    out("|---|---|---|---|---|---|---|")
-    breaks = []
-    for a in attacks:
-        j = judge(a, range(groups))
-        shares = ", ".join(f"{SHORT[f]}; {SHORT[r]} {n / groups:.0%}" for (f, r), n in j["pairs"].most_common())
-        out(f"| {a.name} | {j['tv_m_g']:.3f} | {_truth(a)} | {shares} | {j['off']:.0%} | {j['wrong']:.0%} | "
-            f"{'yes' if j['agrees'] else '**no**'} |")
-        if not j["agrees"]:
-            breaks.append(a.name)
-    return breaks
+    """Print the first attack's markdown table for ``attacks``; return the names of those that do not agree."""
+    return first.table(groups, attacks, out, decide, "5 seeds each")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=20, help="seeded groups per construction")
-    parser.add_argument("--out", type=Path, default=None, help="also write the table here")
-    parser.add_argument("--only", default="", help="only the constructions whose name contains this")
-    parser.add_argument("--skip", default="", help="leave out the constructions whose name contains this")
-    parser.add_argument("--first", type=int, default=0, help="start at this construction (0-based)")
-    args = parser.parse_args()
-    lines: list[str] = []
-
-    def out(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
-
-    chosen = [a for a in ATTACKS[args.first:] if args.only in a.name and not (args.skip and args.skip in a.name)]
-    breaks = table(args.groups, chosen, out=out)
-    out(f"\nBreaks ({len(breaks)}): " + ("; ".join(breaks) if breaks else "none"))
-    if args.out is not None:
-        args.out.write_text("\n".join(lines) + "\n")
+    first.cli(__doc__.splitlines()[0], ATTACKS, table, parts=True)
 
 
 if __name__ == "__main__":

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from run_probes import training_view  # and the test-only probe "crash_once"
 from safetensors.torch import load_file
 
 from probes.readout_probe import ReadoutStore
-from probes.registry import register
 from zerolock_theory.app.workflows.runs import probed_train as train
 from zerolock_theory.config import TrainConfig
 from zerolock_theory.jsonio import read_records
@@ -50,31 +49,6 @@ def _config(probes: dict[str, Any], steps: int = STEPS, **method: Any) -> TrainC
     })
 
 
-@register("crash_once")
-@dataclass
-class CrashOnce:
-    """Test-only probe: raise once in ``after_step(at_step)``, as a crash would."""
-
-    name: ClassVar[str] = "crash_once"
-    at_step: int = 3
-
-    def on_start(self, ctx) -> None:
-        pass
-
-    def after_step(self, ctx, step, metrics):
-        marker = ctx.run_dir / "crashed"
-        if step == self.at_step and not marker.exists():
-            marker.write_text("simulated")
-            raise RuntimeError("simulated crash")
-        return {}
-
-    def on_checkpoint(self, ctx, step) -> None:
-        pass
-
-    def on_end(self, ctx) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     torch.set_num_threads(1)
@@ -82,10 +56,6 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     train(_config(ALL_PROBES), root / "all")
     train(_config({}), root / "none")
     return {"all": root / "all", "none": root / "none"}
-
-
-def _training_view(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING_KEYS and not k.startswith("probe/")} for r in records]
 
 
 def test_probes_change_nothing(runs):
@@ -96,7 +66,7 @@ def test_probes_change_nothing(runs):
         for key in with_probes:
             assert torch.equal(with_probes[key], without[key]), key
     records = read_records(runs["all"] / "metrics.jsonl")
-    assert _training_view(records) == _training_view(read_records(runs["none"] / "metrics.jsonl"))
+    assert training_view(records) == training_view(read_records(runs["none"] / "metrics.jsonl"))
     assert all("probe/stability/implemented/total/phi" in r for r in records)
     assert all("probe/minimizer/2/gap" in r for r in records)
     assert [r["step"] for r in records if "probe/gradient/global_sq" in r] == [0, 2, 4]

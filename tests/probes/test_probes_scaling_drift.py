@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 import torch
+from run_probes import training_view  # and the test-only probe "crash_once"
 from safetensors.torch import load_file
 
 import probes.scaling as scaling
@@ -100,31 +101,6 @@ class DriftCheck:
 
     def on_end(self, ctx) -> None:
         self.start = None
-
-
-@register("scaling_crash_once")
-@dataclass
-class CrashOnce:
-    """Test-only probe: raise once in ``after_step(at_step)``, as a kill would."""
-
-    name: ClassVar[str] = "scaling_crash_once"
-    at_step: int = 3
-
-    def on_start(self, ctx) -> None:
-        pass
-
-    def after_step(self, ctx, step, metrics) -> dict[str, Any]:
-        marker = ctx.run_dir / "crashed"
-        if step == self.at_step and not marker.exists():
-            marker.write_text("simulated")
-            raise RuntimeError("simulated crash")
-        return {}
-
-    def on_checkpoint(self, ctx, step) -> None:
-        pass
-
-    def on_end(self, ctx) -> None:
-        pass
 
 
 def _config(probes: dict[str, Any], steps: int = STEPS) -> TrainConfig:
@@ -254,13 +230,9 @@ def test_drift_meets_phi_as_c_shrinks_and_the_antithetic_direction_mirrors(runs)
                 assert q_minus == pytest.approx(q_plus, rel=0.5)
 
 
-def _training_view(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING_KEYS and not k.startswith("probe/")} for r in records]
-
-
 def test_antithetic_direction_leaves_training_and_the_other_directions_unchanged(runs):
     records, off, plain = (read_records(runs[n] / "metrics.jsonl") for n in ("checked", "off", "plain"))
-    assert _training_view(records) == _training_view(plain) == _training_view(off)
+    assert training_view(records) == training_view(plain) == training_view(off)
     for step in (2, STEPS):
         name = f"checkpoints/step_{step:08d}/adapters.safetensors"
         probed, without = load_file(runs["checked"] / name), load_file(runs["plain"] / name)
@@ -284,7 +256,7 @@ def test_antithetic_needs_the_random_baseline(tmp_path):
 
 def test_resume_logs_the_same_drift_and_antithetic_values(runs, tmp_path):
     out = tmp_path / "resumed"
-    config = _config({"scaling": SCALING_PROBE, "drift_check": {}, "scaling_crash_once": {"at_step": 3}})
+    config = _config({"scaling": SCALING_PROBE, "drift_check": {}, "crash_once": {"at_step": 3}})
     with pytest.raises(RuntimeError, match="simulated crash"):
         train(config, out)  # dies in step 3 after the checkpoint of step 2: step 2 (probed) runs again
     train(config, out, resume=True)

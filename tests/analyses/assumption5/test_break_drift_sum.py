@@ -9,34 +9,22 @@ rule is fixed (remove the mark then)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from break_scripts import assert_agrees, break_param, load_script
 
-_PATH = Path(__file__).resolve().parents[3] / "scripts" / "break_drift_sum.py"
-_SPEC = importlib.util.spec_from_file_location("break_drift_sum", _PATH)
-harness = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("break_drift_sum", harness)
-_SPEC.loader.exec_module(harness)
+harness = load_script("break_drift_sum")
 
 GROUPS = 20
 BREAKS: dict[str, str] = {}  # every construction agrees with its truth (the table in docs/breaks/drift_sum.md)
-CONSTRUCTIONS = {c.name: c for c in harness.constructions()}
 
 
 def test_every_break_names_a_construction():
-    assert set(BREAKS) <= set(CONSTRUCTIONS)
+    assert set(BREAKS) <= {c.name for c in harness.constructions()}
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=BREAKS[n])) if n in BREAKS else n
-    for n in CONSTRUCTIONS])
-def test_rule_agrees_with_the_construction(name: str):
-    con = CONSTRUCTIONS[name]
-    got, bad, agrees = harness.judge(con, GROUPS)
-    assert agrees, f"{name}: truth {con.truth}, got {dict(got)} ({bad:.0%} outside {sorted(con.ok)})"
+@pytest.mark.parametrize("con", [break_param(c, c.name, BREAKS) for c in harness.constructions()])
+def test_rule_agrees_with_the_construction(con):
+    assert_agrees(harness, con, GROUPS)
 
 
 def test_assumption5_prints_the_share_it_tests_with_many_zero_limits():

@@ -14,19 +14,13 @@ table's shares.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from break_scripts import load_script
+from fixed_point_breaks import break_tests
 
 from analyses.lemma2.fixed_point import ARM_OUTCOMES, MIN_TARGET_TV
 
-_PATH = Path(__file__).resolve().parents[3] / "scripts" / "break_fixed_point_arms.py"
-_SPEC = importlib.util.spec_from_file_location("break_fixed_point_arms", _PATH)
-harness = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("break_fixed_point_arms", harness)
-_SPEC.loader.exec_module(harness)
+harness = load_script("break_fixed_point_arms")
 
 OWN, OTHER, NONE, UNTESTABLE = ARM_OUTCOMES
 SLOW_GROUPS = 20
@@ -43,31 +37,8 @@ BREAK_GROUP: dict[str, int] = {}
 """Breaks that group 0 does not show: the first of the 20 groups that shows each (none at present)."""
 
 
-def _marked(a):
-    if a.name in BREAKS:
-        return pytest.param(a, id=a.name, marks=pytest.mark.xfail(strict=True, reason=BREAKS[a.name]))
-    return pytest.param(a, id=a.name)
-
-
-def test_every_break_names_a_construction():
-    names = {a.name for a in harness.ATTACKS}
-    assert set(BREAKS) <= names and set(BREAK_GROUP) <= set(BREAKS)
-
-
-@pytest.mark.parametrize("a", [_marked(a) for a in harness.ATTACKS])
-def test_construction_reads_its_truth(a):
-    """One group: each arm's outcome lies in the construction's truth."""
-    found = harness.outcomes(a, BREAK_GROUP.get(a.name, 0))
-    for outcome, truth in zip(found, a.truth, strict=True):
-        assert outcome in truth
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("a", [_marked(a) for a in harness.ATTACKS])
-def test_construction_agrees_over_groups(a):
-    """20 groups: outside the truth in at most 5%, a direction outside it in none."""
-    judged = harness.judge(a, range(SLOW_GROUPS))
-    assert judged["off"] <= 0.05 and judged["wrong"] == 0.0
+test_every_break_names_a_construction, test_construction_reads_its_truth, test_construction_agrees_over_groups = (
+    break_tests(harness, BREAKS, BREAK_GROUP, SLOW_GROUPS))
 
 
 def test_a_start_beyond_g_is_read_by_the_projection_not_by_tv():

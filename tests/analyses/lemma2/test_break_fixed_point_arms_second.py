@@ -1,32 +1,22 @@
 """Lemma 2's fixed-point rule, each arm on its own, against a second, out-of-sample set of hostile
 constructions (``scripts/break_fixed_point_arms_second.py``; the first attack's scoring).
 
-Every construction's records are built per seed and read through the row's own ``reached`` and
-``fixed_point_decision``. Where the rule agrees with the construction's truth the test is plain;
-where it does not (outside the truth in more than 5% of 20 seeded groups, or a direction outside
-the truth at all), the test is ``xfail(strict=True)`` with what breaks, so that it turns red the day
-the rule reads the construction right (remove the mark then).
-
-Default suite: one seeded group of 5 seeds per construction (group 0, or for a break that group 0
-does not show, the first group of the 20 that shows it); the 4096-token constructions (about 20 s a
-group each) only in the slow suite. Slow: 20 groups per construction, the table's shares.
+The tests of ``test_break_fixed_point_arms.py`` (``fixed_point_breaks.break_tests``: each construction's
+records read through the row's own code, a break ``xfail(strict=True)`` with what breaks; one seeded group
+per construction by default, 20 in the slow suite) over these constructions, plus checks of the truths
+some of them rest on. The 4096-token constructions (about 20 s a group each) read their one group only
+in the slow suite.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from break_scripts import load_script
+from fixed_point_breaks import break_tests
 
 from analyses.lemma2.fixed_point import ARM_OUTCOMES, MIN_TARGET_TV
 
-_PATH = Path(__file__).resolve().parents[3] / "scripts" / "break_fixed_point_arms_second.py"
-_SPEC = importlib.util.spec_from_file_location("break_fixed_point_arms_second", _PATH)
-harness = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("break_fixed_point_arms_second", harness)
-_SPEC.loader.exec_module(harness)
+harness = load_script("break_fixed_point_arms_second")
 
 OWN, OTHER, NONE, UNTESTABLE = ARM_OUTCOMES
 SLOW_GROUPS = 20
@@ -64,34 +54,8 @@ EXPENSIVE = frozenset(a.name for a in harness.ATTACKS if a.setting.vocab > 64)
 """Constructions read only in the slow suite (4096 tokens)."""
 
 
-def _marked(a, slow_only: bool = False):
-    marks = []
-    if a.name in BREAKS:
-        marks.append(pytest.mark.xfail(strict=True, reason=BREAKS[a.name]))
-    if slow_only and a.name in EXPENSIVE:
-        marks.append(pytest.mark.slow)
-    return pytest.param(a, id=a.name, marks=marks)
-
-
-def test_every_break_names_a_construction():
-    names = {a.name for a in harness.ATTACKS}
-    assert set(BREAKS) <= names and set(BREAK_GROUP) <= set(BREAKS)
-
-
-@pytest.mark.parametrize("a", [_marked(a, slow_only=True) for a in harness.ATTACKS])
-def test_construction_reads_its_truth(a):
-    """One group: each arm's outcome lies in the construction's truth."""
-    found = harness.outcomes(a, BREAK_GROUP.get(a.name, 0))
-    for outcome, truth in zip(found, a.truth, strict=True):
-        assert outcome in truth
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("a", [_marked(a) for a in harness.ATTACKS])
-def test_construction_agrees_over_groups(a):
-    """20 groups: outside the truth in at most 5%, a direction outside it in none."""
-    judged = harness.judge(a, range(SLOW_GROUPS))
-    assert judged["off"] <= 0.05 and judged["wrong"] == 0.0
+test_every_break_names_a_construction, test_construction_reads_its_truth, test_construction_agrees_over_groups = (
+    break_tests(harness, BREAKS, BREAK_GROUP, SLOW_GROUPS, expensive=EXPENSIVE))
 
 
 def test_the_half_and_half_mixture_has_no_component_along_m_minus_g():

@@ -11,21 +11,14 @@ fixed (remove the mark then). About 40 s on one core."""
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from break_scripts import load_script
+from rate_breaks import break_tests
 
 from analyses.theorem1.rate_power import rate_power
 
-_PATH = Path(__file__).resolve().parents[3] / "scripts" / "break_rate.py"
-_SPEC = importlib.util.spec_from_file_location("break_rate", _PATH)
-harness = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("break_rate", harness)
-_SPEC.loader.exec_module(harness)
+harness = load_script("break_rate")
 
 GROUPS = 50
 
@@ -81,27 +74,8 @@ CONTRADICTED: set[str] = set()
 """The breaks where a contradicting word comes out in more than 5% of the groups (the rest are undecided)."""
 
 
-@functools.cache
-def _verdict(name: str) -> tuple[float, float, str]:
-    c = harness.by_name(name)
-    return harness.verdict(c, harness.shares(c, GROUPS, seed=0), GROUPS)
-
-
-def _params():
-    for c in harness.constructions():
-        marks = [pytest.mark.xfail(strict=True, reason=BREAKS[c.name])] if c.name in BREAKS else []
-        yield pytest.param(c.name, marks=marks, id=c.name)
-
-
-def test_no_construction_contradicts_its_truth_above_the_level_but_the_named_ones():
-    """Contradicting words in at most 5% of the groups for every construction but the breaks named in
-    ``CONTRADICTED`` (which must still break: a fixed one turns this red)."""
-    for c in harness.constructions():
-        right, wrong, word = _verdict(c.name)
-        if c.name in CONTRADICTED:
-            assert wrong > harness.BREAK_SHARE and word == "**breaks: wrong words**", c.name
-        else:
-            assert wrong <= harness.BREAK_SHARE, (c.name, wrong)
+(test_no_construction_contradicts_its_truth_above_the_level_but_the_named_ones, test_breaks_name_constructions,
+ test_rule_states_the_truth) = break_tests(harness, BREAKS, CONTRADICTED, harness.BREAK_SHARE, GROUPS)
 
 
 def test_scoring_of_an_undistinguished_rate_and_of_a_caveat_before_a_rise():
@@ -120,20 +94,6 @@ def test_scoring_of_an_undistinguished_rate_and_of_a_caveat_before_a_rise():
     for after in (None, 825):
         scored = harness.key(flat, SimpleNamespace(outcome=word, floor_after=after), 800.0)
         assert scored == word and scored in harness.WRONG[harness.FLAT]
-
-
-def test_breaks_name_constructions():
-    names = {c.name for c in harness.constructions()}
-    assert set(BREAKS) <= names
-    assert len(names) == len(harness.constructions())
-
-
-@pytest.mark.parametrize("name", _params())
-def test_rule_states_the_truth(name):
-    right, wrong, word = _verdict(name)
-    assert wrong <= harness.BREAK_SHARE, f"contradicting words in {wrong:.0%} of groups"
-    assert right >= 1.0 - harness.BREAK_SHARE, f"the truth's words in only {right:.0%} of groups"
-    assert word == "yes"
 
 
 @pytest.mark.parametrize("phi", [0.5, 0.9])

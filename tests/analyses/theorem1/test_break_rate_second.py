@@ -12,22 +12,14 @@ mark then). 50 groups per construction, about 15-30 s on one core."""
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from break_scripts import load_script
+from rate_breaks import break_tests
 
 from analyses.theorem1.rate import bound_beta
 
-_PATH = Path(__file__).resolve().parents[3] / "scripts" / "break_rate_second.py"
-_SPEC = importlib.util.spec_from_file_location("break_rate_second", _PATH)
-harness = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("break_rate_second", harness)
-_SPEC.loader.exec_module(harness)
-first = harness.first
+harness = load_script("break_rate_second")
 
 GROUPS = 50
 
@@ -74,16 +66,8 @@ CONTRADICTED = {"log(T+1)/sqrt(T) (the bound's class)"}
 """The breaks where a contradicting word comes out in more than 5% of the groups (the rest are undecided)."""
 
 
-@functools.cache
-def _verdict(name: str) -> tuple[float, float, str]:
-    c = harness.by_name(name)
-    return harness.verdict(c, harness.shares(c, GROUPS, seed=0), GROUPS)
-
-
-def _params():
-    for c in harness.constructions():
-        marks = [pytest.mark.xfail(strict=True, reason=BREAKS[c.name])] if c.name in BREAKS else []
-        yield pytest.param(c.name, marks=marks, id=c.name)
+(test_no_construction_contradicts_its_truth_above_the_level_but_the_named_ones, test_breaks_name_constructions,
+ test_rule_states_the_truth) = break_tests(harness, BREAKS, CONTRADICTED, harness.first.BREAK_SHARE, GROUPS)
 
 
 def test_truths_of_the_slow_falls_are_on_the_stated_side_of_the_bound():
@@ -97,28 +81,3 @@ def test_truths_of_the_slow_falls_are_on_the_stated_side_of_the_bound():
     mean = harness.by_name("per-seed floor: max(1/sqrt(T), U(0.75,1.25)/sqrt(T/2))").level
     t = np.array([2000.0, 1e6])
     assert mean(t, 1000) == pytest.approx(np.full(2, 500 ** -0.5), rel=1e-3)
-
-
-def test_no_construction_contradicts_its_truth_above_the_level_but_the_named_ones():
-    """Contradicting words in at most 5% of the groups for every construction but those named in
-    ``CONTRADICTED`` (which must still break: a fixed one turns this red)."""
-    for c in harness.constructions():
-        right, wrong, word = _verdict(c.name)
-        if c.name in CONTRADICTED:
-            assert wrong > first.BREAK_SHARE and word == "**breaks: wrong words**", c.name
-        else:
-            assert wrong <= first.BREAK_SHARE, (c.name, wrong)
-
-
-def test_breaks_name_constructions():
-    names = {c.name for c in harness.constructions()}
-    assert set(BREAKS) <= names and CONTRADICTED <= set(BREAKS)
-    assert len(names) == len(harness.constructions())
-
-
-@pytest.mark.parametrize("name", _params())
-def test_rule_states_the_truth(name):
-    right, wrong, word = _verdict(name)
-    assert wrong <= first.BREAK_SHARE, f"contradicting words in {wrong:.0%} of groups"
-    assert right >= 1.0 - first.BREAK_SHARE, f"the truth's words in only {right:.0%} of groups"
-    assert word == "yes"
