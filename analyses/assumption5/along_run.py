@@ -30,6 +30,11 @@ Over seeds (t-interval of γ, ``analyses.stats.seeds.seed_interval``), the outco
 
 ``p_value`` is the decisive one-sample t-test over the seeds (``analyses.stats.multiplicity``): of
 γ = κ/2 for ``no growth`` by its interval, else of γ = 0.
+
+The rule's power at n seeds (``along_power``), with γ normal over seeds at the measured sd: the
+chance of reading ``grows`` when γ = κ (a positive first-order drift) and of reading ``no growth``
+when γ = 0 (a bounded ρ_t), each from the noncentral t of its interval's end; ``seeds_for_power``
+gives the fewest seeds that reach ``POWER_TARGET`` for each.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from analyses.assumption5.data import ScalingRun, scaling_run
 from analyses.assumption5.step_limits import MIN_STEPS, step_signs, table_of
@@ -48,8 +54,8 @@ from analyses.stats.multiplicity import t_test_p
 from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from zerolock_theory.records import LR
 
-__all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "AlongRun", "SeedAlong", "along_run", "seed_along",
-           "seed_along_from_frame", "seed_along_of"]
+__all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "POWER_TARGET", "AlongRun", "SeedAlong",
+           "along_power", "along_run", "seed_along", "seed_along_from_frame", "seed_along_of", "seeds_for_power"]
 
 ALONG_OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
 BLOCKS = 5
@@ -61,6 +67,10 @@ MIN_BLOCKS = 3
 KAPPA_MIN = 0.1
 """The least decay exponent of η_t for which growth and no growth can be told apart."""
 LR_COLUMN = LR
+POWER_TARGET = 0.8
+"""The power the row states a seed count for."""
+MAX_POWER_SEEDS = 100_000
+"""Above this many seeds the count is reported as not reachable."""
 
 
 @dataclass(frozen=True)
@@ -86,12 +96,52 @@ class AlongRun:
     outcome: str
     reason: str
     p_value: float | None
+    level: float = 0.95
 
     @property
     def spread(self) -> float:
         """The standard deviation of γ over the seeds that have one (NaN below 2)."""
         gammas = [s.gamma for s in self.seeds if math.isfinite(s.gamma)]
         return float(np.std(gammas, ddof=1)) if len(gammas) >= 2 else math.nan
+
+    @property
+    def n_gammas(self) -> int:
+        """Seeds with a γ: the n of the interval."""
+        return sum(math.isfinite(s.gamma) for s in self.seeds)
+
+
+def along_power(sd: float, kappa: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The rule's power at ``n`` seeds when γ is normal over seeds with standard deviation ``sd``:
+    (reads ``grows`` when γ = κ, reads ``no growth`` when γ = 0). NaN when undefined."""
+    if n < MIN_SEEDS or not (math.isfinite(sd) and sd > 0 and math.isfinite(kappa) and kappa > 0):
+        return math.nan, math.nan
+    df = n - 1
+    crit = stats.t.ppf((1 + level) / 2, df)
+    se = sd / math.sqrt(n)
+    return float(stats.nct.sf(crit, df, kappa / se)), float(stats.nct.sf(crit, df, kappa / 2 / se))
+
+
+def seeds_for_power(sd: float, kappa: float, level: float = 0.95,
+                    target: float = POWER_TARGET) -> tuple[int | None, int | None]:
+    """The fewest seeds (≥ ``MIN_SEEDS``) at which ``along_power`` reaches ``target``, for
+    (grows at γ = κ, no growth at γ = 0); None when undefined or above ``MAX_POWER_SEEDS``."""
+
+    def fewest(which: int) -> int | None:
+        if math.isnan(along_power(sd, kappa, MIN_SEEDS, level)[which]):
+            return None
+        low, high = MIN_SEEDS, MIN_SEEDS
+        while along_power(sd, kappa, high, level)[which] < target:
+            if high >= MAX_POWER_SEEDS:
+                return None
+            low, high = high, min(2 * high, MAX_POWER_SEEDS)
+        if along_power(sd, kappa, low, level)[which] >= target:
+            return low
+        while high - low > 1:  # the power rises with n: power(low) < target <= power(high)
+            mid = (low + high) // 2
+            low, high = (low, mid) if along_power(sd, kappa, mid, level)[which] >= target else (mid, high)
+        return high
+
+    return fewest(0), fewest(1)
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -151,7 +201,7 @@ def along_run(seeds: Sequence[SeedAlong], level: float = 0.95, *, min_seeds: int
     def result(outcome: str, reason: str) -> AlongRun:
         null = kappa / 2 if reason == "bounded" else 0.0  # the decisive test's null
         p = t_test_p(gammas, null) if len(gammas) >= min_seeds and math.isfinite(null) else None
-        return AlongRun(seeds, gamma, kappa, outcome, reason, p)
+        return AlongRun(seeds, gamma, kappa, outcome, reason, p, level)
 
     if not math.isfinite(kappa) or kappa < KAPPA_MIN:
         return result("not testable", "constant_step")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from analyses.assumption5.along_run import POWER_TARGET, AlongRun, along_power, seeds_for_power
 from analyses.assumption5.drift_sum import agreement
 from analyses.assumption5.scaling import OUTCOMES as SCALING_OUTCOMES
 from analyses.assumption5.scaling import SCALING, GroupScaling, StepScaling
@@ -62,7 +63,17 @@ def _gamma(g: GroupScaling) -> str:
         return "gamma n/a (no rho_t along the run)"
     gamma = "n/a" if a.gamma is None else str(a.gamma)
     spread = f", sd over seeds {a.spread:.2g}" if math.isfinite(a.spread) else ""
-    return f"rho_t ~ (t+1)^gamma, gamma = {gamma}{spread} (a positive first-order drift gives {a.kappa:.2g})"
+    return f"rho_t ~ (t+1)^gamma, gamma = {gamma}{spread} (a positive first-order drift gives {a.kappa:.2g}){_power(a)}"
+
+
+def _power(a: AlongRun) -> str:
+    """The rule's power at the row's seeds and measured sd of γ, and the seeds 80% needs (``along_power``)."""
+    grows, bounded = along_power(a.spread, a.kappa, a.n_gammas, a.level)
+    if math.isnan(grows):
+        return ""
+    need = ["not reachable" if n is None else f"{n}" for n in seeds_for_power(a.spread, a.kappa, a.level)]
+    return (f"; power at {a.n_gammas} seeds and this sd: 'grows' if gamma = kappa {grows:.0%}, 'no growth' if "
+            f"gamma = 0 {bounded:.0%}; {POWER_TARGET:.0%} needs {need[0]} and {need[1]} seeds")
 
 
 def short(ev: Evidence) -> str:
