@@ -99,15 +99,20 @@ class AlongRun:
     level: float = 0.95
 
     @property
+    def gammas(self) -> list[float]:
+        """γ of every seed that has one: the values the interval reads."""
+        return [s.gamma for s in self.seeds if math.isfinite(s.gamma)]
+
+    @property
     def spread(self) -> float:
         """The standard deviation of γ over the seeds that have one (NaN below 2)."""
-        gammas = [s.gamma for s in self.seeds if math.isfinite(s.gamma)]
+        gammas = self.gammas
         return float(np.std(gammas, ddof=1)) if len(gammas) >= 2 else math.nan
 
     @property
     def n_gammas(self) -> int:
         """Seeds with a γ: the n of the interval."""
-        return sum(math.isfinite(s.gamma) for s in self.seeds)
+        return len(self.gammas)
 
 
 def along_power(sd: float, kappa: float, n: int, level: float = 0.95) -> tuple[float, float]:
