@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("zerolock_theory", "probes", "analyses", "reports")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("zerolock_theory.theory", "zerolock_theory.vocab"),
+    ("zerolock_theory.theory", "zerolock_theory.vocab", "zerolock_theory.allocator"),
     ("zerolock_theory.models", "zerolock_theory.data", "zerolock_theory.data_config", "zerolock_theory.probe_config", "zerolock_theory.corpus",
      "zerolock_theory.config", "zerolock_theory.config_overrides", "zerolock_theory.config_types", "zerolock_theory.config_fields",
      "zerolock_theory.recipes", "zerolock_theory.records", "zerolock_theory.readout_store",

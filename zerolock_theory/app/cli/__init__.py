@@ -118,6 +118,9 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``zerolock`` console script."""
+    from zerolock_theory.allocator import keep_freed_memory
+
+    keep_freed_memory()
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:

@@ -43,6 +43,9 @@ def _train(task_file: Path) -> dict:
 def main(argv: list[str]) -> int:
     """Serve tasks from stdin until it closes; report each on file descriptor ``argv[0]``."""
     die_with_parent()
+    from zerolock_theory.allocator import keep_freed_memory
+
+    keep_freed_memory()  # inherited through the environment already; this also covers a worker started by hand
     import torch
 
     if not torch.cuda.is_available():
