@@ -4,16 +4,19 @@ tuned comparison (``zerolock tune`` into ``tuned/``, the "ZeroLock against backp
 Each writes its result files under the verify directory (``fixed_point/chunk-K/controls.json`` and
 ``fixed_point.json``,
 ``systems/systems.json`` and ``systems/memory_map.json``, ``tuned/tune.json``) and is skipped when that file
-exists, so a resumed verify does not redo it (the tune resumes run by run). ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
+exists, so a resumed verify does not redo it (the tune resumes run by run). With ``--jobs`` >= 2 the
+fixed points run in a process of their own beside the training runs (``fixed_points_beside``). ``spec`` is the suite's ``SuiteSpec`` (its ``fixed_point_*`` and ``memory_*`` fields);
 ``base`` the runs' base config.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fixed_point_settings", "fixed_points", "memory_runs", "memory_settings", "model_placement", "run_chunks",
+__all__ = ["fixed_point_settings", "fixed_points", "fixed_points_beside", "memory_runs", "memory_settings", "model_placement", "run_chunks",
            "run_config", "run_data", "tune_recipe", "tuned_runs"]
 
 SUITE_TUNE_KEYS = (("model", "path"), ("model", "chunks"), ("model", "device"), ("model", "dtype"),
@@ -115,6 +118,70 @@ def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[
         log(f"fixed point, chunk {chunk}: {result.main.outcome} (label part {result.main.label_contrast}); "
             f"controls {verdict}")
     return dirs
+
+
+def _fixed_points_alone(conn: Any, spec: Any, base: dict[str, Any], out: Path) -> None:
+    """``fixed_points`` in a process of its own, on one thread (the training workers hold one each): sends
+    ``(directories, log lines)`` or ``(None, the error's line)`` down ``conn``."""
+    from zerolock_theory.app.workflows.worker import die_with_parent
+
+    die_with_parent()
+    import torch
+
+    if not torch.cuda.is_available():
+        torch.set_num_threads(1)
+    lines: list[str] = []
+    try:
+        conn.send((fixed_points(spec, base, out, log=lines.append), lines))
+    except Exception as exc:  # noqa: BLE001 (re-raised by the parent, as one line)
+        conn.send((None, f"{type(exc).__name__}: {exc}"))
+
+
+@contextlib.contextmanager
+def fixed_points_beside(spec: Any, base: dict[str, Any], out: Path, jobs: int,
+                        log=print) -> Iterator[Callable[[], list[Path]]]:
+    """Lemma 2's fixed points (``fixed_points``) beside the block's training runs; the yielded function
+    returns their directories, after the block.
+
+    With ``jobs`` >= 2 and chunks to run, they start at once in one spawned process (one thread): the
+    training's worker slots leave a core idle whenever one group finishes before another, and the
+    fixed points fill it instead of running after every run. The function waits for that process,
+    prints its log lines and raises ``RuntimeError`` (one line) if it failed or died; leaving the
+    block ends the process. Otherwise (``jobs`` = 1, no chunks, or every chunk already done) the
+    function runs ``fixed_points`` in this process, as a serial suite always did. The results are
+    the same either way, up to the thread count's rounding (the serial path uses this process's threads).
+    """
+    pending = [c for c in spec.fixed_point_chunks if not (out / f"chunk-{c}" / "controls.json").is_file()]
+    if jobs < 2 or not pending:
+        yield lambda: fixed_points(spec, base, out, log=log)
+        return
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    proc = context.Process(target=_fixed_points_alone, args=(send, spec, base, out), daemon=True)
+    proc.start()
+    send.close()
+
+    def finish() -> list[Path]:
+        try:
+            dirs, lines = receive.recv()
+        except EOFError:
+            proc.join()
+            raise RuntimeError(f"the fixed points' process died (exit code {proc.exitcode})") from None
+        if dirs is None:
+            raise RuntimeError(f"the fixed points failed: {lines}")
+        for line in lines:
+            log(line)
+        return dirs
+
+    try:
+        yield finish
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        receive.close()
 
 
 def memory_runs(spec: Any, base: dict[str, Any], out: Path, log=print) -> Path | None:

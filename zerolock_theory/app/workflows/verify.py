@@ -37,6 +37,7 @@ population=True)``; each member its own run directory) unless ``population`` is 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -341,7 +342,7 @@ def verify(
     [model], [data], ... and its ``--set``; see ``workflows.verify_config``).
     """
 
-    from zerolock_theory.app.workflows.side_runs import fixed_points, memory_runs, tuned_runs
+    from zerolock_theory.app.workflows.side_runs import fixed_points_beside, memory_runs, tuned_runs
 
     out = Path(out)
     if spec.variants:  # the sensitivity suite: zerolock verify runs it (workflows.sensitivity.verify_sensitivity)
@@ -362,29 +363,32 @@ def verify(
     write_marker(out, "verify")
     progress = SuiteProgress(_plan(spec, base, out, jobs=jobs), resumed=resumed)
     say = log if progress.bar.disable else progress.write
-    try:
-        if spec.lr is None:
-            progress.announce("pilot", say)
-            lrs, pilot = choose_lr(spec, base, out / "pilot", log=say, jobs=jobs)
-            say(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
-                "whose pilot is stable on its own held-out objective; see verify.json)")
-        else:
-            lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
-        given, power = spec, None
-        if spec.seeds_by_power:
-            progress.plan(_plan(spec, base, out, lrs, jobs))  # the power pilot's names, now that η_0 is known
-            spec, power = _seeds_by_power(spec, base, lrs, out, resumed, jobs, population, say)
-        (out / MARKER).write_text(json.dumps({"spec": asdict(given), "base": base, "lr": lrs, "pilot": pilot,
-                                              **({"seeds_by_power": power} if power else {})}, indent=2))
-        reached("pilot")  # a test's kill point (workflows.kill_point)
-        progress.plan(_plan(spec, base, out, lrs, jobs, seeds_chosen=True))
-        progress.announce("runs", say)
-        run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say,
-                                     population=population))  # as --reanalyze reads them
-    finally:
-        progress.close()
-    log(progress.summary())  # the bar plans the training runs; the side runs follow, each one line
-    fixed = fixed_points(spec, base, out / "fixed_point", log=log)
+    with contextlib.ExitStack() as side:  # the fixed points' process, if any, ends with the block
+        try:
+            if spec.lr is None:
+                progress.announce("pilot", say)
+                lrs, pilot = choose_lr(spec, base, out / "pilot", log=say, jobs=jobs)
+                say(f"pilot: eta_0 = {lrs} (per method, {spec.pilot_backoff:g} x the largest of {sorted(spec.lr_grid)} "
+                    "whose pilot is stable on its own held-out objective; see verify.json)")
+            else:
+                lrs, pilot = dict.fromkeys(PRIMARY, spec.lr), []
+            given, power = spec, None
+            if spec.seeds_by_power:
+                progress.plan(_plan(spec, base, out, lrs, jobs))  # the power pilot's names, now that η_0 is known
+                spec, power = _seeds_by_power(spec, base, lrs, out, resumed, jobs, population, say)
+            (out / MARKER).write_text(json.dumps({"spec": asdict(given), "base": base, "lr": lrs, "pilot": pilot,
+                                                  **({"seeds_by_power": power} if power else {})}, indent=2))
+            reached("pilot")  # a test's kill point (workflows.kill_point)
+            progress.plan(_plan(spec, base, out, lrs, jobs, seeds_chosen=True))
+            progress.announce("runs", say)
+            # with --jobs >= 2 the fixed points start now, in a process of their own beside the runs
+            fixed_points_done = side.enter_context(fixed_points_beside(spec, base, out / "fixed_point", jobs, log=log))
+            run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say,
+                                         population=population))  # as --reanalyze reads them
+        finally:
+            progress.close()
+        log(progress.summary())  # the bar plans the training runs; the side runs follow, each one line
+        fixed = fixed_points_done()
     systems = memory_runs(spec, base, out / "systems", log=log)
     tuned = tuned_runs(spec, base, out / "tuned", log=log)
     reached("analysis")
