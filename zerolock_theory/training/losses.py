@@ -140,7 +140,9 @@ class ChunkLoss:
 
 class _WithGradient(torch.autograd.Function):
     """``value`` as a function of ``logits`` whose gradient is the given ``grad`` (computed in the
-    forward pass: the loss is the graph's last operation)."""
+    forward pass: the loss is the graph's last operation). A population's ``value`` is one loss per
+    member [S] (rows in S equal groups, member by member): each member's rows take its own
+    incoming gradient."""
 
     @staticmethod
     def forward(ctx: Any, logits: torch.Tensor, value: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
@@ -151,7 +153,10 @@ class _WithGradient(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         (grad,) = ctx.saved_tensors
-        return grad * g.to(grad.dtype), None, None
+        g = g.to(grad.dtype)
+        if g.ndim == 1:  # a population: member s's rows times g[s]
+            g = g.repeat_interleave(grad.shape[0] // g.shape[0]).view(-1, *[1] * (grad.ndim - 1))
+        return grad * g, None, None
 
 
 def _terms(spec: LossSpec, logits: torch.Tensor, labels: torch.Tensor, prev: Prev | None, n: float | torch.Tensor,

@@ -61,7 +61,11 @@ def undetached_loss(readout: Readout, method: MethodConfig, batch: dict[str, tor
 
 def undetached_backward(readout: Readout, method: MethodConfig, batch: dict[str, torch.Tensor],
                         n: int | torch.Tensor) -> dict[str, torch.Tensor]:
-    """∇ of ``undetached_loss`` into ``.grad`` through every chunk; each chunk's loss terms."""
+    """∇ of ``undetached_loss`` into ``.grad`` through every chunk; each chunk's loss terms.
+
+    In a population (``n`` one count per member) J is one value per member: their sum is
+    backpropagated, and each member's adapters receive their own J's gradient alone (a member's
+    rows pass through its own adapters only)."""
     total, metrics = undetached_loss(readout, method, batch, n)
-    total.backward()
+    total.backward(torch.ones_like(total))  # a scalar's implicit gradient, or 1 per member
     return metrics
