@@ -1,6 +1,5 @@
 """A population equals its members' single runs for the diagnosis's method controls (the frozen early
-chunks and the un-detached twin) and with Lemma 2's label-permutation null on: the gaps docs/POPULATION.md
-listed as unchecked."""
+chunks, the un-detached twin with loss weights), each with Lemma 2's label-permutation null on."""
 
 from __future__ import annotations
 
@@ -11,12 +10,12 @@ from tests.training.test_population_loop import METHODS, PROBES, SEEDS, _hooks, 
 from zerolock_theory.training.loop import train
 from zerolock_theory.training.population_loop import train_population
 
-pytestmark = pytest.mark.slow  # two populations of 2 and their single runs, 20 steps each, per case
+pytestmark = pytest.mark.slow  # a population of 2 and its single runs, 20 steps each, per case
 
+NULL = {**PROBES, "lemma2": {"every": 10, "null": True}}  # Lemma 2 with its label-permutation null
 CASES = {
-    "frozen chunk 1": ({**METHODS["forward"], "frozen_chunks": [1]}, PROBES),
-    "un-detached twin, weights (0.5, 1)": ({**METHODS["forward"], "detach": False, "loss_weights": [0.5, 1.0]}, PROBES),
-    "lemma2 null": (METHODS["forward"], {**PROBES, "lemma2": {"every": 10, "null": True}}),
+    "frozen chunk 1": ({**METHODS["forward"], "frozen_chunks": [1]}, NULL),
+    "un-detached twin, weights (0.5, 1)": ({**METHODS["forward"], "detach": False, "loss_weights": [0.5, 1.0]}, NULL),
 }
 
 
