@@ -90,6 +90,11 @@ def memory_settings(spec: Any, base: dict[str, Any]):
                           **data, **model_placement(base))
 
 
+def _chunk_done(out: Path, chunk: int) -> bool:
+    """Whether ``chunk``'s fixed point (with its controls) is already written under ``out``."""
+    return (out / f"chunk-{chunk}" / "controls.json").is_file()
+
+
 def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[Path]:
     """Lemma 2's fixed-point experiment with its controls (``workflows.fixed_point_controls``) on
     ``spec.fixed_point_chunks``, one directory per chunk holding ``controls.json`` and
@@ -103,7 +108,7 @@ def fixed_points(spec: Any, base: dict[str, Any], out: Path, log=print) -> list[
     for chunk in spec.fixed_point_chunks:
         where = out / f"chunk-{chunk}"
         dirs.append(where)
-        if (where / "controls.json").is_file():
+        if _chunk_done(out, chunk):
             log(f"fixed point, chunk {chunk}: done, skipped")
             continue
         settings = fixed_point_settings(spec, base, chunk)
@@ -151,7 +156,7 @@ def fixed_points_beside(spec: Any, base: dict[str, Any], out: Path, jobs: int,
     function runs ``fixed_points`` in this process, as a serial suite always did. The results are
     the same either way, up to the thread count's rounding (the serial path uses this process's threads).
     """
-    pending = [c for c in spec.fixed_point_chunks if not (out / f"chunk-{c}" / "controls.json").is_file()]
+    pending = [c for c in spec.fixed_point_chunks if not _chunk_done(out, c)]
     if jobs < 2 or not pending:
         yield lambda: fixed_points(spec, base, out, log=log)
         return
