@@ -31,10 +31,17 @@ Over seeds (t-interval of γ, ``analyses.stats.seeds.seed_interval``), the outco
 ``p_value`` is the decisive one-sample t-test over the seeds (``analyses.stats.multiplicity``): of
 γ = κ/2 for ``no growth`` by its interval, else of γ = 0.
 
-The rule's power at n seeds (``along_power``), with γ normal over seeds at the measured sd: the
-chance of reading ``grows`` when γ = κ (a positive first-order drift) and of reading ``no growth``
-when γ = 0 (a bounded ρ_t), each from the noncentral t of its interval's end; ``seeds_for_power``
-gives the fewest seeds that reach ``POWER_TARGET`` for each.
+The steps before the step size's peak (a warm-up) are left out of both fits: κ is the decay
+after the peak, and ρ_t under a rising step is not the regime either hypothesis describes. With
+η_0/√(t+1) or a constant step the peak is the first step and nothing is left out.
+
+The rule's power at n seeds (``along_power``), with γ normal over independent seeds at a given
+sd: the chance of reading ``grows`` when γ = κ (a positive first-order drift) and of reading
+``no growth`` when γ = 0 (a bounded ρ_t), each from the noncentral t of its interval's end.
+``seeds_for_power`` gives the fewest seeds that reach ``POWER_TARGET`` for each. The row states
+the power at the measured sd, and the seed count at the sd's one-sided ``SD_CONFIDENCE`` upper
+confidence bound (``sd_upper``): with the measured sd itself, a suite of the stated size reached
+80% only about half the time at n = 3–10 (docs/breaks/a5_power.md).
 """
 
 from __future__ import annotations
@@ -55,7 +62,8 @@ from analyses.stats.seeds import MIN_SEEDS, seed_interval
 from zerolock_theory.records import LR
 
 __all__ = ["ALONG_OUTCOMES", "BLOCKS", "BURN_IN", "KAPPA_MIN", "MIN_BLOCKS", "POWER_TARGET", "AlongRun", "SeedAlong",
-           "along_power", "along_run", "seed_along", "seed_along_from_frame", "seed_along_of", "seeds_for_power"]
+           "SD_CONFIDENCE", "along_power", "along_run", "sd_upper", "seed_along", "seed_along_from_frame", "seed_along_of",
+           "seeds_for_power"]
 
 ALONG_OUTCOMES: tuple[str, ...] = ("grows", "no growth", "not testable")
 BLOCKS = 5
@@ -69,6 +77,8 @@ KAPPA_MIN = 0.1
 LR_COLUMN = LR
 POWER_TARGET = 0.8
 """The power the row states a seed count for."""
+SD_CONFIDENCE = 0.8
+"""The one-sided confidence of the sd's upper bound that the stated seed count is computed at."""
 MAX_POWER_SEEDS = 100_000
 """Above this many seeds the count is reported as not reachable."""
 
@@ -126,6 +136,14 @@ def along_power(sd: float, kappa: float, n: int, level: float = 0.95) -> tuple[f
     return float(stats.nct.sf(crit, df, kappa / se)), float(stats.nct.sf(crit, df, kappa / 2 / se))
 
 
+def sd_upper(sd: float, n: int, confidence: float = SD_CONFIDENCE) -> float:
+    """The one-sided ``confidence`` upper bound of a normal sd measured as ``sd`` over ``n`` values,
+    sd·√((n − 1)/χ²_{1−confidence, n−1}); NaN below 2 values or for a non-finite sd."""
+    if n < 2 or not math.isfinite(sd):
+        return math.nan
+    return float(sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - confidence, n - 1)))
+
+
 def seeds_for_power(sd: float, kappa: float, level: float = 0.95,
                     target: float = POWER_TARGET) -> tuple[int | None, int | None]:
     """The fewest seeds (≥ ``MIN_SEEDS``) at which ``along_power`` reaches ``target``, for
@@ -162,6 +180,8 @@ def seed_along(run: str, steps: Sequence[float], rho: Sequence[float], lr: Seque
     t, r, eta = t[keep], r[keep], eta[keep]
     order = np.argsort(t)
     t, r, eta = t[order] + 1.0, r[order], eta[order]
+    peak = int(np.argmax(eta)) if eta.size else 0  # a warm-up's steps are left out (module docstring)
+    t, r, eta = t[peak:], r[peak:], eta[peak:]
     kappa = _slope(np.log(t), -np.log(eta)) if t.size else math.nan
     if t.size < BLOCKS:
         return SeedAlong(run, math.nan, kappa, int(t.size), bool(t.size) and not (r > 0).any())

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 
-from analyses.assumption5.along_run import POWER_TARGET, AlongRun, along_power, seeds_for_power
+from analyses.assumption5.along_run import (POWER_TARGET, SD_CONFIDENCE, AlongRun, along_power, sd_upper,
+                                            seeds_for_power)
 from analyses.assumption5.drift_sum import agreement
 from analyses.assumption5.scaling import OUTCOMES as SCALING_OUTCOMES
 from analyses.assumption5.scaling import SCALING, GroupScaling, StepScaling
@@ -67,13 +68,17 @@ def _gamma(g: GroupScaling) -> str:
 
 
 def _power(a: AlongRun) -> str:
-    """The rule's power at the row's seeds and measured sd of γ, and the seeds 80% needs (``along_power``)."""
+    """The rule's power at the row's seeds and measured sd of γ, and the seeds 80% needs at the sd's
+    upper bound (``along_power``, ``sd_upper``), with the assumptions both rest on."""
     grows, bounded = along_power(a.spread, a.kappa, a.n_gammas, a.level)
     if math.isnan(grows):
         return ""
-    need = ["not reachable" if n is None else f"{n}" for n in seeds_for_power(a.spread, a.kappa, a.level)]
-    return (f"; power at {a.n_gammas} seeds and this sd: 'grows' if gamma = kappa {grows:.0%}, 'no growth' if "
-            f"gamma = 0 {bounded:.0%}; {POWER_TARGET:.0%} needs {need[0]} and {need[1]} seeds")
+    upper = sd_upper(a.spread, a.n_gammas)
+    need = ["not reachable" if n is None else f"{n}" for n in seeds_for_power(upper, a.kappa, a.level)]
+    return (f"; if this run's fitted gamma is normal over independent seeds with sd {a.spread:.2g}, the power at "
+            f"{a.n_gammas} seeds with a gamma (of {len(a.seeds)}) is {grows:.0%} for 'grows' if gamma = kappa and "
+            f"{bounded:.0%} for 'no growth' if gamma = 0; at the sd's {SD_CONFIDENCE:.0%} upper bound {upper:.2g}, "
+            f"{POWER_TARGET:.0%} needs {need[0]} and {need[1]} seeds with a gamma")
 
 
 def short(ev: Evidence) -> str:
