@@ -63,8 +63,10 @@ def prediction_table(f: Factorial) -> tuple[list[str], list[list[str]]]:
     rows = []
     for p in f.predictions:
         threshold = f"{'>' if p.side == 'above' else '<'} {p.threshold:g}"
-        rows.append([p.mechanism + (" (decisive)" if p.decisive else ""), p.text, f"{_iv(p.estimate)} ({threshold})",
-                     p.reading] + ([] if one else [p.written]))
+        level = "" if p.estimate is None or p.level == f.level else f" at {p.level:.4g}"
+        reading = p.reading + (f" ({p.reason})" if p.reason and p.reading != "not run" else "")
+        rows.append([p.mechanism + (" (decisive)" if p.decisive else ""), p.text,
+                     f"{_iv(p.estimate)}{level} ({threshold})", reading] + ([] if one else [p.written]))
     return headers, rows
 
 
@@ -74,7 +76,14 @@ def written_line(f: Factorial) -> str:
     stamp = f" The thresholds were written {when.pop()}." if len(when) == 1 else ""
     return ("Registered predictions, each read from its contrast's interval: supported when the interval lies past "
             "the threshold, refuted when it lies on the other side, undecided when it holds the threshold; a "
-            "mechanism takes the reading of its decisive prediction." + stamp)
+            "mechanism takes the reading of its decisive prediction." + stamp + " " + READ_RULE)
+
+
+READ_RULE = ("A share of the gap is Fieller's interval of the ratio of the seed means (not testable without an "
+             "interval of plain − backprop above 0); a contrast with fewer than 3 paired seeds, or with a control "
+             "chosen on its grid's edge, is not testable; the decisive predictions are read at the Bonferroni level "
+             "over the four of them. This way of reading was written 2026-12-07, after backprop's diverged SmolLM2 "
+             "seed had been seen and before any SmolLM2 prediction could be read (docs/breaks/factorial.md).")
 
 
 def mechanism_rows(f: Factorial) -> list[list[str]]:

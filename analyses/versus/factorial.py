@@ -12,6 +12,20 @@ every difference of the table. Then each registered prediction (``PREDICTIONS``)
 "supported", "refuted" or "undecided" from its own contrast's interval, and each mechanism takes
 the reading of its decisive prediction. A prediction whose thresholds were written after some
 results had been seen says so (``Prediction.written``): the report prints it beside the reading.
+
+How a contrast is read (``_read``; docs/breaks/factorial.md holds the constructions that shaped it):
+
+* a difference of test CE: its t-interval over the paired seeds;
+* a share of the gap, (plain − control)/(plain − backprop): Fieller's interval of the ratio of the
+  two seed means, never a mean of per-seed ratios (one seed whose gap is near 0, or whose backprop
+  run blew up, would decide that). Without a gap, an interval of plain − backprop above 0, there
+  is nothing to share: "not testable";
+* "not testable" too with fewer than ``MIN_PAIRED`` paired seeds, or when a control of the contrast
+  chose its η_0 on its grid's edge (the control's best may lie beyond);
+* the decisive predictions, one per mechanism, are read at the Bonferroni level
+  1 − (1 − level)/m over their m contrasts, so that all four mechanisms at their thresholds read a
+  decided word in at most 1 − level of factorials; the others at ``level``;
+* an interval end within ``TOLERANCE`` of the threshold touches it.
 """
 
 from __future__ import annotations
@@ -22,6 +36,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+from scipy import stats
 
 from analyses.results import Interval, Result, declare, register
 from analyses.stats.multiplicity import multiplicity, t_test_p
@@ -34,7 +51,11 @@ __all__ = [
 ]
 
 BACKPROP, PLAIN = "backprop", "plain"
-READINGS = ("supported", "refuted", "undecided", "not run")
+READINGS = ("supported", "refuted", "undecided", "not testable", "not run")
+MIN_PAIRED = 3
+"""Paired seeds a prediction's contrast needs."""
+TOLERANCE = 1e-9
+"""An interval end this close to the threshold (relative, at least absolute) touches it."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +148,9 @@ def _share(control: str) -> Callable[[dict[str, dict[int, float]], int], float]:
     return lambda t, s: (t[PLAIN][s] - t[control][s]) / (t[PLAIN][s] - t[BACKPROP][s])
 
 
+SHARES: dict[str, str] = {"share_alpha_out": "alpha_out", "share_twin_half": "twin_half"}
+"""The share contrasts and their control: read by Fieller's interval of a ratio of means (``_read``)."""
+
 CONTRASTS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, dict[int, float]], int], float]]] = {
     "share_alpha_out": ((PLAIN, BACKPROP, "alpha_out"), _share("alpha_out")),
     "share_twin_half": ((PLAIN, BACKPROP, "twin_half"), _share("twin_half")),
@@ -187,6 +211,8 @@ class PredictionReading:
     estimate: Interval | None
     seeds: tuple[int, ...]
     reading: str  # ``READINGS``
+    reason: str = ""  # why "not testable" or "not run"
+    level: float = 0.95  # the interval's level (Bonferroni for the decisive predictions)
 
 
 @dataclass(frozen=True)
@@ -303,23 +329,69 @@ def _interval(values: list[float], level: float) -> Interval | None:
     return seed_interval(values, level, min_seeds=2)
 
 
-def _reading(iv: Interval | None, side: str, threshold: float) -> str:
-    if iv is None:
-        return "undecided"
+def _reading(iv: Interval, side: str, threshold: float) -> str:
+    tol = TOLERANCE * max(1.0, abs(threshold))
+    above, below = iv.low > threshold + tol, iv.high < threshold - tol
     if side == "above":
-        return "supported" if iv.low > threshold else "refuted" if iv.high < threshold else "undecided"
-    return "supported" if iv.high < threshold else "refuted" if iv.low > threshold else "undecided"
+        return "supported" if above else "refuted" if below else "undecided"
+    return "supported" if below else "refuted" if above else "undecided"
+
+
+def _fieller(top: list[float], bottom: list[float], level: float) -> Interval | None:
+    """Fieller's interval of mean(top)/mean(bottom) over paired seeds; None unless mean(bottom) is
+    above 0 at ``level`` (then the set is a bounded interval)."""
+    a, b = np.asarray(top, dtype=float), np.asarray(bottom, dtype=float)
+    n = a.size
+    m1, m2 = float(a.mean()), float(b.mean())
+    cov = np.cov(np.vstack([a, b]), ddof=1)
+    q = float(stats.t.ppf(0.5 + level / 2.0, df=n - 1)) ** 2 / n
+    qa, qb, qc = m2 * m2 - q * cov[1, 1], -2.0 * (m1 * m2 - q * cov[0, 1]), m1 * m1 - q * cov[0, 0]
+    if m2 <= 0 or qa <= 0:
+        return None
+    root = math.sqrt(max(qb * qb - 4.0 * qa * qc, 0.0))
+    return Interval(m1 / m2, (-qb - root) / (2.0 * qa), (-qb + root) / (2.0 * qa), level)
+
+
+def _read(p: Prediction, tests: dict[str, dict[int, float]], edges: set[str], level: float
+          ) -> tuple[Interval | None, tuple[int, ...], str, str]:
+    """A prediction's interval, paired seeds, reading and reason (module docstring)."""
+    needs, fn = CONTRASTS[p.contrast]
+    if not all(n in tests for n in needs):
+        return None, (), "not run", "a control of its contrast has no row"
+    seeds = tuple(sorted(set.intersection(*(set(tests[n]) for n in needs))))
+    on_edge = sorted(n for n in needs if n in edges)
+    if on_edge:
+        return None, seeds, "not testable", f"{', '.join(on_edge)} chose η_0 on its grid's edge"
+    if len(seeds) < MIN_PAIRED:
+        return None, seeds, "not testable", f"{len(seeds)} paired seeds ({MIN_PAIRED} needed)"
+    if p.contrast in SHARES:
+        control = SHARES[p.contrast]
+        gap = [tests[PLAIN][s] - tests[BACKPROP][s] for s in seeds]
+        iv = _fieller([tests[PLAIN][s] - tests[control][s] for s in seeds], gap, level)
+        if iv is None:
+            return None, seeds, "not testable", f"no gap to share: plain − backprop {_interval(gap, level)}"
+    else:
+        iv = _interval([fn(tests, s) for s in seeds], level)
+    return iv, seeds, _reading(iv, p.side, p.threshold), ""
 
 
 def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, model: str = "", chunks: int = 0
               ) -> Factorial:
     """The table and the readings (module docstring) from the runs of each control (``load_factorial``)."""
     rows, missing, tests = [], {}, {}
+    unknown = sorted(set(by_control) - set(_BY_NAME))
+    if unknown:
+        raise ValueError(f"not controls of the factorial: {unknown}")
     for control in CONTROLS:
         runs = by_control.get(control.name, [])
         if not runs:
             missing[control.name] = "not run"
             continue
+        for run in runs:  # a run with its config on disk must make the control it is filed under
+            config = _config(run)
+            made = control_of(config["method"], int(config["model"]["chunks"])) if config else control.name
+            if made != control.name:
+                raise ValueError(f"{run.path}: its settings make the control {made!r}, filed as {control.name!r}")
         method = runs[0].method
         try:
             chosen = select(runs, method)
@@ -347,18 +419,14 @@ def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, mod
             _interval(list(by_seed.values()), level), _interval(diffs[BACKPROP], level), _interval(diffs[PLAIN], level),
             ps[2 * i], ps[2 * i + 1], holm_bp.adjusted if holm_bp else None, holm_zl.adjusted if holm_zl else None))
     by_seed_of = {name: t[1] for name, t in tests.items()}
+    edges = {r.control for r in rows if r.on_boundary}
+    decisive = 1.0 - (1.0 - level) / max(1, sum(p.decisive for p in PREDICTIONS))
     readings = []
     for p in PREDICTIONS:
-        needs, fn = CONTRASTS[p.contrast]
-        if not all(n in by_seed_of for n in needs):
-            readings.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive,
-                                              p.written, None, (), "not run"))
-            continue
-        seeds = sorted(set.intersection(*(set(by_seed_of[n]) for n in needs)))
-        values = [fn(by_seed_of, s) for s in seeds]
-        iv = _interval(values, level)
+        at = decisive if p.decisive else level
+        iv, seeds, reading, reason = _read(p, by_seed_of, edges, at)
         readings.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive, p.written,
-                                          iv, tuple(seeds), _reading(iv, p.side, p.threshold)))
+                                          iv, seeds, reading, reason, at))
     mechanisms = {r.mechanism: r.reading for r in readings if r.decisive}
     mechanisms["M5"] = "not tested"
     return Factorial(

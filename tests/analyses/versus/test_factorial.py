@@ -189,3 +189,68 @@ def test_an_alignment_file_of_another_control_is_refused(tmp_path):
     config = _config(RECIPES / "embedded_plain.toml", 0.1, 0)
     (tmp_path / "alignment.json").write_text(json.dumps({"config": config, "after_steps": {"0": [_alignment_seed([0.5] * 4)] * 2}}))
     assert analyze_factorial(tmp_path).alignment[0].cosine.estimate == pytest.approx(0.5)
+
+
+# How a contrast is read (docs/breaks/factorial.md): constructions with known answers.
+
+def _reading_of(result: Factorial, contrast: str):
+    return next(p for p in result.predictions if p.contrast == contrast)
+
+
+def test_a_share_is_a_ratio_of_means_not_a_mean_of_ratios():
+    # seed 2's gap is 0.001: its own ratio is -40; the ratio of the means is near the 0.8 the other seeds share
+    plain = [5.4, 5.41, 5.001, 5.39, 5.42, 5.4, 5.43, 5.38, 5.41, 5.4]
+    backprop = [5.0, 5.01, 5.0, 4.99, 5.02, 5.0, 5.03, 4.98, 5.01, 5.0]
+    alpha_out = [p - 0.8 * (p - b) for p, b in zip(plain, backprop, strict=True)]
+    alpha_out[2] = 5.041
+    got = _reading_of(factorial(_runs({"backprop": backprop, "plain": plain, "alpha_out": alpha_out})), "share_alpha_out")
+    assert got.estimate.estimate == pytest.approx(0.8, abs=0.03)
+    assert got.reading == "supported" and got.estimate.low > 0.5
+
+
+def test_a_diverged_backprop_seed_leaves_no_gap_to_share():
+    # SmolLM2's pattern: backprop's third seed blew up (10.21); plain ZeroLock near 4.1
+    result = factorial(_runs({"backprop": [3.297, 3.299, 10.21], "plain": [4.10, 4.12, 4.11],
+                              "alpha_out": [4.0, 4.02, 4.01]}))
+    got = _reading_of(result, "share_alpha_out")
+    assert got.reading == "not testable" and got.reason.startswith("no gap to share") and got.estimate is None
+    assert result.mechanisms["M1"] == "not testable"
+
+
+def test_a_share_exactly_on_its_threshold_is_undecided_not_refuted():
+    # no cell noise: every seed's share is 0.5 up to float rounding (0.49999999999999)
+    plain = [5.4 + e for e in (0.0, 0.13, -0.07, 0.21, -0.11)]
+    backprop = [p - 0.4 for p in plain]
+    alpha_out = [p - 0.2 for p in plain]
+    got = _reading_of(factorial(_runs({"backprop": backprop, "plain": plain, "alpha_out": alpha_out})), "share_alpha_out")
+    assert got.reading == "undecided"
+
+
+def test_a_control_chosen_on_its_grids_edge_or_with_two_seeds_is_not_testable():
+    runs = _runs(_cells(backprop=5.0, plain=5.4, alpha_out=5.08))
+    edge = [TunedRun("zerolock-forward", 0.2, s, 9.0, 9.0, 20) for s in range(2)]  # alpha_out's 0.1 is the edge
+    got = _reading_of(factorial({**runs, "alpha_out": runs["alpha_out"] + edge}), "share_alpha_out")
+    assert got.reading == "not testable" and "alpha_out chose η_0 on its grid's edge" in got.reason
+    two = _runs({"backprop": [5.0, 5.01], "plain": [5.4, 5.41], "alpha_out": [5.08, 5.09]})
+    got = _reading_of(factorial(two), "share_alpha_out")
+    assert got.reading == "not testable" and got.reason == "2 paired seeds (3 needed)"
+
+
+def test_the_decisive_predictions_are_read_at_the_bonferroni_level():
+    result = factorial(_runs(_cells(backprop=5.0, plain=5.4, alpha_out=5.08, twin_half=5.32)))
+    decisive = sum(p.decisive for p in PREDICTIONS)
+    assert decisive == 4
+    for p in result.predictions:
+        assert p.level == pytest.approx(1 - 0.05 / decisive if p.decisive else 0.95)
+        if p.estimate is not None:
+            assert p.estimate.level == p.level
+
+
+def test_runs_filed_under_another_controls_key_are_refused(tmp_path):
+    _write_tune(tmp_path / "plain", "embedded_plain", {s: 5.4 + NOISE[s] for s in range(3)})
+    _write_tune(tmp_path / "alpha_out", "embedded_alpha_out", {s: 5.3 + NOISE[s] for s in range(3)})
+    found = load_factorial(tmp_path)
+    with pytest.raises(ValueError, match="make the control 'alpha_out', filed as 'plain'"):
+        factorial({"plain": found["alpha_out"], "alpha_out": found["plain"]})
+    with pytest.raises(ValueError, match="not controls of the factorial"):
+        factorial({"planned": found["plain"]})
