@@ -63,8 +63,9 @@ def _gamma(g: GroupScaling) -> str:
     if a is None:
         return "gamma n/a (no rho_t along the run)"
     gamma = "n/a" if a.gamma is None else str(a.gamma)
-    spread = f", sd over seeds {a.spread:.2g}" if math.isfinite(a.spread) else ""
-    return f"rho_t ~ (t+1)^gamma, gamma = {gamma}{spread} (a positive first-order drift gives {a.kappa:.2g}){_power(a)}"
+    power = _power(a)  # names the sd itself when it states a power
+    spread = f", sd over seeds {a.spread:.2g}" if math.isfinite(a.spread) and not power else ""
+    return f"rho_t ~ (t+1)^gamma, gamma = {gamma}{spread} (a positive first-order drift gives {a.kappa:.2g}){power}"
 
 
 def _power(a: AlongRun) -> str:
