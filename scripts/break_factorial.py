@@ -20,8 +20,8 @@ threshold the rule's own nominal rate of decided words is 5% (2.5% each side), s
 
 A "fix" column gives the reading of the fix proposed for the row's break, on the same draws.
 
-    OMP_NUM_THREADS=1 python3 benchmarks/break_factorial.py              # the tables, ~3 min on one core
-    python3 benchmarks/break_factorial.py --reps 50 --only diverged      # a subset
+    OMP_NUM_THREADS=1 python3 scripts/break_factorial.py              # the tables, ~3 min on one core
+    python3 scripts/break_factorial.py --reps 50 --only diverged      # a subset
 """
 
 from __future__ import annotations

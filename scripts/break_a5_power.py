@@ -28,8 +28,8 @@ Two kinds of construction:
 The vectorised rule and stated figures used for the Monte Carlo are checked to equal ``along_run``,
 ``along_power`` and ``seeds_for_power`` on the first suites of every row (an assertion).
 
-    OMP_NUM_THREADS=1 python3 benchmarks/break_a5_power.py            # the page's tables (seed 0)
-    OMP_NUM_THREADS=1 python3 benchmarks/break_a5_power.py --suites 500 --only normal
+    OMP_NUM_THREADS=1 python3 scripts/break_a5_power.py            # the page's tables (seed 0)
+    OMP_NUM_THREADS=1 python3 scripts/break_a5_power.py --suites 500 --only normal
 """
 
 from __future__ import annotations
