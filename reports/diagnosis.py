@@ -12,7 +12,7 @@ from pathlib import Path
 
 from analyses.results import Interval
 from analyses.suite import SuiteAnalysis
-from analyses.versus.factorial import FACTORIAL, MECHANISMS, Factorial
+from analyses.versus.factorial import FACTORIAL, MECHANISMS, MIN_PAIRED, PREDICTIONS, Factorial
 from reports.blocks import Block, table
 from reports.wording import fmt
 
@@ -80,9 +80,9 @@ def written_line(f: Factorial) -> str:
 
 
 READ_RULE = ("A share of the gap is Fieller's interval of the ratio of the seed means (not testable without an "
-             "interval of plain − backprop above 0); a contrast with fewer than 3 paired seeds, or with a control "
-             "chosen on its grid's edge, is not testable; the decisive predictions are read at the Bonferroni level "
-             "over the four of them. This way of reading was written 2026-12-07, after backprop's diverged SmolLM2 "
+             f"interval of plain − backprop above 0); a contrast with fewer than {MIN_PAIRED} paired seeds, or with a "
+             "control chosen on its grid's edge, is not testable; the decisive predictions are read at the Bonferroni "
+             f"level over the {sum(p.decisive for p in PREDICTIONS)} of them. This way of reading was written 2026-12-07, after backprop's diverged SmolLM2 "
              "seed had been seen and before any SmolLM2 prediction could be read (docs/breaks/factorial.md).")
 
 
