@@ -17,7 +17,7 @@ from reports.blocks import Block, table
 from reports.wording import fmt
 
 __all__ = ["alignment_table", "compact_markdown", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table",
-           "publish", "why_blocks", "written_line"]
+           "publish", "stable_line", "stable_table", "why_blocks", "written_line"]
 
 TITLE = "Why ZeroLock falls behind backprop: the factorial of method controls"
 
@@ -55,13 +55,14 @@ def control_table(f: Factorial, bold: str = "") -> tuple[list[str], list[list[st
     return headers, rows
 
 
-def prediction_table(f: Factorial) -> tuple[list[str], list[list[str]]]:
-    """One row per registered prediction; the "thresholds written" column only when they differ
-    (``written_line`` says it once otherwise)."""
-    one = len({p.written for p in f.predictions}) <= 1
+def prediction_table(f: Factorial, readings: tuple | None = None) -> tuple[list[str], list[list[str]]]:
+    """One row per registered prediction (or per one of ``readings``); the "thresholds written" column
+    only when they differ (``written_line`` says it once otherwise)."""
+    readings = f.predictions if readings is None else readings
+    one = len({p.written for p in readings}) <= 1
     headers = ["mechanism", "if it is the cause", "contrast", "reading"] + ([] if one else ["thresholds written"])
     rows = []
-    for p in f.predictions:
+    for p in readings:
         threshold = f"{'>' if p.side == 'above' else '<'} {p.threshold:g}"
         level = "" if p.estimate is None or p.level == f.level else f" at {p.level:.4g}"
         reading = p.reading + (f" ({p.reason})" if p.reason and p.reading != "not run" else "")
@@ -84,6 +85,23 @@ READ_RULE = ("A share of the gap is Fieller's interval of the ratio of the seed 
              "control chosen on its grid's edge, is not testable; the decisive predictions are read at the Bonferroni "
              f"level over the {sum(p.decisive for p in PREDICTIONS)} of them. This way of reading was written 2026-12-07, after backprop's diverged SmolLM2 "
              "seed had been seen and before any SmolLM2 prediction could be read (docs/breaks/factorial.md).")
+
+
+def stable_line(f: Factorial) -> str:
+    """What the second reading of the shares is, when backprop's chosen η_0 is unstable; "" otherwise."""
+    if f.stable_lr is None:
+        return ""
+    return (f"Backprop's chosen η_0 is unstable (a run at it ended at a test CE not below its start). The shares "
+            f"of the gap read again against backprop at its stable η_0, {f.stable_lr:g}"
+            + (", on its grid's edge" if f.stable_on_boundary else "")
+            + " (every run there ended below its start; the least validation CE among such η_0), by the same rule. "
+            f"This second reading was registered {f.stable_readings[0].written}; each mechanism keeps its "
+            "registered reading above.")
+
+
+def stable_table(f: Factorial) -> tuple[list[str], list[list[str]]] | None:
+    """The share predictions read against the stable backprop (``stable_line``), when there is one."""
+    return prediction_table(f, f.stable_readings) if f.stable_readings else None
 
 
 def mechanism_rows(f: Factorial) -> list[list[str]]:
@@ -123,7 +141,12 @@ def why_blocks(suite: SuiteAnalysis) -> list[Block]:
     return [Block("h2", TITLE), Block("p", intro(f)), table(*control_table(f)),
             Block("p", written_line(f)),
             table(*prediction_table(f)), table(["mechanism", "reading"], mechanism_rows(f)),
-            *_alignment_blocks(f)]
+            *_stable_blocks(f), *_alignment_blocks(f)]
+
+
+def _stable_blocks(f: Factorial) -> list[Block]:
+    found = stable_table(f)
+    return [] if found is None else [Block("p", stable_line(f)), table(*found)]
 
 
 def _alignment_blocks(f: Factorial) -> list[Block]:
@@ -142,6 +165,7 @@ def markdown(f: Factorial) -> str:
     return "\n\n".join([f"## {TITLE}", intro(f), _md_table(*control_table(f, "**")), written_line(f),
                         _md_table(*prediction_table(f)),
                         "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f)),
+                        *([stable_line(f), _md_table(*stable_table(f))] if f.stable_readings else []),
                         *([ALIGNMENT_TEXT, _md_table(*alignment_table(f))] if f.alignment else [])]) + "\n"
 
 
@@ -151,8 +175,13 @@ def compact_markdown(f: Factorial) -> str:
              _iv(r.minus_plain)] for r in f.rows]
     table_md = _md_table(["control", "η_0", "test CE", "− backprop", "− ZeroLock α = ½"], rows)
     readings = "; ".join(f"{what.split(',')[0]} **{reading}**" for what, reading in mechanism_rows(f)[:4])
+    stable = "; ".join(f"{r.mechanism} {r.reading}" + (f" (share {_iv(r.estimate)} at {r.level:.4g})" if r.estimate else "")
+                       for r in f.stable_readings)
+    tail = ([f"Against backprop at its stable η_0 {f.stable_lr:g} (its chosen η_0 diverged on a seed; registered "
+             f"{f.stable_readings[0].written}): {stable}."] if f.stable_readings else [])
     return "\n\n".join([f"**{intro(f)}**", table_md, f"Mechanisms (M1 output teacher, M2 early objectives, M3 "
-                          f"detaching, M4 p_0): {readings}; M5 (the step size) is not a cell of the factorial."]) + "\n"
+                          f"detaching, M4 p_0): {readings}; M5 (the step size) is not a cell of the factorial.",
+                          *tail]) + "\n"
 
 
 def _markers(model: str) -> tuple[str, str]:

@@ -26,6 +26,13 @@ How a contrast is read (``_read``; docs/breaks/factorial.md holds the constructi
   1 − (1 − level)/m over their m contrasts, so that all four mechanisms at their thresholds read a
   decided word in at most 1 − level of factorials; the others at ``level``;
 * an interval end within ``TOLERANCE`` of the threshold touches it.
+
+A second reading of the shares, against a **stable backprop** (``stable_choice``), is added when
+backprop's chosen η_0 is unstable: some run at it ended at a test CE that is not finite or not below
+its own test CE at ω⁰. The reference is then the stable η_0 (every run ended finite and below its
+start) of least mean validation CE over the grid seeds; the shares are read from it by the same rule.
+It was registered after backprop's diverged SmolLM2 seed had been seen (``STABLE_WRITTEN``); a
+mechanism keeps its registered reading.
 """
 
 from __future__ import annotations
@@ -43,11 +50,12 @@ from scipy import stats
 from analyses.results import Interval, Result, declare, register
 from analyses.stats.multiplicity import multiplicity, t_test_p
 from analyses.stats.seeds import seed_interval
-from analyses.versus.tuning import TunedRun, load_tuned, select
+from analyses.versus.tuning import Selection, TunedRun, load_tuned, select
 
 __all__ = [
     "ALIGNMENT_FILE", "CONTROLS", "FACTORIAL", "AlignmentPoint", "alignment_along", "MECHANISMS", "PREDICTIONS", "Control", "ControlRow", "Factorial", "Prediction",
-    "PredictionReading", "analyze_factorial", "control_of", "factorial", "is_factorial_dir", "load_factorial",
+    "PredictionReading", "STABLE_WRITTEN", "analyze_factorial", "control_of", "factorial", "is_factorial_dir",
+    "is_stable", "load_factorial", "stable_choice",
 ]
 
 BACKPROP, PLAIN = "backprop", "plain"
@@ -178,6 +186,33 @@ PREDICTIONS: tuple[Prediction, ...] = (
 )
 
 
+STABLE_WRITTEN = ("2026-12-07, after backprop's diverged SmolLM2 seed and alpha_out's SmolLM2 results had been seen, "
+                  "before any twin_half run had ended")
+
+
+def is_stable(run: TunedRun) -> bool:
+    """The run ended at a finite test CE below its own test CE at ω⁰ (a run without its start is not)."""
+    start = run.data.test_initial if run.data is not None else math.nan
+    return math.isfinite(run.test) and math.isfinite(start) and run.test < start
+
+
+def stable_choice(runs: list[TunedRun], chosen: Selection) -> tuple[Selection, dict[int, float]] | None:
+    """Backprop's stable reference (module docstring) when its ``chosen`` η_0 is unstable: the stable η_0
+    of least mean validation CE over ``chosen``'s grid seeds (``scores`` over the whole grid, so that
+    ``on_boundary`` is the grid's edge) and its test CE per seed; None when the chosen η_0 is stable or
+    no η_0 is."""
+    by_lr: dict[float, list[TunedRun]] = {}
+    for r in runs:
+        by_lr.setdefault(r.lr, []).append(r)
+    if all(is_stable(r) for r in by_lr.get(chosen.lr, [])):
+        return None
+    stable = [lr for lr, rs in by_lr.items() if lr in chosen.scores and all(is_stable(r) for r in rs)]
+    if not stable:
+        return None
+    lr = min(stable, key=lambda x: (chosen.scores[x], x))
+    return dataclasses.replace(chosen, lr=lr), {r.seed: r.test for r in by_lr[lr]}
+
+
 @dataclass(frozen=True)
 class ControlRow:
     """One control at its chosen η_0: test CE and its paired differences, with Holm over the table."""
@@ -264,6 +299,9 @@ class Factorial(Result):
     mechanisms: dict[str, str]  # mechanism -> reading of its decisive prediction ("not tested" for M5)
     all_interior: bool  # every control's η_0 is interior to its grid
     alignment: tuple[AlignmentPoint, ...] = ()  # plain ZeroLock along its run (``ALIGNMENT_FILE``), when given
+    stable_lr: float | None = None  # backprop's stable η_0 (``stable_choice``), when its chosen one is unstable
+    stable_on_boundary: bool = False  # that η_0 is on backprop's grid's edge
+    stable_readings: tuple[PredictionReading, ...] = ()  # the share predictions read against it
 
     def row(self, control: str) -> ControlRow | None:
         return next((r for r in self.rows if r.control == control), None)
@@ -421,14 +459,27 @@ def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, mod
     by_seed_of = {name: t[1] for name, t in tests.items()}
     edges = {r.control for r in rows if r.on_boundary}
     decisive = 1.0 - (1.0 - level) / max(1, sum(p.decisive for p in PREDICTIONS))
-    readings = []
-    for p in PREDICTIONS:
-        at = decisive if p.decisive else level
-        iv, seeds, reading, reason = _read(p, by_seed_of, edges, at)
-        readings.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive, p.written,
-                                          iv, seeds, reading, reason, at))
+
+    def read_all(predictions, of, edged, written=None):
+        out = []
+        for p in predictions:
+            at = decisive if p.decisive else level
+            iv, seeds, reading, reason = _read(p, of, edged, at)
+            out.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive,
+                                         written or p.written, iv, seeds, reading, reason, at))
+        return tuple(out)
+
+    readings = read_all(PREDICTIONS, by_seed_of, edges)
+    stable = stable_choice(by_control[BACKPROP], tests[BACKPROP][0]) if BACKPROP in tests else None
+    stable_readings: tuple[PredictionReading, ...] = ()
+    if stable is not None:
+        reference, by_seed = stable
+        stable_edges = (edges - {BACKPROP}) | ({BACKPROP} if reference.on_boundary else set())
+        stable_readings = read_all([p for p in PREDICTIONS if p.contrast in SHARES], {**by_seed_of, BACKPROP: by_seed},
+                                   stable_edges, STABLE_WRITTEN)
     mechanisms = {r.mechanism: r.reading for r in readings if r.decisive}
     mechanisms["M5"] = "not tested"
     return Factorial(
         model, chunks, max((r.steps for runs in by_control.values() for r in runs), default=0), level, tuple(rows), missing,
-        tuple(readings), mechanisms, all(not r.on_boundary for r in rows))
+        readings, mechanisms, all(not r.on_boundary for r in rows), (),
+        stable[0].lr if stable else None, bool(stable and stable[0].on_boundary), stable_readings)

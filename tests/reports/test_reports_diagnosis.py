@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from analyses.suite import analyze_runs
-from analyses.versus.factorial import FACTORIAL
+from analyses.versus.factorial import FACTORIAL, factorial
+from analyses.versus.tuning import TunedRun
+from reports.diagnosis import compact_markdown, markdown
 from reports.page import write_report
-from tests.analyses.versus.test_factorial import NOISE, _write_tune
+from tests.analyses.versus.test_factorial import NOISE, _smollm2_backprop, _write_tune
 from zerolock_theory.app.cli import main
 
 
@@ -64,3 +66,17 @@ def test_publish_replaces_only_its_models_block_and_refuses_a_file_without_it(fa
     assert main(["diagnose", str(factorial_dir), "--publish", str(mine)]) == 2
     assert mine.read_text(encoding="utf-8") == "my notes\n"
     assert "holds no" in capsys.readouterr().err
+
+
+def test_an_unstable_backprop_choice_prints_the_second_reading_beside_the_registered_one():
+    plain = [TunedRun("zerolock-forward", 0.1, s, 4.04, 4.04, 20) for s in range(3)]
+    alpha_out = [TunedRun("zerolock-forward", 0.1, s, 4.04 + d, 4.04 + d, 20) for s, d in enumerate((0.0, 0.001, -0.001))]
+    f = factorial({"backprop": _smollm2_backprop(), "plain": plain, "alpha_out": alpha_out})
+    md = markdown(f)
+    assert "- M1, the output chunk's teacher p_{K−1}: **not testable**" in md
+    assert "read again against backprop at its stable η_0, 0.4" in md and "registered 2026-12-07, after backprop's" in md
+    assert md.index("**not testable**") < md.index("stable η_0, 0.4")  # the registered reading first
+    assert "| M1 (decisive) |" in md.split("stable η_0, 0.4")[1] and "| refuted |" in md.split("stable η_0, 0.4")[1]
+    assert "Against backprop at its stable η_0 0.4" in compact_markdown(f) and "M1 refuted (share" in compact_markdown(f)
+    stable = factorial({"backprop": _smollm2_backprop(diverged=3.31), "plain": plain, "alpha_out": alpha_out})
+    assert "stable η_0" not in markdown(stable) and "stable η_0" not in compact_markdown(stable)

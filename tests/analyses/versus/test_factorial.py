@@ -8,17 +8,21 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from analyses.versus.data import TunedData
 from analyses.versus.factorial import (
     CONTROLS,
     FACTORIAL,
     PREDICTIONS,
+    STABLE_WRITTEN,
     Factorial,
     analyze_factorial,
     control_of,
     factorial,
     is_factorial_dir,
+    is_stable,
     load_factorial,
 )
 from analyses.versus.tuning import TunedRun
@@ -254,3 +258,60 @@ def test_runs_filed_under_another_controls_key_are_refused(tmp_path):
         factorial({"plain": found["alpha_out"], "alpha_out": found["plain"]})
     with pytest.raises(ValueError, match="not controls of the factorial"):
         factorial({"planned": found["plain"]})
+
+
+def _started(method: str, lr: float, seed: int, validation: float, test: float, start: float = 4.04) -> TunedRun:
+    """A tune run whose test CE at ω⁰ was ``start`` (what ``is_stable`` reads)."""
+    data = TunedData(None, None, start, (), np.empty((0, 0)), np.empty(0), np.empty(0), math.nan)
+    return TunedRun(method, lr, seed, validation, test, 20, data)
+
+
+def _smollm2_backprop(diverged: float = 10.21) -> list[TunedRun]:
+    """SmolLM2's backprop grid (section 4b): 0.8 chosen on seeds 0-1, its confirmation seed 2 blown up;
+    0.4 run on seeds 0-2, every run below its start."""
+    grid = {0.2: (3.71, 3.43), 0.4: (3.65, 3.35), 0.8: (3.61, 3.30)}
+    runs = [_started("backprop", lr, s, v + 0.01 * s, t + 0.01 * s) for lr, (v, t) in grid.items() for s in (0, 1)]
+    return runs + [_started("backprop", 0.4, 2, 3.66, 3.36), _started("backprop", 0.8, 2, diverged, diverged)]
+
+
+def test_an_unstable_backprop_choice_adds_a_reading_against_its_stable_eta_0():
+    plain = [4.04, 4.045, 4.042]
+    cells = {"plain": [TunedRun("zerolock-forward", 0.1, s, v, v, 20) for s, v in enumerate(plain)],
+             # alpha_out closes 80% of each seed's gap to backprop at 0.4 (3.35, 3.36, 3.36)
+             "alpha_out": [TunedRun("zerolock-forward", 0.1, s, v, v, 20)
+                           for s, v in enumerate(p - 0.8 * (p - b) for p, b in zip(plain, (3.35, 3.36, 3.36), strict=True))]}
+    result = factorial({"backprop": _smollm2_backprop(), **cells})
+    assert result.row("backprop").lr == 0.8  # the registered choice is kept
+    assert _reading_of(result, "share_alpha_out").reading == "not testable" and result.mechanisms["M1"] == "not testable"
+    assert result.stable_lr == 0.4 and not result.stable_on_boundary
+    stable = {r.contrast: r for r in result.stable_readings}
+    assert set(stable) == {"share_alpha_out", "share_twin_half"}
+    assert stable["share_alpha_out"].reading == "supported" and stable["share_alpha_out"].estimate.estimate == pytest.approx(0.8)
+    assert stable["share_alpha_out"].written == STABLE_WRITTEN and stable["share_twin_half"].reading == "not run"
+    # a stable choice, or a run without its start, gives no second reading
+    assert factorial({"backprop": _smollm2_backprop(diverged=3.31), **cells}).stable_readings == ()
+    assert factorial(_runs(_cells(backprop=5.0, plain=5.4, alpha_out=5.08))).stable_lr is None
+
+
+def test_the_stable_reference_on_its_grids_edge_is_not_testable_and_no_stable_eta_0_gives_none():
+    runs = [r for r in _smollm2_backprop() if r.lr != 0.2]
+    runs += [_started("backprop", 0.2, s, 3.71, 4.1) for s in (0, 1)]  # 0.2 ends above its start: unstable
+    plain = [TunedRun("zerolock-forward", 0.1, s, 4.04, 4.04, 20) for s in range(3)]
+    alpha_out = [TunedRun("zerolock-forward", 0.1, s, 3.5, 3.5, 20) for s in range(3)]
+    result = factorial({"backprop": runs + [_started("backprop", 0.1, s, 3.9, 3.6) for s in range(3)],
+                        "plain": plain, "alpha_out": alpha_out})
+    assert result.stable_lr == 0.4  # 0.2 unstable, 0.4 better than 0.1 and interior
+    edge = [r for r in runs if r.lr != 0.4] + [_started("backprop", 0.1, s, 3.9, 3.6) for s in range(3)]
+    result = factorial({"backprop": edge, "plain": plain, "alpha_out": alpha_out})
+    assert result.stable_lr == 0.1 and result.stable_on_boundary
+    assert {r.contrast: r.reading for r in result.stable_readings}["share_alpha_out"] == "not testable"
+    none = [_started("backprop", lr, s, 3.0, 9.0) for lr in (0.1, 0.2) for s in range(3)]
+    assert factorial({"backprop": none, "plain": plain, "alpha_out": alpha_out}).stable_readings == ()
+
+
+def test_is_stable_reads_the_runs_own_start():
+    assert is_stable(_started("backprop", 0.1, 0, 3.0, 4.0, start=4.04))
+    assert not is_stable(_started("backprop", 0.1, 0, 3.0, 4.04, start=4.04))  # not below: level
+    assert not is_stable(_started("backprop", 0.1, 0, math.inf, math.inf))
+    assert not is_stable(_started("backprop", 0.1, 0, 3.0, 3.0, start=math.nan))
+    assert not is_stable(TunedRun("backprop", 0.1, 0, 3.0, 3.0, 20))  # no record of its start
