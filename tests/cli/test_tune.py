@@ -94,3 +94,23 @@ def test_two_shards_give_the_unsharded_tune_run_for_run(tmp_path: Path) -> None:
     figures = write_tuned_figures(tmp_path / "whole")
     assert [f.name for f in figures] == ["tuned_curves.png", "tuned_chunks.png"]
     assert all(f.read_bytes()[:4] == b"\x89PNG" for f in figures)
+
+
+def test_a_shard_without_a_confirmation_run_stops_after_its_grid_share(tmp_path: Path, monkeypatch) -> None:
+    """One method, one confirmation seed: shard 1/2 has no confirmation run, so it neither waits for
+    shard 0's grid runs nor selects; shard 0 still waits (asked here with phases=("confirm",) on an
+    empty grid, so nothing trains)."""
+    import zerolock_theory.app.workflows.tune as tune
+
+    recipe = tmp_path / "one.toml"
+    recipe.write_text(TINY.replace('["zerolock-forward", "zerolock-reverse", "backprop"]', '["zerolock-forward"]'))
+    raw = read_recipe(str(recipe))
+    waited = []
+    monkeypatch.setattr(tune, "_wait_for", lambda *args, **kwargs: waited.append(1))
+    lines: list[str] = []
+    summary = run_tune(raw, tmp_path / "t", lines.append, shard=(1, 2), phases=("confirm",))
+    assert summary["chosen"] == {} and waited == [] and "no confirmation run falls to this shard" in lines[-1]
+    assert not (tmp_path / "t" / "tune.json").exists()
+    (tmp_path / "t").mkdir()
+    run_tune(raw, tmp_path / "t", lines.append, shard=(0, 2), phases=("confirm",))
+    assert waited == [1] and "nothing selected yet" in lines[-1]

@@ -19,7 +19,9 @@ method's choice once every grid run is done.
 ``shard=(i, n)`` runs every n-th point of each phase from the i-th, so that n processes (one
 thread each) share a machine's cores over one tune directory. A shard that finishes its part of
 the grid waits for the other shards' grid runs before it selects, so every shard selects from the
-whole grid.
+whole grid. A shard to which no confirmation run falls (its index is at least the number of
+confirmation runs, methods × confirmation seeds) stops after its grid share without waiting, so
+that a queue of tunes run shard by shard keeps every core busy.
 """
 
 from __future__ import annotations
@@ -185,6 +187,9 @@ def run_tune(raw: dict[str, Any], out: Path, log: Callable[[str], None] = print,
     if "grid" in phases:
         _run_points(base, grid[index::count], out, log)
     if count > 1 and "confirm" in phases:
+        if index >= len(spec.methods) * len(spec.confirm_seeds):
+            log(f"shard {index}/{count}: no confirmation run falls to this shard; its grid share is done")
+            return {"spec": asdict(spec), "chosen": {}, "selection": {}}
         _wait_for(out, grid, steps, log, poll_s)
     left = [p.name for p in grid if not _settled(out, p, steps)]
     if left:
