@@ -1,7 +1,7 @@
 """Benchmark (not a test): a hostile referee's attack on the second reading of the shares against a
-stable backprop (``analyses.versus.factorial``: ``is_stable``, ``stable_choice`` and the
-``stable_readings`` of ``factorial``; docs/DIAGNOSIS.md, "Registered 2026-12-07 04:20"). Report:
-docs/breaks/stable_backprop.md.
+stable backprop (``analyses.versus.factorial`` at commit 676b049: ``is_stable``, ``stable_choice``
+and the ``stable_readings`` of ``factorial``; docs/DIAGNOSIS.md, "Registered 2026-12-07 04:06").
+Report: docs/breaks/stable_backprop.md.
 
 The rule. The factorial reads the two shares (plain - control)/(plain - backprop) against backprop at
 the eta_0 its validation split chose. When some backprop run at that eta_0 is unstable (test CE not
@@ -30,12 +30,12 @@ contradicts it in <= 5% (at an exact threshold: 5% + 2 binomial sd); "not testab
 count as neither. "first != second" is the share of repetitions where both readings are decided
 (supported / refuted) and differ.
 
-The fix column: on the same draws, the effective reading of the rule with the fixes proposed in the
-report (``fixed_effective``): a run without its start judged against its tune's start, a run far
-above its eta_0's best counted unstable, the registered reading "not testable" when the chosen eta_0
-is unstable, and the stable reading bracketed by the next larger, unstable eta_0's stable runs.
+The fix columns: on the same draws, the effective reading of the rule with the fixes proposed in
+the report (``fixed_effective``): B, a run without its start judged against its tune's start; C, a
+run far above its eta_0's best counted unstable; and, in the last column, also A, the stable reading
+bracketed by the next larger, unstable eta_0's stable runs.
 
-    OMP_NUM_THREADS=1 python3 scripts/break_stable_backprop.py            # ~4 min on one core
+    OMP_NUM_THREADS=1 python3 scripts/break_stable_backprop.py            # ~3 min on one core
     python3 scripts/break_stable_backprop.py --reps 200 --only luck       # a subset
 """
 
@@ -48,6 +48,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
@@ -59,10 +60,35 @@ from dataclasses import dataclass, field, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from analyses.versus.data import TunedData  # noqa: E402
-from analyses.versus.factorial import PREDICTIONS, _read, factorial  # noqa: E402
+from analyses.versus.factorial import PREDICTIONS, Factorial, _read, factorial  # noqa: E402
 from analyses.versus.tuning import TunedRun, select  # noqa: E402
+
+
+class _CachedT:
+    """scipy's t distribution with ``ppf`` of scalar arguments memoised (the same numbers, computed once:
+    the quantile at a level and a seed count is most of a factorial's time)."""
+
+    def __init__(self, t):
+        self._t = t
+
+    @functools.cache  # noqa: B019
+    def _ppf(self, q: float, df: float) -> float:
+        return self._t.ppf(q, df=df)
+
+    def ppf(self, q, *args, **kwargs):
+        df = kwargs.get("df", args[0] if args else None)
+        if np.isscalar(q) and np.isscalar(df) and len(args) + len(kwargs) == 1:
+            return self._ppf(float(q), float(df))
+        return self._t.ppf(q, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+
+stats.t = _CachedT(stats.t)  # one object: every module's ``stats.t`` (factorial, seeds) reads the cache
 
 BP, PL = "backprop", "plain"
 LEVEL = 0.95
@@ -195,9 +221,8 @@ def draw(spec: Spec, rng: np.random.Generator) -> dict[str, list[TunedRun]]:
 # ---------------------------------------------------------------- the rule's readings, and the fixes'
 
 
-def readings(by_control: dict[str, list[TunedRun]], contrast: str) -> tuple[str, str, str]:
+def readings(result: Factorial, contrast: str) -> tuple[str, str, str]:
     """(first, second, effective) reading of ``contrast`` by the rule as it stands."""
-    result = factorial(by_control, LEVEL)
     first = next(p.reading for p in result.predictions if p.contrast == contrast)
     second = next((p.reading for p in result.stable_readings if p.contrast == contrast), "absent")
     return first, second, second if second != "absent" else first
@@ -231,13 +256,13 @@ def fixed_stable(runs: list[TunedRun]) -> Callable[[TunedRun], bool]:
     return stable
 
 
-def fixed_effective(by_control: dict[str, list[TunedRun]], contrast: str) -> str:
+def fixed_effective(result: Factorial, by_control: dict[str, list[TunedRun]], contrast: str, *,
+                    bracket: bool) -> str:
     """The effective reading under fixes B, C (``fixed_stable``), F (the registered reading is "not
     testable" when the chosen eta_0 is unstable) and A (the stable reading bracketed: when the next
     larger eta_0 of the grid is unstable, the best stable backprop lies between; "supported" needs the
     share above 0.5 also against the stable choice shifted down to that neighbour's stable runs,
     "refuted" is read against the stable choice itself)."""
-    result = factorial(by_control, LEVEL)
     first = next(p.reading for p in result.predictions if p.contrast == contrast)
     pred = next(p for p in PREDICTIONS if p.contrast == contrast)
     bp_runs = by_control[BP]
@@ -265,7 +290,7 @@ def fixed_effective(by_control: dict[str, list[TunedRun]], contrast: str) -> str
     if word not in DECIDED:
         return word
     above = sorted(x for x in chosen.scores if x > lr)
-    if word == "supported" and above and not all(stable(r) for r in by_lr[above[0]]):
+    if bracket and word == "supported" and above and not all(stable(r) for r in by_lr[above[0]]):
         survivors = {r.seed: r.test for r in by_lr[above[0]] if stable(r)}
         common = sorted(set(survivors) & set(ref))
         if common:
@@ -286,7 +311,7 @@ class Construction:
     truth: str  # supported / refuted / threshold / not testable / same
     true_value: str
     draw: Callable[[np.random.Generator], object]
-    score: Callable[[object], tuple[str, str, str, str]]  # -> (first, second, effective, fixed effective)
+    score: Callable[[object], tuple[str, ...]]  # -> (first, second, effective, fixed, fixed with the bracket)
     reps: int | None = None
 
 
@@ -294,10 +319,12 @@ def truth_of(share: float) -> str:
     return "supported" if share > 0.5 else "refuted" if share < 0.5 else "threshold"
 
 
-def spec_score(spec: Spec) -> Callable[[object], tuple[str, str, str, str]]:
+def spec_score(spec: Spec) -> Callable[[object], tuple[str, ...]]:
     def score(by_control):
-        first, second, eff = readings(by_control, spec.contrast)
-        return first, second, eff, fixed_effective(by_control, spec.contrast)
+        result = factorial(by_control, LEVEL)
+        first, second, eff = readings(result, spec.contrast)
+        return (first, second, eff, fixed_effective(result, by_control, spec.contrast, bracket=False),
+                fixed_effective(result, by_control, spec.contrast, bracket=True))
     return score
 
 
@@ -317,12 +344,13 @@ def interp(scale: Scale, lo: float, hi: float, at: float) -> float:
 def construct_all() -> list[Construction]:
     C: list[Construction] = []
 
-    def add(name: str, spec: Spec, *, truth: str | None = None, vs: float | None = 0.8, note: str = "",
-            reps: int | None = None):
+    def add(name: str, spec: Spec, *, truth: str | None = None, vs: float | None = 0.8, survivors: bool = True,
+            note: str = "", reps: int | None = None):
         t = truth or truth_of(spec.share)
         value = f"share {spec.share:g}" if truth != "not testable" else "no stable eta_0"
         if vs is not None and truth != "not testable":
-            value += f"; vs survivors at {vs:g}: {survivors_share(spec, vs):.3g}"
+            label = f"{vs:g}'s survivors" if survivors else f"{vs:g}"
+            value += f"; vs {label}: {survivors_share(spec, vs):.3g}"
         if note:
             value += f"; {note}"
         C.append(Construction(name, t, value, lambda rng, spec=spec: draw(spec, rng), spec_score(spec), reps))
@@ -348,8 +376,8 @@ def construct_all() -> list[Construction]:
     add("SmolLM2, 0.8's seed 2 blew up and recovered to 0.007 below its start, share 0.8",
         Spec(SMOL, "share_twin_half", 0.8, SMOL.bp[0.4], forced={(0.8, 2): "recover"}),
         note="0.8 fails on 1 run in 3")
-    add("embedded, 0.4's seed 2 blew up and recovered to 0.1 below its start (0.8 diverged too), share 0.58 vs 0.2",
-        Spec(EMB, "share_twin_half", 0.58, EMB.bp[0.2], forced={**seen, (0.4, 2): EMB.start - 0.1},
+    add("embedded, 0.4's seed 2 blew up and recovered to 0.1 below its start (0.8 diverged too), share 0.8 vs 0.2",
+        Spec(EMB, "share_twin_half", 0.8, EMB.bp[0.2], forced={**seen, (0.4, 2): EMB.start - 0.1},
              extra={0.4: (2,), 0.2: (2,)}), note="0.4 fails on 1 run in 3: the truly stable best is 0.2")
 
     # -- a start not recorded
@@ -361,7 +389,7 @@ def construct_all() -> list[Construction]:
                 f"{n} seeds",
                 Spec(scale, "share_twin_half", share, scale.bp[0.8], n=n, nostart={(0.8, 2)},
                      extra={0.4: tuple(range(2, n))}, confirm=tuple(range(2, n))),
-                vs=0.4, note="0.8 is stable: vs 0.4 is the 'survivors' column here")
+                vs=0.4, survivors=False, note="0.8 truly stable")
     add("embedded, 0.8 diverged, start missing on 0.4's seed 2 (every eta_0 on 3 seeds), share 0.45 vs 0.4",
         Spec(EMB, "share_twin_half", 0.45, EMB.bp[0.4], forced=seen, nostart={(0.4, 2)},
              extra={lr: (2,) for lr in (0.1, 0.2, 0.4)}))
@@ -386,6 +414,9 @@ def construct_all() -> list[Construction]:
         Spec(EMB, "share_twin_half", 0.62, EMB.bp[0.4], n=4, forced={(0.8, 3): "inf"}, extra=four, confirm=(2, 3)))
     add("embedded, 0.8's seed 3 recorded DIVERGED (4 seeds), share 0.5 vs 0.4",
         Spec(EMB, "share_twin_half", 0.5, EMB.bp[0.4], n=4, forced={(0.8, 3): "inf"}, extra=four, confirm=(2, 3)))
+    add("embedded, 0.8's extra seed 3 diverged (finite; controls on seeds 0-2), share 0.62 vs 0.4",
+        Spec(EMB, "share_twin_half", 0.62, EMB.bp[0.4], forced={(0.8, 3): "div"}, extra={0.4: (2,)},
+             confirm=(2, 3)))
     add("embedded, 5 seeds, 0.8's seed 4 DIVERGED, share 0.65 vs 0.4",
         Spec(EMB, "share_twin_half", 0.65, EMB.bp[0.4], n=5, forced={(0.8, 4): "inf"}, extra={0.4: (2, 3, 4)},
              confirm=(2, 3, 4)))
@@ -395,9 +426,11 @@ def construct_all() -> list[Construction]:
     add("SmolLM2 grid (factor 2), stable below 0.566, share 0.45 vs the best stable (0.566)",
         Spec(SMOL, "share_twin_half", 0.45, interp(SMOL, 0.4, 0.8, c2), forced=seen), note="vs 0.4: "
         f"{0.45 * (SMOL.plain - interp(SMOL, 0.4, 0.8, c2)) / (SMOL.plain - SMOL.bp[0.4]):.3g}")
-    add("embedded grid (factor 2), stable below 0.566, share 0.4 vs the best stable (0.566)",
-        Spec(EMB, "share_twin_half", 0.4, interp(EMB, 0.4, 0.8, c2), forced=seen), note="vs 0.4: "
-        f"{0.4 * (EMB.plain - interp(EMB, 0.4, 0.8, c2)) / (EMB.plain - EMB.bp[0.4]):.3g}")
+    for n in (3, 5, 10):
+        add(f"embedded grid (factor 2), stable below 0.566, share 0.46 vs the best stable (0.566), {n} seeds",
+            Spec(EMB, "share_twin_half", 0.46, interp(EMB, 0.4, 0.8, c2), n=n, forced={(0.8, n - 1): "div"},
+                 extra={0.4: tuple(range(2, n))}, confirm=tuple(range(2, n))), note="vs 0.4: "
+            f"{0.46 * (EMB.plain - interp(EMB, 0.4, 0.8, c2)) / (EMB.plain - EMB.bp[0.4]):.3g}")
     coarse = {0.025: 3.76, 0.1: 3.533, 0.4: 3.354, 1.6: None}
     c4 = math.sqrt(0.1 * 0.4)
     ref4 = 3.429 + math.log(c4 / 0.2) / math.log(2.0) * (3.354 - 3.429)
@@ -407,6 +440,11 @@ def construct_all() -> list[Construction]:
             Spec(SMOL, "share_twin_half", 0.42, ref4, n=n, bp=coarse, forced={(0.4, n - 1): "div"},
                  extra={0.1: tuple(range(2, n))}, confirm=tuple(range(2, n))), vs=0.4,
             note=f"vs 0.1: {0.42 * (SMOL.plain - ref4) / (SMOL.plain - 3.533):.3g}")
+
+    # -- the stable choice on the grid's lower edge: every larger eta_0 unstable
+    add("SmolLM2, 0.2-1.6 each with a diverged run, 0.1 stable (the grid's lower edge), share 0.8 vs 0.1",
+        Spec(SMOL, "share_twin_half", 0.8, SMOL.bp[0.1], forced={**seen, (0.2, 1): "div", (0.4, 2): "div"},
+             extra={0.4: (2,), 0.1: (2,)}), vs=None, note="the best stable lies above 0.1, not below it")
 
     # -- no stable eta_0; a stable chosen eta_0; the divergence on a grid seed
     add("SmolLM2, every eta_0 has a diverged run", Spec(SMOL, "share_twin_half", 0.8, SMOL.bp[0.4],
@@ -419,7 +457,9 @@ def construct_all() -> list[Construction]:
         Spec(SMOL, "share_twin_half", 0.8, SMOL.bp[0.4], forced={(0.8, 0): "div"}))
 
     # -- invariances
-    def relabel_score(by_control, rng=np.random.default_rng(4242)):
+    relabel_rng = np.random.default_rng(4242)
+
+    def relabel_score(by_control, rng=relabel_rng):
         base = factorial(by_control, LEVEL)
         perm = dict(zip(range(10), (int(x) for x in rng.permutation(np.arange(10, 20))), strict=True))
         moved = {k: [replace(r, seed=perm[r.seed]) for r in runs] for k, runs in by_control.items()}
@@ -429,7 +469,7 @@ def construct_all() -> list[Construction]:
                                             round(p.estimate.estimate, 9)) for p in res.stable_readings],
                            [(p.contrast, p.reading) for p in res.predictions])
         word = "same" if key(base) == key(other) else "differs"
-        return word, word, word, word
+        return word, word, word, word, word
 
     for share in (0.5, 0.58):
         spec = Spec(SMOL, "share_twin_half", share, SMOL.bp[0.4], forced=seen)
@@ -454,7 +494,7 @@ def construct_all() -> list[Construction]:
         same = a.stable_lr == b.stable_lr and [p.reading for p in a.stable_readings] == [
             p.reading for p in b.stable_readings]
         word = "same" if same else "differs"
-        return word, word, word, word
+        return word, word, word, word, word
 
     C.append(Construction("SmolLM2 divergence, 0.2 and 0.4 tie on validation; runs reversed", "same",
                           "the original's readings (the tie goes to the smaller eta_0)", tie_draw, tie_score, reps=300))
@@ -489,23 +529,27 @@ def run(constructions: list[Construction], reps: int, seed: int) -> list[dict]:
     for c in constructions:
         k = c.reps or reps
         rng = np.random.default_rng([seed, zlib.crc32(c.name.encode())])
-        first, second, eff, fixed, clash = Counter(), Counter(), Counter(), Counter(), 0
+        first, second, eff, fixed, bracketed, clash = Counter(), Counter(), Counter(), Counter(), Counter(), 0
         t0 = time.time()
         for _ in range(k):
-            a, b, e, f = c.score(c.draw(rng))
+            a, b, e, f, g = c.score(c.draw(rng))
             first[a] += 1
             second[b] += 1
             eff[e] += 1
             fixed[f] += 1
+            bracketed[g] += 1
             clash += a in DECIDED and b in DECIDED and a != b
         states, wrong, word = verdict(c.truth, eff, k)
         _, _, fword = verdict(c.truth, fixed, k)
+        _, _, bword = verdict(c.truth, bracketed, k)
         row = {"construction": c.name, "truth": c.truth, "true_value": c.true_value, "reps": k,
                "first": fmt(first, k), "second": fmt(second, k), "outcome": fmt(eff, k), "states": states,
                "contradicts": wrong, "verdict": word, "clash": clash / k, "fix": fmt(fixed, k), "fix_verdict": fword,
+               "bracket": fmt(bracketed, k), "bracket_verdict": bword,
                "seconds": time.time() - t0}
         rows.append(row)
-        print(f"  [{row['seconds']:5.1f}s] {c.name}: {row['outcome']} -> {word} | fix: {row['fix']} -> {fword}",
+        print(f"  [{row['seconds']:5.1f}s] {c.name}: {row['outcome']} -> {word} | fix: {row['fix']} -> {fword}"
+              f" | + bracket: {row['bracket']} -> {bword}",
               file=sys.stderr)
     return rows
 
@@ -524,19 +568,20 @@ def bias_table() -> str:
             g = sc.plain - b
             f = g4 / g
             shares = " / ".join(f"{s * f:.3g}" for s in (0.001, 0.45, 0.5, 0.58, 0.8))
-            flip = ("—" if abs(f - 1) < 1e-12 else f"(0.5, {0.5 / f:.3g}]: supported vs 0.4, not against it" if f < 1
-                    else f"({0.5 / f:.3g}, 0.5): refuted vs 0.4, supported against it")
+            flip = ("—" if abs(f - 1) < 1e-12 else f"(0.5, {0.5 / f:.3g}]: above ½ against 0.4, not against it"
+                    if f < 1 else f"({0.5 / f:.3g}, 0.5): below ½ against 0.4, above against it")
             out.append(f"| {sc.name} | {label} | {b:.4g} | {g:.3f} | {f:.3f} | {shares} | {flip} |")
     return "\n".join(out)
 
 
 def table(rows: list[dict]) -> str:
     out = ["| construction | truth | outcome (effective reading) | first (registered) | second | first ≠ second, "
-           "both decided | agrees? | with the fixes |",
-           "|---|---|---|---|---|---|---|---|"]
+           "both decided | agrees? | with fixes B, C | with fixes B, C and the bracket A |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['construction']} | {r['truth']} ({r['true_value']}) | {r['outcome']} | {r['first']} | "
-                   f"{r['second']} | {r['clash']:.2f} | {r['verdict']} | {r['fix']}: {r['fix_verdict']} |")
+                   f"{r['second']} | {r['clash']:.3f} | {r['verdict']} | {r['fix']}: {r['fix_verdict']} | "
+                   f"{r['bracket']}: {r['bracket_verdict']} |")
     return "\n".join(out)
 
 
@@ -555,10 +600,13 @@ def main(argv: list[str] | None = None) -> None:
     print(bias_table())
     n_break = sum(r["verdict"] != "agrees" for r in rows)
     n_fix = sum(r["fix_verdict"] != "agrees" for r in rows)
+    n_br = sum(r["bracket_verdict"] != "agrees" for r in rows)
     print(f"\n{len(rows) - n_break} of {len(rows)} rows agree; {n_break} break "
           f"({sum(r['verdict'] == 'breaks: wrong words' for r in rows)} with wrong words). "
-          f"With the fixes: {len(rows) - n_fix} agree, {n_fix} break "
+          f"With fixes B, C: {len(rows) - n_fix} agree, {n_fix} break "
           f"({sum(r['fix_verdict'] == 'breaks: wrong words' for r in rows)} with wrong words). "
+          f"With B, C and the bracket A: {len(rows) - n_br} agree, {n_br} break "
+          f"({sum(r['bracket_verdict'] == 'breaks: wrong words' for r in rows)} with wrong words). "
           f"{time.time() - t0:.0f} s.")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
