@@ -91,12 +91,18 @@ def stable_line(f: Factorial) -> str:
     """What the second reading of the shares is, when backprop's chosen η_0 is unstable; "" otherwise."""
     if f.stable_lr is None:
         return ""
+    n = f.stable_runs
+    edge = (f" It sits just below the unstable {f.stable_above:g}, where a better stable backprop may lie: a "
+            f"share read \"supported\" there must also be supported with its runs moved by the mean difference of "
+            f"{f.stable_above:g}'s stable runs to them."
+            if f.stable_above is not None else "")
     return (f"Backprop's chosen η_0 is unstable (a run at it ended at a test CE not below its start). The shares "
             f"of the gap read again against backprop at its stable η_0, {f.stable_lr:g}"
             + (", on its grid's edge" if f.stable_on_boundary else "")
-            + " (every run there ended below its start; the least validation CE among such η_0), by the same rule. "
-            f"This second reading was registered {f.stable_readings[0].written}; each mechanism keeps its "
-            "registered reading above.")
+            + f" (the least validation CE among the η_0 whose every run ended below its start), by the same rule. "
+            f"{n} run{'s' if n != 1 else ''} stand behind \"stable\": none failed, which leaves a failure rate up "
+            f"to {100 * (1 - 0.05 ** (1 / max(n, 1))):.0f}% not excluded at 95%.{edge} This second reading was "
+            f"registered {f.stable_readings[0].written}; each mechanism keeps its registered reading above.")
 
 
 def stable_table(f: Factorial) -> tuple[list[str], list[list[str]]] | None:

@@ -15,8 +15,14 @@ from __future__ import annotations
 
 import math
 
-from analyses.assumption5.along_run import (POWER_TARGET, SD_CONFIDENCE, AlongRun, along_power, sd_upper,
-                                            seeds_for_power)
+from analyses.assumption5.along_run import (
+    POWER_TARGET,
+    SD_CONFIDENCE,
+    AlongRun,
+    along_power,
+    sd_upper,
+    seeds_for_power,
+)
 from analyses.assumption5.drift_sum import agreement
 from analyses.assumption5.scaling import OUTCOMES as SCALING_OUTCOMES
 from analyses.assumption5.scaling import SCALING, GroupScaling, StepScaling

@@ -29,8 +29,20 @@ How a contrast is read (``_read``; docs/breaks/factorial.md holds the constructi
 
 A second reading of the shares, against a **stable backprop** (``stable_choice``), is added when
 backprop's chosen η_0 is unstable: some run at it ended at a test CE that is not finite or not below
-its own test CE at ω⁰. The reference is then the stable η_0 (every run ended finite and below its
-start) of least mean validation CE over the grid seeds; the shares are read from it by the same rule.
+its start, the test CE at ω⁰ (the run's own ``test_initial``; without one, the start the other
+backprop runs recorded, the same split and model; with none recorded anywhere, finiteness alone
+decides). The reference is then the stable η_0 (every run there stable) of least mean validation CE
+over the grid seeds; the shares are read from it by the same rule, and two more checks from
+docs/breaks/stable_backprop.md:
+
+* **the stability edge**: when the next larger η_0 of the grid is unstable, a better stable backprop
+  may lie between the two, and against a worse backprop a share only grows. So "refuted" stands,
+  but "supported" stands only if the share is also supported against the stable η_0's runs moved
+  by the mean difference (when negative) of that unstable η_0's stable runs (the runs that did not
+  fall off) to them on their common seeds; otherwise it reads "undecided", with the reason;
+* **how many runs say "stable"**: the reading carries the count (``stable_runs``); 0 failures in n
+  runs leaves a failure rate up to 1 − 0.05^(1/n) not excluded at 95% (63% at n = 3).
+
 It was registered after backprop's diverged SmolLM2 seed had been seen (``STABLE_WRITTEN``); a
 mechanism keeps its registered reading.
 """
@@ -55,7 +67,7 @@ from analyses.versus.tuning import Selection, TunedRun, load_tuned, select
 __all__ = [
     "ALIGNMENT_FILE", "CONTROLS", "FACTORIAL", "AlignmentPoint", "alignment_along", "MECHANISMS", "PREDICTIONS", "Control", "ControlRow", "Factorial", "Prediction",
     "PredictionReading", "STABLE_WRITTEN", "analyze_factorial", "control_of", "factorial", "is_factorial_dir",
-    "is_stable", "load_factorial", "stable_choice",
+    "StableChoice", "is_stable", "load_factorial", "stable_choice",
 ]
 
 BACKPROP, PLAIN = "backprop", "plain"
@@ -186,31 +198,56 @@ PREDICTIONS: tuple[Prediction, ...] = (
 )
 
 
-STABLE_WRITTEN = ("2026-12-07, after backprop's diverged SmolLM2 seed and alpha_out's SmolLM2 results had been seen, "
-                  "before any twin_half run had ended")
+STABLE_WRITTEN = ("2026-12-07 04:06, after backprop's diverged SmolLM2 seed and alpha_out's SmolLM2 results had been "
+                  "seen, before any twin_half run had ended; its checks of the stability edge and of a missing start "
+                  "at 04:40, after two twin_half grid runs had ended (η_0 0.0125 and 0.00625, seed 0)")
 
 
-def is_stable(run: TunedRun) -> bool:
-    """The run ended at a finite test CE below its own test CE at ω⁰ (a run without its start is not)."""
-    start = run.data.test_initial if run.data is not None else math.nan
-    return math.isfinite(run.test) and math.isfinite(start) and run.test < start
+def _start(runs: list[TunedRun]) -> float:
+    """The start (test CE at ω⁰) the runs recorded: their median; NaN when none did."""
+    starts = [r.data.test_initial for r in runs if r.data is not None and math.isfinite(r.data.test_initial)]
+    return float(np.median(starts)) if starts else math.nan
 
 
-def stable_choice(runs: list[TunedRun], chosen: Selection) -> tuple[Selection, dict[int, float]] | None:
+def is_stable(run: TunedRun, start: float = math.nan) -> bool:
+    """The run ended at a finite test CE below its start: its own ``test_initial``, else ``start`` (its
+    tune's); with neither, a finite test CE is stable."""
+    own = run.data.test_initial if run.data is not None else math.nan
+    start = own if math.isfinite(own) else start
+    return math.isfinite(run.test) and (not math.isfinite(start) or run.test < start)
+
+
+@dataclass(frozen=True)
+class StableChoice:
+    """Backprop's stable reference (``stable_choice``)."""
+
+    selection: Selection  # ``lr`` the stable η_0; ``scores`` over the whole grid (``on_boundary``: its edge)
+    by_seed: dict[int, float]  # test CE per seed at ``selection.lr``
+    runs: int  # runs at ``selection.lr``, every one stable
+    above: float | None  # the next larger η_0 of the grid when it is unstable (the stability edge)
+    above_by_seed: dict[int, float]  # that η_0's stable runs, per seed
+
+
+def stable_choice(runs: list[TunedRun], chosen: Selection) -> StableChoice | None:
     """Backprop's stable reference (module docstring) when its ``chosen`` η_0 is unstable: the stable η_0
-    of least mean validation CE over ``chosen``'s grid seeds (``scores`` over the whole grid, so that
-    ``on_boundary`` is the grid's edge) and its test CE per seed; None when the chosen η_0 is stable or
-    no η_0 is."""
+    of least mean validation CE over ``chosen``'s grid seeds; None when the chosen η_0 is stable or no
+    η_0 is."""
+    start = _start(runs)
     by_lr: dict[float, list[TunedRun]] = {}
     for r in runs:
         by_lr.setdefault(r.lr, []).append(r)
-    if all(is_stable(r) for r in by_lr.get(chosen.lr, [])):
+    if all(is_stable(r, start) for r in by_lr.get(chosen.lr, [])):
         return None
-    stable = [lr for lr, rs in by_lr.items() if lr in chosen.scores and all(is_stable(r) for r in rs)]
+    stable = [lr for lr, rs in by_lr.items() if lr in chosen.scores and all(is_stable(r, start) for r in rs)]
     if not stable:
         return None
     lr = min(stable, key=lambda x: (chosen.scores[x], x))
-    return dataclasses.replace(chosen, lr=lr), {r.seed: r.test for r in by_lr[lr]}
+    above = min((x for x in chosen.scores if x > lr), default=None)
+    if above is not None and above in stable:
+        above = None
+    kept = {r.seed: r.test for r in by_lr.get(above, []) if is_stable(r, start)} if above is not None else {}
+    return StableChoice(dataclasses.replace(chosen, lr=lr), {r.seed: r.test for r in by_lr[lr]}, len(by_lr[lr]),
+                        above, kept)
 
 
 @dataclass(frozen=True)
@@ -302,6 +339,8 @@ class Factorial(Result):
     stable_lr: float | None = None  # backprop's stable η_0 (``stable_choice``), when its chosen one is unstable
     stable_on_boundary: bool = False  # that η_0 is on backprop's grid's edge
     stable_readings: tuple[PredictionReading, ...] = ()  # the share predictions read against it
+    stable_runs: int = 0  # the runs at ``stable_lr``, every one stable
+    stable_above: float | None = None  # the unstable η_0 just above ``stable_lr`` (the stability edge), if any
 
     def row(self, control: str) -> ControlRow | None:
         return next((r for r in self.rows if r.control == control), None)
@@ -413,6 +452,22 @@ def _read(p: Prediction, tests: dict[str, dict[int, float]], edges: set[str], le
     return iv, seeds, _reading(iv, p.side, p.threshold), ""
 
 
+def _at_the_edge(reading: PredictionReading, shifted: PredictionReading | None, stable: StableChoice,
+                 shift: float) -> PredictionReading:
+    """A "supported" share against a stable η_0 just below an unstable one stands only if it is also
+    supported against the stable η_0's runs moved by ``shift``, the mean difference of the unstable
+    η_0's stable runs to them on their common seeds (``shifted``; None without a common seed)."""
+    if reading.reading != "supported" or (shifted is not None and shifted.reading == "supported"):
+        return reading
+    if shifted is None:
+        why = f"{stable.above:g} has no stable run on a seed {stable.selection.lr:g} ran"
+    else:
+        why = f"moved by {stable.above:g}'s stable runs ({shift:+.3g} nats) it reads {shifted.reading}"
+        why += f": {shifted.reason}" if shifted.reason else ""
+    return dataclasses.replace(reading, reading="undecided", reason=(
+        f"supported against {stable.selection.lr:g}, which sits below the unstable {stable.above:g}; {why}"))
+
+
 def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, model: str = "", chunks: int = 0
               ) -> Factorial:
     """The table and the readings (module docstring) from the runs of each control (``load_factorial``)."""
@@ -473,13 +528,21 @@ def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, mod
     stable = stable_choice(by_control[BACKPROP], tests[BACKPROP][0]) if BACKPROP in tests else None
     stable_readings: tuple[PredictionReading, ...] = ()
     if stable is not None:
-        reference, by_seed = stable
-        stable_edges = (edges - {BACKPROP}) | ({BACKPROP} if reference.on_boundary else set())
-        stable_readings = read_all([p for p in PREDICTIONS if p.contrast in SHARES], {**by_seed_of, BACKPROP: by_seed},
-                                   stable_edges, STABLE_WRITTEN)
+        shares = [p for p in PREDICTIONS if p.contrast in SHARES]
+        stable_edges = (edges - {BACKPROP}) | ({BACKPROP} if stable.selection.on_boundary else set())
+        stable_readings = read_all(shares, {**by_seed_of, BACKPROP: stable.by_seed}, stable_edges, STABLE_WRITTEN)
+        common = sorted(set(stable.above_by_seed) & set(stable.by_seed))
+        if stable.above is not None and common:
+            shift = min(0.0, float(np.mean([stable.above_by_seed[s] - stable.by_seed[s] for s in common])))
+            shifted = {s: v + shift for s, v in stable.by_seed.items()}
+            beyond = read_all(shares, {**by_seed_of, BACKPROP: shifted}, stable_edges, STABLE_WRITTEN)
+            stable_readings = tuple(_at_the_edge(r, b, stable, shift) for r, b in zip(stable_readings, beyond, strict=True))
+        elif stable.above is not None:
+            stable_readings = tuple(_at_the_edge(r, None, stable, 0.0) for r in stable_readings)
     mechanisms = {r.mechanism: r.reading for r in readings if r.decisive}
     mechanisms["M5"] = "not tested"
     return Factorial(
         model, chunks, max((r.steps for runs in by_control.values() for r in runs), default=0), level, tuple(rows), missing,
         readings, mechanisms, all(not r.on_boundary for r in rows), (),
-        stable[0].lr if stable else None, bool(stable and stable[0].on_boundary), stable_readings)
+        stable.selection.lr if stable else None, bool(stable and stable.selection.on_boundary), stable_readings,
+        stable.runs if stable else 0, stable.above if stable else None)

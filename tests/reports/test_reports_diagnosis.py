@@ -74,7 +74,7 @@ def test_an_unstable_backprop_choice_prints_the_second_reading_beside_the_regist
     f = factorial({"backprop": _smollm2_backprop(), "plain": plain, "alpha_out": alpha_out})
     md = markdown(f)
     assert "- M1, the output chunk's teacher p_{K−1}: **not testable**" in md
-    assert "read again against backprop at its stable η_0, 0.4" in md and "registered 2026-12-07, after backprop's" in md
+    assert "read again against backprop at its stable η_0, 0.4" in md and "registered 2026-12-07 04:06, after backprop's" in md
     assert md.index("**not testable**") < md.index("stable η_0, 0.4")  # the registered reading first
     assert "| M1 (decisive) |" in md.split("stable η_0, 0.4")[1] and "| refuted |" in md.split("stable η_0, 0.4")[1]
     assert "Against backprop at its stable η_0 0.4" in compact_markdown(f) and "M1 refuted (share" in compact_markdown(f)

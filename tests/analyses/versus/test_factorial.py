@@ -274,23 +274,49 @@ def _smollm2_backprop(diverged: float = 10.21) -> list[TunedRun]:
     return runs + [_started("backprop", 0.4, 2, 3.66, 3.36), _started("backprop", 0.8, 2, diverged, diverged)]
 
 
+def _controls(shares: dict[str, float], reference: tuple[float, ...], seeds: int = 3) -> dict[str, list[TunedRun]]:
+    """Plain ZeroLock near 4.04 and each control closing its share of each seed's gap to ``reference``."""
+    plain = [4.04, 4.045, 4.042, 4.047][:seeds]
+    out = {"plain": [TunedRun("zerolock-forward", 0.1, s, v, v, 20) for s, v in enumerate(plain)]}
+    for name, share in shares.items():
+        values = [p - share * (p - b) for p, b in zip(plain, reference, strict=False)]
+        out[name] = [TunedRun("zerolock-forward", 0.1, s, v, v, 20) for s, v in enumerate(values)]
+    return out
+
+
 def test_an_unstable_backprop_choice_adds_a_reading_against_its_stable_eta_0():
-    plain = [4.04, 4.045, 4.042]
-    cells = {"plain": [TunedRun("zerolock-forward", 0.1, s, v, v, 20) for s, v in enumerate(plain)],
-             # alpha_out closes 80% of each seed's gap to backprop at 0.4 (3.35, 3.36, 3.36)
-             "alpha_out": [TunedRun("zerolock-forward", 0.1, s, v, v, 20)
-                           for s, v in enumerate(p - 0.8 * (p - b) for p, b in zip(plain, (3.35, 3.36, 3.36), strict=True))]}
+    # alpha_out closes 0.1% and twin_half 80% of each seed's gap to backprop at 0.4 (3.35, 3.36, 3.36)
+    cells = _controls({"alpha_out": 0.001, "twin_half": 0.8}, (3.35, 3.36, 3.36))
     result = factorial({"backprop": _smollm2_backprop(), **cells})
     assert result.row("backprop").lr == 0.8  # the registered choice is kept
     assert _reading_of(result, "share_alpha_out").reading == "not testable" and result.mechanisms["M1"] == "not testable"
-    assert result.stable_lr == 0.4 and not result.stable_on_boundary
+    assert result.stable_lr == 0.4 and not result.stable_on_boundary and result.stable_runs == 3
+    assert result.stable_above == 0.8  # 0.4 sits just below the unstable 0.8: the stability edge
     stable = {r.contrast: r for r in result.stable_readings}
     assert set(stable) == {"share_alpha_out", "share_twin_half"}
-    assert stable["share_alpha_out"].reading == "supported" and stable["share_alpha_out"].estimate.estimate == pytest.approx(0.8)
-    assert stable["share_alpha_out"].written == STABLE_WRITTEN and stable["share_twin_half"].reading == "not run"
-    # a stable choice, or a run without its start, gives no second reading
+    assert stable["share_alpha_out"].reading == "refuted" and stable["share_alpha_out"].written == STABLE_WRITTEN
+    # "supported" against 0.4 must hold against 0.4 moved by 0.8's stable runs (seeds 0-1, 0.05 nats better)
+    twin = stable["share_twin_half"]
+    assert twin.estimate.estimate == pytest.approx(0.8) and twin.reading == "supported" and twin.reason == ""
+    near = factorial({"backprop": _smollm2_backprop(), **_controls({"twin_half": 0.52}, (3.35, 3.36, 3.36))})
+    twin = {r.contrast: r for r in near.stable_readings}["share_twin_half"]
+    assert twin.estimate.estimate == pytest.approx(0.52) and twin.reading == "undecided"  # 0.52 x 0.69 / 0.74 < ½
+    assert "below the unstable 0.8; moved by 0.8's stable runs (-0.05 nats) it reads refuted" in twin.reason
+    # a stable choice gives no second reading; neither does a grid without recorded starts and with finite runs
     assert factorial({"backprop": _smollm2_backprop(diverged=3.31), **cells}).stable_readings == ()
     assert factorial(_runs(_cells(backprop=5.0, plain=5.4, alpha_out=5.08))).stable_lr is None
+
+
+def test_at_the_stability_edge_without_a_common_seed_supported_reads_undecided():
+    # 0.8 chosen, its seed 2 blown up; 0.4 ends above its start on both grid seeds: the stable 0.2 sits
+    # below 0.4, which has no stable run to bound the better stable backprop with
+    runs = [_started("backprop", 0.2, s, 3.73, 3.43) for s in range(3)] + [_started("backprop", 0.4, s, 3.70, 4.1) for s in (0, 1)]
+    runs += [_started("backprop", 0.1, s, 3.8, 3.53) for s in (0, 1)]  # so that 0.2 is interior
+    runs += [_started("backprop", 0.8, s, 3.6, 3.30) for s in (0, 1)] + [_started("backprop", 0.8, 2, 9.0, 9.0)]
+    result = factorial({"backprop": runs, **_controls({"twin_half": 0.8}, (3.43, 3.43, 3.43))})
+    assert result.row("backprop").lr == 0.8 and result.stable_lr == 0.2 and result.stable_above == 0.4
+    twin = {r.contrast: r for r in result.stable_readings}["share_twin_half"]
+    assert twin.reading == "undecided" and "0.4 has no stable run on a seed 0.2 ran" in twin.reason
 
 
 def test_the_stable_reference_on_its_grids_edge_is_not_testable_and_no_stable_eta_0_gives_none():
@@ -303,15 +329,24 @@ def test_the_stable_reference_on_its_grids_edge_is_not_testable_and_no_stable_et
     assert result.stable_lr == 0.4  # 0.2 unstable, 0.4 better than 0.1 and interior
     edge = [r for r in runs if r.lr != 0.4] + [_started("backprop", 0.1, s, 3.9, 3.6) for s in range(3)]
     result = factorial({"backprop": edge, "plain": plain, "alpha_out": alpha_out})
-    assert result.stable_lr == 0.1 and result.stable_on_boundary
+    assert result.stable_lr == 0.1 and result.stable_on_boundary and result.stable_above == 0.2
     assert {r.contrast: r.reading for r in result.stable_readings}["share_alpha_out"] == "not testable"
     none = [_started("backprop", lr, s, 3.0, 9.0) for lr in (0.1, 0.2) for s in range(3)]
     assert factorial({"backprop": none, "plain": plain, "alpha_out": alpha_out}).stable_readings == ()
 
 
-def test_is_stable_reads_the_runs_own_start():
+def test_is_stable_reads_the_runs_own_start_else_its_tunes():
     assert is_stable(_started("backprop", 0.1, 0, 3.0, 4.0, start=4.04))
     assert not is_stable(_started("backprop", 0.1, 0, 3.0, 4.04, start=4.04))  # not below: level
     assert not is_stable(_started("backprop", 0.1, 0, math.inf, math.inf))
-    assert not is_stable(_started("backprop", 0.1, 0, 3.0, 3.0, start=math.nan))
-    assert not is_stable(TunedRun("backprop", 0.1, 0, 3.0, 3.0, 20))  # no record of its start
+    unrecorded = _started("backprop", 0.1, 0, 4.5, 4.5, start=math.nan)
+    assert not is_stable(unrecorded, 4.04) and is_stable(unrecorded)  # the tune's start, else finiteness
+    assert is_stable(TunedRun("backprop", 0.1, 0, 3.0, 3.0, 20)) and not is_stable(TunedRun("backprop", 0.1, 0, 3.0, 3.0, 20), 2.9)
+
+
+def test_a_run_without_its_start_is_judged_by_its_tunes_start():
+    # 0.8 is truly stable; one of its runs did not record its start: the other runs' start judges it
+    runs = _smollm2_backprop(diverged=3.31)
+    runs[-1] = TunedRun("backprop", 0.8, 2, 3.31, 3.31, 20)
+    cells = _controls({"twin_half": 0.5}, (3.30, 3.31, 3.31))
+    assert factorial({"backprop": runs, **cells}).stable_readings == ()
