@@ -200,7 +200,7 @@ PREDICTIONS: tuple[Prediction, ...] = (
 
 STABLE_WRITTEN = ("2026-12-07 04:06, after backprop's diverged SmolLM2 seed and alpha_out's SmolLM2 results had been "
                   "seen, before any twin_half run had ended; its checks of the stability edge and of a missing start "
-                  "at 04:40, after two twin_half grid runs had ended (η_0 0.0125 and 0.00625, seed 0)")
+                  "at 04:38, after two twin_half grid runs had ended (η_0 0.0125 and 0.00625, seed 0)")
 
 
 def _start(runs: list[TunedRun]) -> float:
