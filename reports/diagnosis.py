@@ -152,7 +152,10 @@ def why_blocks(suite: SuiteAnalysis) -> list[Block]:
 
 def _stable_blocks(f: Factorial) -> list[Block]:
     found = stable_table(f)
-    return [] if found is None else [Block("p", stable_line(f)), table(*found)]
+    return [] if found is None else [Block("h3", STABLE_TITLE), Block("p", stable_line(f)), table(*found)]
+
+
+STABLE_TITLE = "The shares against backprop at its stable η_0 (a second reading)"
 
 
 def _alignment_blocks(f: Factorial) -> list[Block]:
@@ -171,7 +174,7 @@ def markdown(f: Factorial) -> str:
     return "\n\n".join([f"## {TITLE}", intro(f), _md_table(*control_table(f, "**")), written_line(f),
                         _md_table(*prediction_table(f)),
                         "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f)),
-                        *([stable_line(f), _md_table(*stable_table(f))] if f.stable_readings else []),
+                        *([f"### {STABLE_TITLE}", stable_line(f), _md_table(*stable_table(f))] if f.stable_readings else []),
                         *([ALIGNMENT_TEXT, _md_table(*alignment_table(f))] if f.alignment else [])]) + "\n"
 
 
