@@ -468,6 +468,35 @@ def _at_the_edge(reading: PredictionReading, shifted: PredictionReading | None, 
         f"supported against {stable.selection.lr:g}, which sits below the unstable {stable.above:g}; {why}"))
 
 
+def _read_all(predictions, tests: dict[str, dict[int, float]], edges: set[str], levels: tuple[float, float],
+              written: str = "") -> tuple[PredictionReading, ...]:
+    """Each prediction read by ``_read``, the decisive ones at ``levels[0]``, the others at ``levels[1]``."""
+    out = []
+    for p in predictions:
+        at = levels[0] if p.decisive else levels[1]
+        iv, seeds, reading, reason = _read(p, tests, edges, at)
+        out.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive,
+                                     written or p.written, iv, seeds, reading, reason, at))
+    return tuple(out)
+
+
+def _second_reading(stable: StableChoice, tests: dict[str, dict[int, float]], edges: set[str],
+                    levels: tuple[float, float]) -> tuple[PredictionReading, ...]:
+    """The shares read against the stable backprop, bracketed at the stability edge (module docstring)."""
+    shares = [p for p in PREDICTIONS if p.contrast in SHARES]
+    edges = (edges - {BACKPROP}) | ({BACKPROP} if stable.selection.on_boundary else set())
+    readings = _read_all(shares, {**tests, BACKPROP: stable.by_seed}, edges, levels, STABLE_WRITTEN)
+    if stable.above is None:
+        return readings
+    common = sorted(set(stable.above_by_seed) & set(stable.by_seed))
+    if not common:
+        return tuple(_at_the_edge(r, None, stable, 0.0) for r in readings)
+    shift = min(0.0, float(np.mean([stable.above_by_seed[s] - stable.by_seed[s] for s in common])))
+    moved = {s: v + shift for s, v in stable.by_seed.items()}
+    beyond = _read_all(shares, {**tests, BACKPROP: moved}, edges, levels, STABLE_WRITTEN)
+    return tuple(_at_the_edge(r, b, stable, shift) for r, b in zip(readings, beyond, strict=True))
+
+
 def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, model: str = "", chunks: int = 0
               ) -> Factorial:
     """The table and the readings (module docstring) from the runs of each control (``load_factorial``)."""
@@ -514,31 +543,9 @@ def factorial(by_control: dict[str, list[TunedRun]], level: float = 0.95, *, mod
     by_seed_of = {name: t[1] for name, t in tests.items()}
     edges = {r.control for r in rows if r.on_boundary}
     decisive = 1.0 - (1.0 - level) / max(1, sum(p.decisive for p in PREDICTIONS))
-
-    def read_all(predictions, of, edged, written=None):
-        out = []
-        for p in predictions:
-            at = decisive if p.decisive else level
-            iv, seeds, reading, reason = _read(p, of, edged, at)
-            out.append(PredictionReading(p.mechanism, p.text, p.contrast, p.side, p.threshold, p.decisive,
-                                         written or p.written, iv, seeds, reading, reason, at))
-        return tuple(out)
-
-    readings = read_all(PREDICTIONS, by_seed_of, edges)
+    readings = _read_all(PREDICTIONS, by_seed_of, edges, (decisive, level))
     stable = stable_choice(by_control[BACKPROP], tests[BACKPROP][0]) if BACKPROP in tests else None
-    stable_readings: tuple[PredictionReading, ...] = ()
-    if stable is not None:
-        shares = [p for p in PREDICTIONS if p.contrast in SHARES]
-        stable_edges = (edges - {BACKPROP}) | ({BACKPROP} if stable.selection.on_boundary else set())
-        stable_readings = read_all(shares, {**by_seed_of, BACKPROP: stable.by_seed}, stable_edges, STABLE_WRITTEN)
-        common = sorted(set(stable.above_by_seed) & set(stable.by_seed))
-        if stable.above is not None and common:
-            shift = min(0.0, float(np.mean([stable.above_by_seed[s] - stable.by_seed[s] for s in common])))
-            shifted = {s: v + shift for s, v in stable.by_seed.items()}
-            beyond = read_all(shares, {**by_seed_of, BACKPROP: shifted}, stable_edges, STABLE_WRITTEN)
-            stable_readings = tuple(_at_the_edge(r, b, stable, shift) for r, b in zip(stable_readings, beyond, strict=True))
-        elif stable.above is not None:
-            stable_readings = tuple(_at_the_edge(r, None, stable, 0.0) for r in stable_readings)
+    stable_readings = _second_reading(stable, by_seed_of, edges, (decisive, level)) if stable is not None else ()
     mechanisms = {r.mechanism: r.reading for r in readings if r.decisive}
     mechanisms["M5"] = "not tested"
     return Factorial(
