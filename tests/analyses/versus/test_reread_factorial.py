@@ -1,0 +1,38 @@
+"""``scripts/reread_factorial.py``: a factorial's recorded numbers read as ``zerolock diagnose`` reads its
+directory; the recorded SmolLM2 factorial (docs/DIAGNOSIS.md, section 4b) reads as published."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analyses.versus.factorial import analyze_factorial, factorial
+from tests.analyses.break_scripts import load_script
+from tests.analyses.versus.test_factorial import NOISE, _write_tune
+
+reread = load_script("reread_factorial")
+RECORDED = Path(__file__).resolve().parents[3] / "docs" / "results" / "diagnosis"
+
+
+def _words(f) -> tuple:
+    return ([(p.contrast, p.reading) for p in f.predictions], [(p.contrast, p.reading) for p in f.stable_readings],
+            [(r.control, r.lr) for r in f.rows])
+
+
+def test_a_recorded_directory_reads_as_the_directory(tmp_path):
+    for recipe, mean in {"embedded_backprop_wide": 5.0, "embedded_plain": 5.4, "embedded_alpha_out": 5.1}.items():
+        _write_tune(tmp_path / recipe, recipe, {s: mean + NOISE[s] for s in range(3)})
+    record = json.loads(json.dumps(reread.record(tmp_path)))
+    assert record["model"] == "embedded" and set(record["runs"]) == {"backprop", "plain", "alpha_out"}
+    again = factorial(reread.runs_of(record), model=record["model"], chunks=record["chunks"])
+    assert _words(again) == _words(analyze_factorial(tmp_path))
+
+
+def test_the_recorded_smollm2_factorial_reads_as_published():
+    record = json.loads((RECORDED / "factorial_smollm2.json").read_text())
+    f = factorial(reread.runs_of(record), model=record["model"], chunks=record["chunks"])
+    assert f.row("backprop").lr == 0.8 and f.stable_lr == 0.4 and f.stable_above == 0.8 and f.stable_runs == 3
+    assert f.mechanisms["M1"] == "not testable" and f.mechanisms["M2"] == "supported"
+    assert f.mechanisms["M3"] == "not testable" and f.row("twin_half").lr == 0.0015625
+    assert {p.contrast: p.reading for p in f.stable_readings} == {"share_alpha_out": "refuted",
+                                                                  "share_twin_half": "refuted"}
