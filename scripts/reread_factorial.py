@@ -13,6 +13,12 @@ by the same function as ``zerolock diagnose``; prints the Markdown section. Two 
     python3 scripts/reread_factorial.py docs/results/diagnosis/factorial_embedded.json
     python3 scripts/reread_factorial.py --record runs/diag-smollm2 > docs/results/diagnosis/factorial_smollm2.json
     python3 scripts/reread_factorial.py docs/results/diagnosis/factorial_smollm2.json
+
+Several sources merge control by control (a control in two sources is an error): a factorial whose
+later controls ran in a new directory is recorded, read and published as one.
+
+    python3 scripts/reread_factorial.py --record docs/results/diagnosis/factorial_smollm2.json runs/more > all.json
+    python3 scripts/reread_factorial.py all.json --publish README.md   # README's block for this model
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analyses.versus.data import TunedData  # noqa: E402
 from analyses.versus.factorial import _config, factorial, load_factorial  # noqa: E402
 from analyses.versus.tuning import TunedRun  # noqa: E402
-from reports.diagnosis import markdown  # noqa: E402
+from reports.diagnosis import markdown, publish  # noqa: E402
 
 
 def _started(method: str, row: list, steps: int) -> TunedRun:
@@ -68,27 +74,69 @@ def runs_of(recorded: dict) -> dict[str, list[TunedRun]]:
     return out
 
 
+def gather(sources: list[Path]) -> dict:
+    """One record of several sources (factorial directories, or recorded files in the ``runs`` form),
+    their controls merged; a ``ValueError`` when two hold the same control or differ in model, K or
+    budget. A single recorded file is returned as it is (either form)."""
+    if len(sources) == 1 and sources[0].is_file():
+        return json.loads(sources[0].read_text())
+    merged: dict = {}
+    for source in sources:
+        found = record(source) if source.is_dir() else json.loads(source.read_text())
+        if "runs" not in found:
+            raise ValueError(f"{source}: a record in the controls form reads alone")
+        for key in ("model", "chunks", "steps"):
+            if merged.setdefault(key, found[key]) != found[key]:
+                raise ValueError(f"{source}: {key} {found[key]!r}, the sources before it {merged[key]!r}")
+        runs = merged.setdefault("runs", {})
+        for name, rows in found["runs"].items():
+            if name in runs:
+                raise ValueError(f"{source}: control {name!r} is also in an earlier source")
+            runs[name] = rows
+    return merged
+
+
+def _print_record(found: dict, command: str) -> None:
+    runs = found.pop("runs")
+    head = json.dumps({"source": command, **{k: v for k, v in found.items() if k != "source"}}, indent=1)[:-2]
+    cells = ",\n".join(f'  "{name}": [\n' + ",\n".join(f"   {json.dumps(row)}" for row in rows) + "\n  ]"
+                        for name, rows in runs.items())
+    print(f'{head},\n "runs": {{\n{cells}\n }}\n}}')
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("recorded", type=Path, help="a JSON file of recorded numbers (see the module docstring)")
-    ap.add_argument("--record", action="store_true", help="RECORDED is a factorial directory: print its runs as JSON")
+    ap.add_argument("sources", type=Path, nargs="+", metavar="SOURCE",
+                    help="a JSON file of recorded numbers (see the module docstring), or factorial directories and "
+                    "records in the runs form, merged control by control")
+    ap.add_argument("--record", action="store_true", help="print the sources' runs as one JSON record")
+    ap.add_argument("--publish", type=Path, metavar="PAGE.md",
+                    help="also write the compact table into PAGE.md's block for this model, as zerolock diagnose "
+                    "--publish does")
     args = ap.parse_args(argv)
-    if args.record:
-        if not args.recorded.is_dir():
-            print(f"error: {args.recorded}: not a directory", file=sys.stderr)
+    for source in args.sources:
+        if not source.exists():
+            print(f"error: {source}: no such file or directory", file=sys.stderr)
             return 2
-        found = record(args.recorded)
-        runs = found.pop("runs")
-        head = json.dumps(found, indent=1)[:-2]
-        cells = ",\n".join(f'  "{name}": [\n' + ",\n".join(f"   {json.dumps(row)}" for row in rows) + "\n  ]"
-                            for name, rows in runs.items())
-        print(f'{head},\n "runs": {{\n{cells}\n }}\n}}')
-        return 0
-    if not args.recorded.is_file():
-        print(f"error: {args.recorded}: no such file", file=sys.stderr)
+    if args.publish is not None and args.publish.is_dir():
+        print(f"error: --publish {args.publish}: a directory; give a file", file=sys.stderr)
         return 2
-    recorded = json.loads(args.recorded.read_text())
+    try:
+        recorded = gather(args.sources)
+    except (ValueError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    named = " ".join(str(s) for s in args.sources)
+    if args.record:
+        _print_record(recorded, f"scripts/reread_factorial.py --record {named}")
+        return 0
     found = factorial(runs_of(recorded), model=recorded["model"], chunks=recorded["chunks"])
+    if args.publish is not None:
+        try:
+            publish(found, args.publish, f"python3 scripts/reread_factorial.py {named} --publish {args.publish.name}")
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     print(markdown(found), end="")
     return 0
 

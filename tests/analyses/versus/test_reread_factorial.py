@@ -36,3 +36,27 @@ def test_the_recorded_smollm2_factorial_reads_as_published():
     assert f.mechanisms["M3"] == "not testable" and f.row("twin_half").lr == 0.0015625
     assert {p.contrast: p.reading for p in f.stable_readings} == {"share_alpha_out": "refuted",
                                                                   "share_twin_half": "refuted"}
+
+
+def test_a_record_and_a_later_directory_merge_into_one_factorial(tmp_path, capsys):
+    means = {"embedded_backprop_wide": 5.0, "embedded_plain": 5.4, "embedded_alpha_out": 5.1}
+    for recipe, mean in means.items():
+        _write_tune(tmp_path / "all" / recipe, recipe, {s: mean + NOISE[s] for s in range(3)})
+        _write_tune(tmp_path / ("later" if recipe == "embedded_alpha_out" else "first") / recipe, recipe,
+                    {s: mean + NOISE[s] for s in range(3)})
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps(reread.record(tmp_path / "first")))
+    merged = reread.gather([first, tmp_path / "later"])
+    again = factorial(reread.runs_of(merged), model=merged["model"], chunks=merged["chunks"])
+    assert set(merged["runs"]) == {"backprop", "plain", "alpha_out"}
+    assert _words(again) == _words(analyze_factorial(tmp_path / "all"))
+    assert reread.main(["--record", str(first), str(tmp_path / "first")]) == 2
+    assert "also in an earlier source" in capsys.readouterr().err
+    page = tmp_path / "page.md"
+    page.write_text("# a page\n\nkept\n")
+    assert reread.main([str(first), str(tmp_path / "later"), "--publish", str(page)]) == 2
+    assert page.read_text() == "# a page\n\nkept\n"
+    page.unlink()
+    assert reread.main([str(first), str(tmp_path / "later"), "--publish", str(page)]) == 0
+    text = page.read_text()
+    assert "<!-- zerolock diagnose --publish embedded: begin -->" in text and "reread_factorial.py" in text
