@@ -15,9 +15,10 @@ readouts p̃(c) and chunk outputs p(c) on the probe batch and the totals over ch
 
 for both objectives: ``paper`` (R, g_k from p_y^ε with ε = ``method.epsilon`` when > 0,
 else this probe's ``epsilon``) and ``implemented`` (R̄, m_k from the trained p_y^{method.epsilon}).
-The formulas are ``zerolock_theory.theory.stability``'s (``first_order_totals``: the totals of
-``stability_terms`` bit for bit, with the target and gradient at ω^t computed once for every
-factor; the drift's R is ``chunk_divergence``'s, with the target at p̃^t built once; all float64).
+The formulas are ``zerolock_theory.theory.stability``'s (``FirstOrder`` and ``shared_totals``: the
+totals of ``stability_terms`` bit for bit, with the target and gradient at ω^t computed once per
+probed step for every direction and factor, and Δ shared by both objectives; the drift's R is
+``chunk_divergence``'s, regrouped by ``Drift`` with what depends on ω^t built once; all float64).
 c = 1 uses the exact ω^{t+1}.
 
 First order means φ(c) ≈ c·φ′ and q(c) ≈ c²·q″, so the probe also logs the estimates at the
@@ -43,11 +44,11 @@ for −u_t. Undefined values are null; so is a non-finite drift.
 
 Cost per probed step: ``len(factors) − 1`` extra forward passes of the probe batch through
 the model (c = 1 reuses the readouts at ω^{t+1}), ``len(factors)`` more for the baseline and
-``len(factors)`` more for the antithetic direction; for each objective and direction one
-gradient of R on [K, N, V] arrays, and per factor an inner product and the drift (a target at
-p̃(c) and one or two KL passes with logarithms, on [K, N, V] arrays: about the work of φ, q, ρ
-again); nothing at the other steps. Parameters are restored by copying
-the saved ω^{t+1} back, so training is bitwise unaffected.
+``len(factors)`` more for the antithetic direction; once per step, both objectives' target and
+gradient of R at ω^t; per point, one logarithm of its [K+1, N, V] readouts and a few passes over
+them per objective (φ, q, ρ and the drift; ``benchmarks/scaling_maths.py`` times them against the
+definition's form); nothing at the other steps. Parameters are restored by copying the saved
+ω^{t+1} back, so training is bitwise unaffected.
 """
 
 from __future__ import annotations
@@ -72,11 +73,16 @@ from probes.registry import register
 from zerolock_theory.config import one_alpha
 from zerolock_theory.probe_config import DEFAULT_FACTORS, scaling_directions
 from zerolock_theory.records import SCALING, SCALING_STEP
-from zerolock_theory.theory.stability import as_metric, first_order_totals
+from zerolock_theory.theory.stability import (
+    FirstOrder,
+    as_metric,
+    first_order_totals,
+    shared_totals,
+)
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 from zerolock_theory.training.hooks import HookContext
 
-__all__ = ["DEFAULT_FACTORS", "ScalingProbe", "chunk_groups", "direction_seed", "random_direction"]
+__all__ = ["DEFAULT_FACTORS", "Drift", "ScalingProbe", "chunk_groups", "direction_seed", "drift_values", "random_direction"]
 
 RANDOM_STREAM = 0x5CA1E  # tags the baseline's seed sequence apart from every other use of the run seed
 
@@ -125,38 +131,119 @@ def _kl(p: torch.Tensor, log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tens
     return torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
 
 
-def _drifts(before: torch.Tensor, scaled: dict[float, torch.Tensor], p_y: torch.Tensor, alpha: float,
-            objective: str) -> list[float | None]:
-    """drift(c) = R(p(c); p̃(c)) − R(p(c); p̃^t) for every factor of ``scaled`` (in its order), where
+def _positive(x: torch.Tensor) -> bool:
+    return bool(x.amin() > 0)  # False with a NaN
+
+
+class Drift:
+    """drift(c) = R(p(c); p̃(c)) − R(p(c); p̃^t) at one ω^t, for any number of scaled points, where
     R(outputs; upstream) = Σ_k (1/N) Σ_n ``chunk_divergence(upstream_k, output_k, p_y, alpha, objective)``.
 
-    ``before`` and each ``scaled[c]`` are float64 readouts [K+1, N, V] (``[:-1]`` upstream, ``[1:]``
-    the chunk outputs). The target at p̃^t is built once, and per factor the two R share log p(c):
-    ``implemented`` computes both KL(m_k ‖ p_k) as ``chunk_divergence`` does (the same bits);
-    ``paper`` takes KL(p_k ‖ g_k(p̃(c))) − KL(p_k ‖ g_k(p̃^t)) as Σ_v p_k (log g_k^t − log g_k(c)),
-    the p_k log p_k terms cancelled exactly (half the work; non-finite exactly where the difference
-    of the two KLs is). A non-finite drift is ``None``; one host transfer for all factors.
+    ``before`` and every point are float64 readouts [K+1, N, V] (``[:-1]`` upstream p̃, ``[1:]`` the
+    chunk outputs p). What depends on ω^t alone is built once. A point whose readouts (and
+    ``before``'s, and for ``paper`` with α > 0 p_y) are positive everywhere takes the short form: the
+    same sums regrouped, equal to the definition up to summation order (~1e-14 nats), with log p
+    the only logarithm over the vocabulary:
+
+    * ``implemented``, m = α p_y + (1−α) p̃: KL(m‖p) − KL(m^t‖p) = H(m) − H(m^t) − (1−α) Σ_v (p̃ − p̃^t)
+      log p, with H(m) = Σ_v m log m. For a one-hot p_y (label y, α < 1), H(m) = (1−α)[log(1−α) Σ_v p̃
+      + Σ_v p̃ log p̃] − (1−α) p̃_y (log(1−α) + log p̃_y) + m_y log m_y, from log p̃ alone; otherwise
+      H(m) takes log m;
+    * ``paper``: KL(p‖g) − KL(p‖g^t) = Σ_v p (log g^t − log g)
+      = (1−α) Σ_v p (log p̃^t − log p̃) − (log Z^t − log Z) Σ_v p, with Z = Σ_v p_y^α p̃^{1−α}
+      (one exponential per point; a square root at α = ½).
+
+    Any other point, or one whose short form is not finite, takes the long form: ``implemented``
+    both KL(m ‖ p) as ``chunk_divergence`` computes them (the same bits); ``paper`` Σ_v p_k
+    (log g_k^t − log g_k(c)), the p_k log p_k terms cancelled exactly, non-finite exactly where the
+    difference of the two KLs is. A non-finite drift is ``None``.
     """
-    upstream = before[:-1]
-    rows = []
-    if objective == "paper":
-        log_g_t = geometric_target(p_y, upstream, alpha)[0]
-        for p in scaled.values():
-            out = p[1:]
-            log_g = geometric_target(p_y, p[:-1], alpha)[0]
-            shift = torch.where(out > 0, out * (log_g_t - log_g), torch.zeros_like(out)).sum(-1)
-            rows.append(shift.mean(-1).sum())
-    else:
-        m_t = arithmetic_target(p_y, upstream, alpha)
-        log_m_t = torch.log(m_t)
-        for p in scaled.values():
-            out = p[1:]
-            log_out = torch.log(out)
-            m = arithmetic_target(p_y, p[:-1], alpha)
-            rows.append(_kl(m, torch.log(m), log_out).mean(-1).sum() - _kl(m_t, log_m_t, log_out).mean(-1).sum())
-    drift = torch.stack(rows)
-    drift = torch.where(torch.isfinite(drift), drift, torch.full_like(drift, math.nan))
-    return [as_metric(x) for x in drift.cpu().tolist()]
+
+    def __init__(self, before: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: str) -> None:
+        self.before, self.p_y, self.alpha, self.objective = before, p_y, float(alpha), objective
+        self.short = _positive(before) and (objective == "implemented" or self.alpha == 0.0 or _positive(p_y))
+        self._long: torch.Tensor | None = None  # log g^t (paper) or m^t (implemented), built when first needed
+        if not self.short:
+            return
+        if objective == "paper":
+            self.y_pow = p_y.pow(self.alpha)
+        else:
+            nonzero = (p_y != 0).sum(-1)
+            self.labels = p_y.argmax(-1, keepdim=True) if self.alpha < 1.0 and bool(
+                ((nonzero == 1) & (p_y.amax(-1) == 1.0)).all()) else None
+        self.t = self._at_upstream(before, torch.log(before))
+
+    def _at_upstream(self, p: torch.Tensor, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the short form needs of a point's upstream p̃: (p̃, log Z) for ``paper``, (p̃, H(m)) for
+        ``implemented``; both [K, N] but p̃ itself."""
+        up, log_up = p[:-1], log_p[:-1]
+        a = 1.0 - self.alpha
+        if self.objective == "paper":
+            w = torch.sqrt(up) if self.alpha == 0.5 else torch.exp(log_up * a)
+            return log_up, torch.log(w.mul_(self.y_pow).sum(-1))
+        if self.labels is None:
+            m = torch.mul(up, a).add_(self.p_y, alpha=self.alpha)
+            h = (torch.special.xlogy(m, m) if self.alpha == 1.0 else m * torch.log(m)).sum(-1)
+            return up, h
+        labels = self.labels.expand(up.shape[0], -1, -1)
+        up_y, log_y = up.gather(-1, labels).squeeze(-1), log_up.gather(-1, labels).squeeze(-1)
+        m_y = self.alpha + a * up_y
+        log_a = math.log(a)
+        h = a * (log_a * up.sum(-1) + (up * log_up).sum(-1)) - a * up_y * (log_a + log_y) + m_y * torch.log(m_y)
+        return up, h
+
+    def _short(self, p: torch.Tensor, log_p: torch.Tensor) -> torch.Tensor:
+        out, log_out = p[1:], log_p[1:]
+        up_t, level_t = self.t
+        up, level = self._at_upstream(p, log_p)
+        a = 1.0 - self.alpha
+        if self.objective == "paper":  # up: log p̃, level: log Z
+            moved = torch.sub(up_t, up).mul_(out).sum(-1).mul_(a)
+            return (moved - (level_t - level) * out.sum(-1)).mean(-1).sum()
+        cross = torch.sub(up, up_t).mul_(log_out).sum(-1).mul_(a)  # level: H(m)
+        return (level - level_t - cross).mean(-1).sum()
+
+    def _long_form(self, p: torch.Tensor) -> torch.Tensor:
+        upstream, out = self.before[:-1], p[1:]
+        if self.objective == "paper":
+            if self._long is None:
+                self._long = geometric_target(self.p_y, upstream, self.alpha)[0]
+            log_g = geometric_target(self.p_y, p[:-1], self.alpha)[0]
+            return torch.where(out > 0, out * (self._long - log_g), torch.zeros_like(out)).sum(-1).mean(-1).sum()
+        if self._long is None:
+            self._long = arithmetic_target(self.p_y, upstream, self.alpha)
+        m_t, log_out = self._long, torch.log(out)
+        m = arithmetic_target(self.p_y, p[:-1], self.alpha)
+        return _kl(m, torch.log(m), log_out).mean(-1).sum() - _kl(m_t, torch.log(m_t), log_out).mean(-1).sum()
+
+    def values(self, scaled: Sequence[torch.Tensor]) -> list[float | None]:
+        """drift at every point of ``scaled``, in order (``drift_values`` with this one drift)."""
+        return drift_values([self], scaled)[0]
+
+
+def drift_values(drifts: Sequence[Drift], scaled: Sequence[torch.Tensor]) -> list[list[float | None]]:
+    """Each drift's values at every point of ``scaled``, in order: one logarithm per point, shared by
+    the drifts (built on the same ``before``, e.g. one per objective), held for one point at a time;
+    a few host transfers for all of them."""
+    points = list(scaled)
+    short = (torch.stack([p.amin() > 0 for p in points]).tolist() if points and any(d.short for d in drifts)
+             else [False] * len(points))
+    rows: list[list[torch.Tensor | None]] = [[None] * len(points) for _ in drifts]
+    for i, p in enumerate(points):
+        if short[i]:
+            log_p = torch.log(p)
+            for j, drift in enumerate(drifts):
+                rows[j][i] = drift._short(p, log_p) if drift.short else None
+    found = [r for row in rows for r in row if r is not None]
+    if found:
+        finite = iter(torch.isfinite(torch.stack(found)).tolist())
+        rows = [[r if r is None or next(finite) else None for r in row] for row in rows]
+    out = []
+    for drift, row in zip(drifts, rows, strict=True):
+        value = torch.stack([drift._long_form(p) if r is None else r for p, r in zip(points, row, strict=True)])
+        value = torch.where(torch.isfinite(value), value, torch.full_like(value, math.nan))
+        out.append([as_metric(x) for x in value.cpu().tolist()])
+    return out
 
 
 @register("scaling")
@@ -220,7 +307,8 @@ class ScalingProbe(Probe):
                     scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed).double().exp()
                     continue
                 scaled[c] = self._at(ctx, params, start, deltas, c)
-            out.update(self._metrics(ctx, before, scaled, "actual"))
+            shared = self._start(ctx, before)
+            out.update(self._metrics(shared, before, scaled, "actual"))
             del scaled
             if self.random_baseline:
                 u = random_direction(deltas, chunk_groups(ctx, params), direction_seed(ctx.config.run.seed, step))
@@ -228,7 +316,7 @@ class ScalingProbe(Probe):
                 for direction in self.directions[1:]:
                     sign = -1.0 if direction == "antithetic" else 1.0
                     moved = {c: self._at(ctx, params, start, u, sign * c) for c in self.factors}
-                    out.update(self._metrics(ctx, before, moved, direction))
+                    out.update(self._metrics(shared, before, moved, direction))
                     del moved
         finally:
             with torch.no_grad():
@@ -251,17 +339,33 @@ class ScalingProbe(Probe):
             self.targets = objective_targets(labels, vocab, ctx.config.method.epsilon, self.epsilon)
         return self.targets
 
-    def _metrics(
-        self, ctx: HookContext, before: torch.Tensor, scaled: dict[float, torch.Tensor], direction: str
-    ) -> dict[str, Any]:
+    def _start(self, ctx: HookContext, before: torch.Tensor) -> dict[str, tuple[FirstOrder | None, Drift]]:
+        """What every direction's terms share at ω^t, per objective: the first-order terms' setup
+        (``None`` when p̃^t has a NaN: each direction then takes ``first_order_totals``) and the drift's."""
         alpha = one_alpha(ctx.config.method, "the scaling probe")
+        nan = bool(torch.isnan(before).any())
+        return {objective: (None if nan else FirstOrder(before[:-1], before[1:], p_y, alpha, objective),
+                            Drift(before, p_y, alpha, objective))
+                for objective, p_y in self._targets(ctx, before.shape[-1]).items()}
+
+    def _metrics(
+        self, start: dict[str, tuple[FirstOrder | None, Drift]], before: torch.Tensor,
+        scaled: dict[float, torch.Tensor], direction: str
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         c_min = self.factors[-1]
         factors = list(scaled)
-        for objective, p_y in self._targets(ctx, before.shape[-1]).items():
+        uppers = [scaled[c][:-1] for c in factors]
+        nan = any(bool(torch.isnan(x).any()) for x in uppers)
+        drifts = drift_values([drift for _, drift in start.values()], [scaled[c] for c in factors])
+        orders = [first_order for first_order, _ in start.values()]
+        if nan or None in orders:  # the definition, not the shortcut
+            every = [first_order_totals(before[:-1], uppers, before[1:], drift.p_y, drift.alpha, objective)  # type: ignore[arg-type]
+                     for objective, (_, drift) in start.items()]
+        else:
+            every = shared_totals(orders, uppers)  # type: ignore[arg-type]
+        for (objective, _), totals, values in zip(start.items(), every, drifts, strict=True):
             defined = True
-            totals = first_order_totals(before[:-1], [scaled[c][:-1] for c in factors], before[1:], p_y, alpha,
-                                        objective)  # type: ignore[arg-type]
             for c, terms in zip(factors, totals, strict=True):
                 defined &= bool(torch.isfinite(terms.phi_total))
                 out[SCALING.key(objective, c, "phi", direction)] = as_metric(terms.phi_total)
@@ -272,7 +376,7 @@ class ScalingProbe(Probe):
             out[SCALING_STEP.key(objective, "phi_prime", direction)] = None if phi_min is None else phi_min / c_min
             out[SCALING_STEP.key(objective, "q_second", direction)] = None if q_min is None else q_min / c_min**2
             out[SCALING_STEP.key(objective, "defined", direction)] = defined
-            for c, value in zip(factors, _drifts(before, scaled, p_y, alpha, objective), strict=True):
+            for c, value in zip(factors, values, strict=True):
                 out[SCALING.key(objective, c, "drift", direction)] = value
         return out
 

@@ -78,6 +78,7 @@ class BatchedScalingProbe(ScalingProbe):
                                      for _, f, way in points])
         index = {(direction, abs(f)): i for i, (direction, f, _) in enumerate(points)}
         out: dict[str, Any] = {}
+        shared = self._start(ctx, before)
         for direction in self.directions:
             scaled = {}
             for c in self.factors:
@@ -85,7 +86,7 @@ class BatchedScalingProbe(ScalingProbe):
                     scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed).double().exp()
                 else:
                     scaled[c] = log_p[:, index[(direction, c)]].double().exp()
-            out.update(self._metrics(ctx, before, scaled, direction))
+            out.update(self._metrics(shared, before, scaled, direction))
         return out
 
     @torch.no_grad()

@@ -154,7 +154,7 @@ def _draw(gen: torch.Generator, zeros: float) -> torch.Tensor:
     return x / x.sum(-1, keepdim=True)
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.5, 1.0])
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_drift_helper_follows_the_definition_with_zeros_and_infinities(objective, alpha):
     """Exact zeros in readouts, outputs and a one-hot p_y make some KLs +inf: the drift is then
@@ -166,7 +166,7 @@ def test_drift_helper_follows_the_definition_with_zeros_and_infinities(objective
         before, scaled = _draw(gen, zeros), {c: _draw(gen, zeros) for c in (1.0, 0.5, 0.25)}
         labels = torch.randint(0, 5, (2,), generator=gen)
         p_y = label_targets(labels, 5, 0.0 if trial % 2 else 0.2)
-        logged = scaling._drifts(before, scaled, p_y, alpha, objective)
+        logged = scaling.Drift(before, p_y, alpha, objective).values(list(scaled.values()))
         for c, value in zip(scaled, logged, strict=True):
             want = _by_definition(before, scaled[c], p_y, alpha, objective)
             seen["null" if want is None else "finite"] += 1
@@ -177,6 +177,30 @@ def test_drift_helper_follows_the_definition_with_zeros_and_infinities(objective
     assert seen["finite"] > 0
     if alpha < 1.0 or objective == "implemented":
         assert seen["null"] > 0  # the infinite cases were exercised
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.5, 0.9, 1.0])
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_the_short_form_equals_the_definition_on_peaked_readouts(objective, epsilon, alpha):
+    """Positive readouts take the regrouped sums (``Drift``'s short form, alone or beside the other
+    objective's, log p shared, the
+    one-hot H(m) at ε = 0): the definition's values to summation order, from small moves (c = 1e-4)
+    to large, on peaked readouts over a 3000-word vocabulary."""
+    gen = torch.Generator().manual_seed(int(100 * alpha + 10 * epsilon))
+    logits = 4.0 * torch.randn(3, 6, 3000, generator=gen, dtype=torch.float64)
+    before = torch.softmax(logits, -1)
+    scaled = {c: torch.softmax(logits + c * torch.randn(logits.shape, generator=gen, dtype=torch.float64), -1)
+              for c in (1.0, 0.1, 1e-4)}
+    p_y = label_targets(torch.randint(0, 3000, (6,), generator=gen), 3000, epsilon)
+    drift = scaling.Drift(before, p_y, alpha, objective)
+    assert drift.short == (objective == "implemented" or alpha == 0.0 or epsilon > 0.0)  # p_y's zeros: the long form
+    assert objective == "paper" or (drift.labels is not None) == (epsilon == 0.0 and alpha < 1.0)
+    points = list(scaled.values())
+    other = scaling.Drift(before, p_y, alpha, "paper" if objective == "implemented" else "implemented")
+    for logged in (drift.values(points), scaling.drift_values([other, drift], points)[1]):
+        for p, value in zip(points, logged, strict=True):
+            assert value == pytest.approx(_by_definition(before, p, p_y, alpha, objective), rel=1e-9, abs=1e-13)
 
 
 def test_drift_equals_a_direct_evaluation(runs):

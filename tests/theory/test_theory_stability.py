@@ -12,9 +12,11 @@ from strategies import alphas, epsilons
 
 from zerolock_theory.theory.divergences import kl
 from zerolock_theory.theory.stability import (
+    FirstOrder,
     StabilityTerms,
     as_metric,
     first_order_totals,
+    shared_totals,
     stability_terms,
 )
 from zerolock_theory.theory.targets import (
@@ -212,6 +214,11 @@ def test_first_order_totals_equal_stability_terms_bit_for_bit(seed, shape, alpha
         assert _same(got.q_total, terms.q_total)
         assert _same(got.ratio_total, terms.ratio_total), (got.ratio_total, terms.ratio_total)
         assert got.defined == terms.defined
+    if zeros != "nan":  # both objectives' FirstOrder at once, Δ and q shared: the same totals
+        both = shared_totals([FirstOrder(p_t, p_out, p_y, alpha, o) for o in ("implemented", "paper")], afters)
+        for got, again in zip(fast, both[("implemented", "paper").index(objective)], strict=True):
+            assert all(_same(getattr(got, f), getattr(again, f)) for f in ("phi_total", "q_total", "ratio_total"))
+            assert got.defined == again.defined
 
 
 def test_first_order_totals_rejects_mismatched_shapes() -> None:

@@ -37,7 +37,7 @@ import torch
 from zerolock_theory.theory.surrogate import check_objective
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
-__all__ = ["FirstOrderTotals", "StabilityTerms", "as_metric", "chunk_divergence", "first_order_totals", "stability_terms"]
+__all__ = ["FirstOrder", "FirstOrderTotals", "StabilityTerms", "as_metric", "chunk_divergence", "first_order_totals", "shared_totals", "stability_terms"]
 
 Objective = Literal["paper", "implemented"]
 _TENSOR_FIELDS = ("r_before", "r_after", "phi", "q", "ratio", "actual", "remainder")
@@ -315,6 +315,92 @@ def _infinite_at(p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alp
     return bool((positive & (p_k == 0)).any())
 
 
+class FirstOrder:
+    """``stability_terms``' φ, q, ρ totals and ``defined`` at one ω^t against any number of afters,
+    bit for bit (``totals``). Step scaling evaluates one ω^t against many ω^t + c·d, in several
+    directions: the target at p̃^t, the gradient of R and R's finiteness there are computed once
+    per chunk, here, and R at each after is not computed at all (only whether it is finite, by
+    ``_infinite_at``, skipped where the inputs' signs settle it: every output at ω^t positive for
+    ``implemented``; every after and, with α > 0, every p_y positive for ``paper``).
+
+    Probabilities in, float64, without NaN (``first_order_totals`` sends NaN inputs to
+    ``stability_terms``).
+    """
+
+    def __init__(self, p_tilde_t: torch.Tensor, p_out: torch.Tensor, p_y: torch.Tensor, alpha: float,
+                 objective: Objective) -> None:
+        check_objective(objective)
+        alpha = float(alpha)
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+        if p_tilde_t.ndim != 3 or p_out.shape != p_tilde_t.shape:
+            raise ValueError("p_tilde_t and p_out must share one [K, N, V] shape")
+        self.shape, self.alpha, self.objective = p_tilde_t.shape, alpha, objective
+        self.y = _to64(p_y, False).expand(p_tilde_t.shape[1:])
+        self.y_positive = alpha == 0.0 or bool(self.y.amin() > 0)
+        self.chunks = []
+        for k in range(p_tilde_t.shape[0]):
+            prev, out = _to64(p_tilde_t[k], False), _to64(p_out[k], False)
+            log_out = torch.log(out)
+            target = _target(prev, self.y, alpha, objective)
+            grad = _closed_form_grad(target, prev, out, log_out, alpha, objective)
+            infinite = not bool(torch.isfinite(_divergence(target, out, log_out, objective).mean()))
+            self.chunks.append((prev, out, grad, infinite, bool(out.amin() > 0)))
+
+    def _infinite(self, nxt: torch.Tensor, out: torch.Tensor, out_positive: bool) -> bool:
+        if self.objective == "implemented" and out_positive:
+            return False
+        if self.objective == "paper" and self.y_positive and bool(nxt.amin() > 0):
+            return False
+        return _infinite_at(nxt, out, self.y, self.alpha, self.objective)
+
+    def totals(self, p_tilde_after: Sequence[torch.Tensor]) -> list[FirstOrderTotals]:
+        """The totals at every after ([K, N, V] probabilities each), in order."""
+        return shared_totals([self], p_tilde_after)[0]
+
+
+def shared_totals(orders: Sequence[FirstOrder], p_tilde_after: Sequence[torch.Tensor]) -> list[list[FirstOrderTotals]]:
+    """Each ``FirstOrder``'s totals at every after, in order; Δ = after − p̃^t and q computed once for
+    all of them (they must be built on the same p̃^t, e.g. one per objective). Where the gradient at
+    ω^t is finite everywhere, Σ grad·Δ is summed without ``_inner``'s mask: the masked coordinates
+    (Δ = 0) then add ±0, the same sum."""
+    afters = list(p_tilde_after)
+    if not orders:
+        return []
+    shape = orders[0].shape
+    if any(o.shape != shape for o in orders) or any(a.shape != shape for a in afters):
+        raise ValueError("p_tilde_t, every p_tilde_after and p_out must share one [K, N, V] shape")
+    finite = [[bool(torch.isfinite(c[2]).all()) for c in o.chunks] for o in orders]
+    phi = [[[] for _ in afters] for _ in orders]
+    q: list[list[torch.Tensor]] = [[] for _ in afters]
+    infinite = [[False] * len(afters) for _ in orders]
+    for k in range(shape[0]):
+        prev = orders[0].chunks[k][0]
+        for i, after in enumerate(afters):
+            nxt = _to64(after[k], False)
+            delta = nxt - prev
+            q[i].append(delta.pow(2).sum() / prev.shape[0])
+            for j, order in enumerate(orders):
+                _, out, grad, before_infinite, out_positive = order.chunks[k]
+                inner = (grad * delta).sum() if finite[j][k] else _inner(grad, delta)
+                phi[j][i].append(inner / prev.shape[0])
+                infinite[j][i] |= before_infinite or order._infinite(nxt, out, out_positive)
+    inf = torch.tensor(math.inf, dtype=torch.float64, device=orders[0].y.device)
+    q_totals = [torch.stack(row).sum() for row in q]
+    result = []
+    for j in range(len(orders)):
+        totals = []
+        for i, q_total in enumerate(q_totals):
+            phi_total = torch.stack(phi[j][i]).sum()
+            if infinite[j][i]:
+                totals.append(FirstOrderTotals(inf, q_total, inf, False))
+                continue
+            defined = bool(torch.isfinite(phi_total)) and float(q_total) != 0.0
+            totals.append(FirstOrderTotals(phi_total, q_total, _ratio(phi_total, q_total), defined))
+        result.append(totals)
+    return result
+
+
 def first_order_totals(
     p_tilde_t: torch.Tensor,
     p_tilde_after: Sequence[torch.Tensor],
@@ -324,45 +410,15 @@ def first_order_totals(
     objective: Objective,
 ) -> list[FirstOrderTotals]:
     """``stability_terms(p_tilde_t, after, p_out, p_y, alpha, objective)``'s φ, q, ρ totals and
-    ``defined`` for every ``after`` in ``p_tilde_after``, bit for bit, at a fraction of the cost.
-
-    Step scaling evaluates one ω^t against many ω^t + c·Δω: the target at p̃^t, the gradient
-    of R and R's finiteness there are computed once per chunk, and R at each ``after`` is not
-    computed at all (only whether it is finite, by ``_infinite_at``). Probabilities in, float64;
-    inputs with a NaN take ``stability_terms`` itself.
+    ``defined`` for every ``after`` in ``p_tilde_after``, bit for bit, at a fraction of the cost
+    (``FirstOrder``). Probabilities in, float64; inputs with a NaN take ``stability_terms`` itself.
     """
     check_objective(objective)
-    alpha = float(alpha)
-    if not 0.0 <= alpha <= 1.0:
+    if not 0.0 <= float(alpha) <= 1.0:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
     afters = list(p_tilde_after)
     if p_tilde_t.ndim != 3 or any(a.shape != p_tilde_t.shape for a in afters) or p_out.shape != p_tilde_t.shape:
         raise ValueError("p_tilde_t, every p_tilde_after and p_out must share one [K, N, V] shape")
     if any(bool(torch.isnan(x).any()) for x in (p_tilde_t, p_out, p_y, *afters)):  # NaN: the definition, not the shortcut
         return [_totals(stability_terms(p_tilde_t, a, p_out, p_y, alpha, objective)) for a in afters]
-    y = _to64(p_y, False).expand(p_tilde_t.shape[1:])
-    phi: list[list[torch.Tensor]] = [[] for _ in afters]
-    q: list[list[torch.Tensor]] = [[] for _ in afters]
-    infinite = [False] * len(afters)
-    for k in range(p_tilde_t.shape[0]):
-        prev, out = _to64(p_tilde_t[k], False), _to64(p_out[k], False)
-        log_out = torch.log(out)
-        target = _target(prev, y, alpha, objective)
-        grad = _closed_form_grad(target, prev, out, log_out, alpha, objective)
-        before_infinite = not bool(torch.isfinite(_divergence(target, out, log_out, objective).mean()))
-        for i, after in enumerate(afters):
-            nxt = _to64(after[k], False)
-            delta = nxt - prev
-            phi[i].append(_inner(grad, delta) / prev.shape[0])
-            q[i].append(delta.pow(2).sum() / prev.shape[0])
-            infinite[i] |= before_infinite or _infinite_at(nxt, out, y, alpha, objective)
-    inf = torch.tensor(math.inf, dtype=torch.float64, device=p_tilde_t.device)
-    totals = []
-    for i in range(len(afters)):
-        phi_total, q_total = torch.stack(phi[i]).sum(), torch.stack(q[i]).sum()
-        if infinite[i]:
-            totals.append(FirstOrderTotals(inf, q_total, inf, False))
-            continue
-        defined = bool(torch.isfinite(phi_total)) and float(q_total) != 0.0
-        totals.append(FirstOrderTotals(phi_total, q_total, _ratio(phi_total, q_total), defined))
-    return totals
+    return FirstOrder(p_tilde_t, p_out, p_y, alpha, objective).totals(afters)
