@@ -84,6 +84,7 @@ from zerolock_theory.training.hooks import HookContext
 
 __all__ = ["DEFAULT_FACTORS", "Drift", "ScalingProbe", "chunk_groups", "direction_seed", "drift_values", "random_direction"]
 
+TINY = torch.finfo(torch.float64).tiny  # below it the short form's Z has lost precision (subnormal)
 RANDOM_STREAM = 0x5CA1E  # tags the baseline's seed sequence apart from every other use of the run seed
 
 
@@ -141,7 +142,7 @@ class Drift:
 
     ``before`` and every point are float64 readouts [K+1, N, V] (``[:-1]`` upstream p̃, ``[1:]`` the
     chunk outputs p). What depends on ω^t alone is built once. A point whose readouts (and
-    ``before``'s, and for ``paper`` with α > 0 p_y) are positive everywhere takes the short form: the
+    ``before``'s, and for ``paper`` with α > 0 p_y) lie in (0, 1] everywhere takes the short form: the
     same sums regrouped, equal to the definition up to summation order (~1e-14 nats), with log p
     the only logarithm over the vocabulary:
 
@@ -153,15 +154,18 @@ class Drift:
       = (1−α) Σ_v p (log p̃^t − log p̃) − (log Z^t − log Z) Σ_v p, with Z = Σ_v p_y^α p̃^{1−α}
       (one exponential per point; a square root at α = ½).
 
-    Any other point, or one whose short form is not finite, takes the long form: ``implemented``
+    Any other point, or one whose short form is not finite (a ``paper`` Z below the smallest normal
+    float64 counts as not finite), takes the long form: ``implemented``
     both KL(m ‖ p) as ``chunk_divergence`` computes them (the same bits); ``paper`` Σ_v p_k
     (log g_k^t − log g_k(c)), the p_k log p_k terms cancelled exactly, non-finite exactly where the
     difference of the two KLs is. A non-finite drift is ``None``.
     """
 
     def __init__(self, before: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: str) -> None:
+        p_y = p_y.expand(before.shape[1:])  # [N, V], whatever broadcasts to it
         self.before, self.p_y, self.alpha, self.objective = before, p_y, float(alpha), objective
-        self.short = _positive(before) and (objective == "implemented" or self.alpha == 0.0 or _positive(p_y))
+        self.short = (_positive(before) and bool(before.amax() <= 1.0)
+                      and (objective == "implemented" or self.alpha == 0.0 or _positive(p_y)))
         self._long: torch.Tensor | None = None  # log g^t (paper) or m^t (implemented), built when first needed
         if not self.short:
             return
@@ -178,9 +182,10 @@ class Drift:
         ``implemented``; both [K, N] but p̃ itself."""
         up, log_up = p[:-1], log_p[:-1]
         a = 1.0 - self.alpha
-        if self.objective == "paper":
+        if self.objective == "paper":  # Z summed directly: NaN (the long form) where it underflows
             w = torch.sqrt(up) if self.alpha == 0.5 else torch.exp(log_up * a)
-            return log_up, torch.log(w.mul_(self.y_pow).sum(-1))
+            z = w.mul_(self.y_pow).sum(-1)
+            return log_up, torch.where(z < TINY, torch.full_like(z, math.nan), torch.log(z))
         if self.labels is None:
             m = torch.mul(up, a).add_(self.p_y, alpha=self.alpha)
             h = (torch.special.xlogy(m, m) if self.alpha == 1.0 else m * torch.log(m)).sum(-1)
@@ -226,7 +231,9 @@ def drift_values(drifts: Sequence[Drift], scaled: Sequence[torch.Tensor]) -> lis
     the drifts (built on the same ``before``, e.g. one per objective), held for one point at a time;
     a few host transfers for all of them."""
     points = list(scaled)
-    short = (torch.stack([p.amin() > 0 for p in points]).tolist() if points and any(d.short for d in drifts)
+    if not points:
+        return [[] for _ in drifts]
+    short = (torch.stack([(p.amin() > 0) & (p.amax() <= 1.0) for p in points]).tolist() if any(d.short for d in drifts)
              else [False] * len(points))
     rows: list[list[torch.Tensor | None]] = [[None] * len(points) for _ in drifts]
     for i, p in enumerate(points):

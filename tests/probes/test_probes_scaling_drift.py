@@ -203,6 +203,21 @@ def test_the_short_form_equals_the_definition_on_peaked_readouts(objective, epsi
             assert value == pytest.approx(_by_definition(before, p, p_y, alpha, objective), rel=1e-9, abs=1e-13)
 
 
+def test_drift_takes_a_broadcast_p_y_and_no_points():
+    """p_y as [1, V] or [V] reads as its [N, V] expansion (the one-hot short form included); no
+    points give no values (docs/breaks/scaling_drift.md)."""
+    gen = torch.Generator().manual_seed(5)
+    before = torch.softmax(torch.randn(3, 4, 9, generator=gen, dtype=torch.float64), -1)
+    point = torch.softmax(torch.randn(3, 4, 9, generator=gen, dtype=torch.float64), -1)
+    row = label_targets(torch.tensor([2]), 9, 0.0)
+    for p_y in (row, row[0]):
+        for objective in OBJECTIVES:
+            value = scaling.Drift(before, p_y, 0.5, objective).values([point])[0]
+            want = _by_definition(before, point, row.expand(4, 9), 0.5, objective)
+            assert (value is None and want is None) or value == pytest.approx(want, rel=1e-9, abs=1e-13)
+    assert scaling.drift_values([scaling.Drift(before, row, 0.5, "paper")], []) == [[]]
+
+
 def test_drift_equals_a_direct_evaluation(runs):
     records = _probed(runs["checked"])
     assert [r["step"] for r in records] == list(range(0, STEPS, EVERY))

@@ -221,6 +221,27 @@ def test_first_order_totals_equal_stability_terms_bit_for_bit(seed, shape, alpha
             assert got.defined == again.defined
 
 
+@pytest.mark.parametrize("objective", ["paper", "implemented"])
+@pytest.mark.parametrize("case", ["underflow", "inf", "huge"])
+def test_shared_totals_follow_the_rounding_and_the_range_of_stability_terms(case, objective) -> None:
+    """Found by the break of the scaling maths (docs/breaks/scaling_drift.md): an upstream readout of
+    5e-324 where the output is exactly 0 (one-hot p_y, α = ½: m rounds to 0 and R stays finite), and
+    afters outside [0, 1] (+inf, 1e308: R is infinite or overflows) read as ``stability_terms`` reads them."""
+    p_t, p_next, p_out, _ = _probe(3, 2, 3, 5, h=0.2)
+    p_y = one_hot(torch.tensor([0, 1, 2]), 5, torch.float64)
+    p_t, p_out, after = p_t.clone(), p_out.clone(), p_next.clone()
+    if case == "underflow":  # m = ½·5e-324 rounds to 0 at ω^t and after: R finite though p_out is 0 there
+        p_t[1, 0, 4] = after[1, 0, 4] = 5e-324
+        p_out[1, 0, 4] = 0.0
+    else:
+        after[1, 0, 4] = math.inf if case == "inf" else 1e308
+    got = shared_totals([FirstOrder(p_t, p_out, p_y, 0.5, objective)], [after, p_t])[0]
+    for a, fast in zip([after, p_t], got, strict=True):
+        terms = stability_terms(p_t, a, p_out, p_y, 0.5, objective)
+        assert all(_same(getattr(fast, f), getattr(terms, f)) for f in ("phi_total", "q_total", "ratio_total"))
+        assert fast.defined == terms.defined
+
+
 def test_first_order_totals_rejects_mismatched_shapes() -> None:
     p_t, p_next, p_out, p_y = _probe(0, 2, 3, 4, h=0.1)
     with pytest.raises(ValueError, match="one \\[K, N, V\\] shape"):

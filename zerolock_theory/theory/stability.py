@@ -298,7 +298,8 @@ def _infinite_at(p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alp
     Paper: log g_k = α log p_y + (1−α) log p_{k-1} − log Z is −inf where a factor with a positive
     exponent is 0, and KL(p_k ‖ g_k) is then +inf where p_k > 0. Implemented: m_k > 0 where
     p_k = 0 gives +inf. (A row with g_k = 0 everywhere gives NaN; it has p_k > 0 at a −inf
-    coordinate too, so it is caught by the same test.)
+    coordinate too, so it is caught by the same test.) For readouts within [0, 1]; ``FirstOrder``
+    sends any other after to ``_divergence`` itself.
     """
     if objective == "paper":
         zero = torch.zeros_like(p_prev, dtype=torch.bool)
@@ -307,11 +308,7 @@ def _infinite_at(p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alp
         if alpha > 0.0:
             zero |= (p_y == 0).expand_as(p_prev)
         return bool((zero & (p_k > 0)).any())
-    positive = torch.zeros_like(p_prev, dtype=torch.bool)
-    if alpha < 1.0:
-        positive |= p_prev > 0
-    if alpha > 0.0:
-        positive |= (p_y > 0).expand_as(p_prev)
+    positive = arithmetic_target(p_y, p_prev, alpha) > 0  # rounded as _divergence rounds it (an underflow is 0)
     return bool((positive & (p_k == 0)).any())
 
 
@@ -319,9 +316,10 @@ class FirstOrder:
     """``stability_terms``' φ, q, ρ totals and ``defined`` at one ω^t against any number of afters,
     bit for bit (``totals``). Step scaling evaluates one ω^t against many ω^t + c·d, in several
     directions: the target at p̃^t, the gradient of R and R's finiteness there are computed once
-    per chunk, here, and R at each after is not computed at all (only whether it is finite, by
-    ``_infinite_at``, skipped where the inputs' signs settle it: every output at ω^t positive for
-    ``implemented``; every after and, with α > 0, every p_y positive for ``paper``).
+    per chunk, here, and R at each after within [0, 1] is not computed at all (only whether it is
+    finite, by ``_infinite_at``, skipped where the inputs' signs settle it: every output at ω^t
+    positive for ``implemented``; every after and, with α > 0, every p_y positive for ``paper``);
+    an after with an entry above 1 (or +inf) has R computed to tell.
 
     Probabilities in, float64, without NaN (``first_order_totals`` sends NaN inputs to
     ``stability_terms``).
@@ -348,6 +346,9 @@ class FirstOrder:
             self.chunks.append((prev, out, grad, infinite, bool(out.amin() > 0)))
 
     def _infinite(self, nxt: torch.Tensor, out: torch.Tensor, out_positive: bool) -> bool:
+        if not bool(nxt.amax() <= 1.0):  # outside the readouts' range (+inf, overflow): R by its definition
+            target = _target(nxt, self.y, self.alpha, self.objective)
+            return not bool(torch.isfinite(_divergence(target, out, torch.log(out), self.objective).mean()))
         if self.objective == "implemented" and out_positive:
             return False
         if self.objective == "paper" and self.y_positive and bool(nxt.amin() > 0):
