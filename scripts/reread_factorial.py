@@ -47,7 +47,9 @@ def _started(method: str, row: list, steps: int) -> TunedRun:
 def record(path: Path) -> dict:
     """Every run of every control under a factorial directory, in the ``runs`` form."""
     by_control = load_factorial(path)
-    first = next(r for runs in by_control.values() for r in runs)
+    first = next((r for runs in by_control.values() for r in runs), None)
+    if first is None:
+        raise ValueError(f"{path}: holds no finished zerolock tune directory (a factorial directory holds one per control)")
     config = _config(first)
     return {"source": f"scripts/reread_factorial.py --record {path}", "model": config["model"]["path"],
             "chunks": int(config["model"]["chunks"]), "steps": int(first.steps),

@@ -34,6 +34,7 @@ def test_the_recorded_smollm2_factorial_reads_as_published():
     assert f.row("backprop").lr == 0.8 and f.stable_lr == 0.4 and f.stable_above == 0.8 and f.stable_runs == 3
     assert f.mechanisms["M1"] == "not testable" and f.mechanisms["M2"] == "supported"
     assert f.mechanisms["M3"] == "not testable" and f.row("twin_half").lr == 0.0015625
+    assert f.row("alpha_one").lr == 0.003125 and not f.row("alpha_one").on_boundary
     assert {p.contrast: p.reading for p in f.stable_readings} == {"share_alpha_out": "refuted",
                                                                   "share_twin_half": "refuted"}
 
@@ -52,6 +53,8 @@ def test_a_record_and_a_later_directory_merge_into_one_factorial(tmp_path, capsy
     assert _words(again) == _words(analyze_factorial(tmp_path / "all"))
     assert reread.main(["--record", str(first), str(tmp_path / "first")]) == 2
     assert "also in an earlier source" in capsys.readouterr().err
+    assert reread.main(["--record", str(tmp_path / "later" / "embedded_alpha_out")]) == 2  # a tune, not a factorial
+    assert "holds no finished zerolock tune directory" in capsys.readouterr().err
     page = tmp_path / "page.md"
     page.write_text("# a page\n\nkept\n")
     assert reread.main([str(first), str(tmp_path / "later"), "--publish", str(page)]) == 2
