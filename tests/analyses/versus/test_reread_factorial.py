@@ -35,6 +35,9 @@ def test_the_recorded_smollm2_factorial_reads_as_published():
     assert f.mechanisms["M1"] == "not testable" and f.mechanisms["M2"] == "supported"
     assert f.mechanisms["M3"] == "not testable" and f.row("twin_half").lr == 0.0015625
     assert f.row("alpha_one").lr == 0.003125 and not f.row("alpha_one").on_boundary
+    assert f.row("twin_one").lr == 0.00078125 and not f.row("twin_one").on_boundary
+    assert {p.contrast: p.reading for p in f.predictions if p.contrast.startswith("twin_one")} == {
+        "twin_one_minus_twin_half": "undecided", "twin_one_minus_alpha_one": "refuted"}
     assert {p.contrast: p.reading for p in f.stable_readings} == {"share_alpha_out": "refuted",
                                                                   "share_twin_half": "refuted"}
 
