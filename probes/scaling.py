@@ -77,6 +77,7 @@ from zerolock_theory.theory.stability import (
     FirstOrder,
     as_metric,
     first_order_totals,
+    in_readout_range,
     shared_totals,
 )
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
@@ -132,10 +133,6 @@ def _kl(p: torch.Tensor, log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tens
     return torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
 
 
-def _positive(x: torch.Tensor) -> bool:
-    return bool(x.amin() > 0)  # False with a NaN
-
-
 class Drift:
     """drift(c) = R(p(c); p̃(c)) − R(p(c); p̃^t) at one ω^t, for any number of scaled points, where
     R(outputs; upstream) = Σ_k (1/N) Σ_n ``chunk_divergence(upstream_k, output_k, p_y, alpha, objective)``.
@@ -164,8 +161,8 @@ class Drift:
     def __init__(self, before: torch.Tensor, p_y: torch.Tensor, alpha: float, objective: str) -> None:
         p_y = p_y.expand(before.shape[1:])  # [N, V], whatever broadcasts to it
         self.before, self.p_y, self.alpha, self.objective = before, p_y, float(alpha), objective
-        self.short = (_positive(before) and bool(before.amax() <= 1.0)
-                      and (objective == "implemented" or self.alpha == 0.0 or _positive(p_y)))
+        self.short = bool(in_readout_range(before)) and (objective == "implemented" or self.alpha == 0.0
+                                                          or bool(p_y.amin() > 0))
         self._long: torch.Tensor | None = None  # log g^t (paper) or m^t (implemented), built when first needed
         if not self.short:
             return
@@ -233,7 +230,7 @@ def drift_values(drifts: Sequence[Drift], scaled: Sequence[torch.Tensor]) -> lis
     points = list(scaled)
     if not points:
         return [[] for _ in drifts]
-    short = (torch.stack([(p.amin() > 0) & (p.amax() <= 1.0) for p in points]).tolist() if any(d.short for d in drifts)
+    short = (torch.stack([in_readout_range(p) for p in points]).tolist() if any(d.short for d in drifts)
              else [False] * len(points))
     rows: list[list[torch.Tensor | None]] = [[None] * len(points) for _ in drifts]
     for i, p in enumerate(points):
@@ -363,7 +360,7 @@ class ScalingProbe(Probe):
         c_min = self.factors[-1]
         factors = list(scaled)
         uppers = [scaled[c][:-1] for c in factors]
-        nan = any(bool(torch.isnan(x).any()) for x in uppers)
+        nan = bool(torch.stack([x.isnan().any() for x in uppers]).any())  # one host transfer
         drifts = drift_values([drift for _, drift in start.values()], [scaled[c] for c in factors])
         orders = [first_order for first_order, _ in start.values()]
         if nan or None in orders:  # the definition, not the shortcut

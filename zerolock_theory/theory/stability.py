@@ -37,7 +37,8 @@ import torch
 from zerolock_theory.theory.surrogate import check_objective
 from zerolock_theory.theory.targets import arithmetic_target, geometric_target
 
-__all__ = ["FirstOrder", "FirstOrderTotals", "StabilityTerms", "as_metric", "chunk_divergence", "first_order_totals", "shared_totals", "stability_terms"]
+__all__ = ["FirstOrder", "FirstOrderTotals", "StabilityTerms", "as_metric", "chunk_divergence", "first_order_totals", "in_readout_range", "shared_totals",
+           "stability_terms"]
 
 Objective = Literal["paper", "implemented"]
 _TENSOR_FIELDS = ("r_before", "r_after", "phi", "q", "ratio", "actual", "remainder")
@@ -312,6 +313,11 @@ def _infinite_at(p_prev: torch.Tensor, p_k: torch.Tensor, p_y: torch.Tensor, alp
     return bool((positive & (p_k == 0)).any())
 
 
+def in_readout_range(x: torch.Tensor) -> torch.Tensor:
+    """0-d bool: every entry of ``x`` lies in (0, 1], a readout's range with no zero (False with a NaN)."""
+    return (x.amin() > 0) & (x.amax() <= 1.0)
+
+
 class FirstOrder:
     """``stability_terms``' φ, q, ρ totals and ``defined`` at one ω^t against any number of afters,
     bit for bit (``totals``). Step scaling evaluates one ω^t against many ω^t + c·d, in several
@@ -343,15 +349,19 @@ class FirstOrder:
             target = _target(prev, self.y, alpha, objective)
             grad = _closed_form_grad(target, prev, out, log_out, alpha, objective)
             infinite = not bool(torch.isfinite(_divergence(target, out, log_out, objective).mean()))
-            self.chunks.append((prev, out, grad, infinite, bool(out.amin() > 0)))
+            grad_finite, out_positive = torch.stack([torch.isfinite(grad).all(), out.amin() > 0]).tolist()
+            self.chunks.append((prev, out, grad, infinite, out_positive, grad_finite))
 
-    def _infinite(self, nxt: torch.Tensor, out: torch.Tensor, out_positive: bool) -> bool:
-        if not bool(nxt.amax() <= 1.0):  # outside the readouts' range (+inf, overflow): R by its definition
+    def _infinite(self, nxt: torch.Tensor, out: torch.Tensor, out_positive: bool, positive: bool,
+                  bounded: bool) -> bool:
+        """Whether R at the after ``nxt`` (chunk k) is infinite; ``positive``/``bounded``: every entry of
+        ``nxt`` is > 0 / ≤ 1, read once per after and chunk for every objective."""
+        if not bounded:  # outside the readouts' range (+inf, overflow): R by its definition
             target = _target(nxt, self.y, self.alpha, self.objective)
             return not bool(torch.isfinite(_divergence(target, out, torch.log(out), self.objective).mean()))
         if self.objective == "implemented" and out_positive:
             return False
-        if self.objective == "paper" and self.y_positive and bool(nxt.amin() > 0):
+        if self.objective == "paper" and self.y_positive and positive:
             return False
         return _infinite_at(nxt, out, self.y, self.alpha, self.objective)
 
@@ -364,14 +374,14 @@ def shared_totals(orders: Sequence[FirstOrder], p_tilde_after: Sequence[torch.Te
     """Each ``FirstOrder``'s totals at every after, in order; Δ = after − p̃^t and q computed once for
     all of them (they must be built on the same p̃^t, e.g. one per objective). Where the gradient at
     ω^t is finite everywhere, Σ grad·Δ is summed without ``_inner``'s mask: the masked coordinates
-    (Δ = 0) then add ±0, the same sum."""
+    (Δ = 0) then add ±0, the same sum. Each after's range (> 0, ≤ 1) is read once per chunk for all
+    of them."""
     afters = list(p_tilde_after)
     if not orders:
         return []
     shape = orders[0].shape
     if any(o.shape != shape for o in orders) or any(a.shape != shape for a in afters):
         raise ValueError("p_tilde_t, every p_tilde_after and p_out must share one [K, N, V] shape")
-    finite = [[bool(torch.isfinite(c[2]).all()) for c in o.chunks] for o in orders]
     phi = [[[] for _ in afters] for _ in orders]
     q: list[list[torch.Tensor]] = [[] for _ in afters]
     infinite = [[False] * len(afters) for _ in orders]
@@ -381,11 +391,12 @@ def shared_totals(orders: Sequence[FirstOrder], p_tilde_after: Sequence[torch.Te
             nxt = _to64(after[k], False)
             delta = nxt - prev
             q[i].append(delta.pow(2).sum() / prev.shape[0])
+            positive, bounded = torch.stack([nxt.amin() > 0, nxt.amax() <= 1.0]).tolist()
             for j, order in enumerate(orders):
-                _, out, grad, before_infinite, out_positive = order.chunks[k]
-                inner = (grad * delta).sum() if finite[j][k] else _inner(grad, delta)
+                _, out, grad, before_infinite, out_positive, grad_finite = order.chunks[k]
+                inner = (grad * delta).sum() if grad_finite else _inner(grad, delta)
                 phi[j][i].append(inner / prev.shape[0])
-                infinite[j][i] |= before_infinite or order._infinite(nxt, out, out_positive)
+                infinite[j][i] |= before_infinite or order._infinite(nxt, out, out_positive, positive, bounded)
     inf = torch.tensor(math.inf, dtype=torch.float64, device=orders[0].y.device)
     q_totals = [torch.stack(row).sum() for row in q]
     result = []
