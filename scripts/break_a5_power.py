@@ -166,11 +166,11 @@ def check_against_package(g: np.ndarray, kappa: np.ndarray | float, said: dict, 
     kap = np.broadcast_to(np.asarray(kappa, dtype=float), (g.shape[0],))
     for i in range(min(k, g.shape[0])):
         zero = np.zeros(g.shape[1], bool) if all_zero is None else all_zero[i]
-        seeds = [SeedAlong(f"s{j}", float(v), float(kap[i]), 31, bool(z)) for j, (v, z) in enumerate(zip(g[i], zero))]
+        seeds = [SeedAlong(f"s{j}", float(v), float(kap[i]), 31, bool(z)) for j, (v, z) in enumerate(zip(g[i], zero, strict=True))]
         found = along_run(seeds, LEVEL)
         assert CODES[found.outcome] == outcomes[i], (i, found.outcome, outcomes[i], g[i])
         p = along_power(found.spread, found.kappa, found.n_gammas, LEVEL)
-        assert all(_near(a, b) for a, b in zip(p, said["power"][:, i])), (i, p, said["power"][:, i])
+        assert all(_near(a, b) for a, b in zip(p, said["power"][:, i], strict=True)), (i, p, said["power"][:, i])
         if not math.isnan(p[0]):
             need = seeds_for_power(found.spread, found.kappa, LEVEL)
             for which, table in ((0, R_GROW), (1, R_BOUND)):

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from probes.registry import build_probes
-from tests.training.test_population_loop import METHODS, PROBES, SEEDS, _hooks, assert_same_run, config
+from tests.training.test_population_loop import (
+    METHODS,
+    PROBES,
+    SEEDS,
+    _hooks,
+    assert_same_run,
+    config,
+)
 from zerolock_theory.training.loop import train
 from zerolock_theory.training.population_loop import train_population
 

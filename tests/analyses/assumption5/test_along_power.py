@@ -8,8 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from analyses.assumption5.along_run import (POWER_TARGET, SeedAlong, along_power, along_run, sd_upper, seed_along,
-                                            seeds_for_power)
+from analyses.assumption5.along_run import (
+    POWER_TARGET,
+    SeedAlong,
+    along_power,
+    along_run,
+    sd_upper,
+    seed_along,
+    seeds_for_power,
+)
 from analyses.assumption5.claim import _power
 
 
