@@ -14,7 +14,7 @@ from analyses.results import Interval
 from analyses.suite import SuiteAnalysis
 from analyses.versus.factorial import FACTORIAL, MECHANISMS, MIN_PAIRED, PREDICTIONS, Factorial
 from reports.blocks import Block, table
-from reports.wording import fmt
+from reports.wording import fmt, md_row
 
 __all__ = ["alignment_table", "compact_markdown", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table",
            "publish", "stable_line", "stable_table", "why_blocks", "written_line"]
@@ -165,7 +165,7 @@ def _alignment_blocks(f: Factorial) -> list[Block]:
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    out += [md_row(row) for row in rows]
     return "\n".join(out)
 
 

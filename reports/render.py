@@ -15,12 +15,9 @@ from collections.abc import Mapping
 import jinja2
 
 from reports.blocks import Block
+from reports.wording import md_cell
 
 __all__ = ["render_html", "render_markdown"]
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 @functools.cache
@@ -29,7 +26,7 @@ def _environment() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["esc"] = html.escape
-    env.filters["cell"] = _md_cell
+    env.filters["cell"] = md_cell
     return env
 
 

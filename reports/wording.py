@@ -18,7 +18,7 @@ from analyses.text import drift_line, fmt
 from analyses.verdict import Verdict
 
 __all__ = ["CORRECTION", "bottom_line", "correction", "drift_line", "figure", "fmt", "reason", "verdict_lines",
-           "verdict_markdown"]
+           "md_cell", "md_row", "verdict_markdown"]
 
 CORRECTION = ("Multiplicity: Holm's step-down correction over every row that ran a seed-level test (each row's "
               "two-sided p of its decisive test), family-wise error at 1 - level; a row whose decision does not "
@@ -59,11 +59,20 @@ def bottom_line(verdicts: Sequence[Verdict]) -> str:
                    if dropped else ".")
 
 
+def md_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: its ``|`` escaped (``|a_t|`` would split the cell), on one line."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def md_row(cells: Sequence[str]) -> str:
+    """One Markdown table row of ``cells``, each escaped by :func:`md_cell`."""
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
 def verdict_markdown(verdicts: Sequence[Verdict], scope: str) -> str:
     """The verdict table as README prints it: the scope line, claim | outcome | measured | Holm, the
     correction stated and the bottom line."""
-    rows = [f"| {claim(v.claim).title} | {v.outcome} | {figure(v)} | {correction(v)} |".replace("\n", " ")
-            for v in verdicts]
+    rows = [md_row([claim(v.claim).title, v.outcome, figure(v), correction(v)]) for v in verdicts]
     return "\n".join([f"**{scope}**", "", "| claim | outcome | measured | Holm |", "|---|---|---|---|", *rows, "",
                       CORRECTION, "", bottom_line(verdicts)]) + "\n"
 

@@ -67,3 +67,25 @@ def test_a_block_in_a_users_file_is_replaced_and_nothing_else(tmp_path):
     assert text.startswith("# Mine\n\nintro\n\n" + BEGIN) and text.endswith(END + "\n\nafter\n")
     assert "old table" not in text and "| claim | outcome | headline | Holm |" in text
     assert sum(line.startswith("| ") for line in text.splitlines()) == len(claims()) + 1
+
+
+def test_a_pipe_inside_a_cell_is_escaped_in_every_markdown_table(monkeypatch):
+    """``|a_t|`` in a row's text must not split its cell: README's block, the results page and verdicts.md."""
+    import dataclasses
+    import re
+
+    import reports.publish
+    import reports.wording
+    from reports.publish import compact_table
+    from reports.wording import verdict_markdown
+
+    for module in (reports.publish, reports.wording):  # the bottom line counts outcomes by their closed set
+        monkeypatch.setattr(module, "bottom_line", lambda verdicts: "")
+    verdicts = _verdicts()
+    verdicts[0] = dataclasses.replace(verdicts[0], outcome="slope of |a_t| on eta_t")
+    for text in (compact_table(verdicts, "s"), verdict_markdown(verdicts, "s")):
+        rows = [line for line in text.splitlines() if line.startswith("| ")]
+        assert len(rows) == len(verdicts) + 1
+        for line in rows:
+            assert len(re.findall(r"(?<!\\)\|", line)) == 5, line  # four cells, none split
+        assert "slope of \\|a_t\\| on eta_t" in rows[1]
