@@ -12,11 +12,19 @@ from pathlib import Path
 
 from analyses.results import Interval
 from analyses.suite import SuiteAnalysis
-from analyses.versus.factorial import FACTORIAL, MECHANISMS, MIN_PAIRED, PREDICTIONS, Factorial
+from analyses.versus.factorial import (
+    CONTROLS,
+    FACTORIAL,
+    MECHANISMS,
+    MIN_PAIRED,
+    PLAIN,
+    PREDICTIONS,
+    Factorial,
+)
 from reports.blocks import Block, table
 from reports.wording import fmt, md_row
 
-__all__ = ["alignment_table", "compact_markdown", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table",
+__all__ = ["alignment_table", "compact_markdown", "control_alignment_table", "control_table", "intro", "markdown", "mechanism_rows", "prediction_table",
            "publish", "stable_line", "stable_table", "why_blocks", "written_line"]
 
 TITLE = "Why ZeroLock falls behind backprop: the factorial of method controls"
@@ -124,19 +132,46 @@ def mechanism_rows(f: Factorial) -> list[list[str]]:
 
 def alignment_table(f: Factorial) -> tuple[list[str], list[list[str]]] | None:
     """cos(g_out, g_ZL) per chunk (columns) at each step along plain ZeroLock's run (rows), when given."""
-    if not f.alignment:
+    plain = [p for p in f.alignment if p.control == PLAIN]
+    if not plain:
         return None
-    chunks = sorted({p.chunk for p in f.alignment if p.chunk})
+    chunks = sorted({p.chunk for p in plain if p.chunk})
     headers = ["after step"] + [f"chunk {k}" for k in chunks] + ["all chunks", "seeds"]
     rows = []
-    for step in sorted({p.step for p in f.alignment}):
-        at = {p.chunk: p for p in f.alignment if p.step == step}
+    for step in sorted({p.step for p in plain}):
+        at = {p.chunk: p for p in plain if p.step == step}
         rows.append([str(step)] + [_iv(at[k].cosine) if k in at else "—" for k in [*chunks, 0]] + [str(at[0].seeds)])
     return headers, rows
 
 
 ALIGNMENT_TEXT = ("The alignment along plain ZeroLock's run: the cosine between the output CE's gradient and "
                   "ZeroLock's step, per chunk and over all (positive: the step lowers the output CE at first order).")
+
+
+def control_alignment_table(f: Factorial) -> tuple[list[str], list[list[str]]] | None:
+    """Chunk 1's cosine and the total's at each step (columns) along each control's run (rows, in the
+    factorial's order), when an alignment file of a control other than plain ZeroLock was given."""
+    if not any(p.control != PLAIN for p in f.alignment):
+        return None
+    steps = sorted({p.step for p in f.alignment})
+    headers = ["control", "η_0", *(f"chunk 1, after step {t}" for t in steps), f"all chunks, after step {steps[-1]}",
+               "seeds"]
+    rows = []
+    for control in CONTROLS:
+        at = {(p.step, p.chunk): p for p in f.alignment if p.control == control.name}
+        if not at:
+            continue
+        first = next(iter(at.values()))
+        rows.append([control.label, "—" if first.lr is None else fmt(first.lr),
+                     *(_iv(at[t, 1].cosine) if (t, 1) in at else "—" for t in steps),
+                     _iv(at[steps[-1], 0].cosine) if (steps[-1], 0) in at else "—", str(first.seeds)])
+    return headers, rows
+
+
+CONTROL_ALIGNMENT_TEXT = ("Chunk 1's step against the output's gradient along each control's run: the cosine between "
+                          "the output CE's gradient on chunk 1's adapters and the control's step there, and over all "
+                          "chunks at the last step measured; each control at the η_0 of its alignment run "
+                          "(docs/DIAGNOSIS.md, sections 2 and 2c).")
 
 
 def why_blocks(suite: SuiteAnalysis) -> list[Block]:
@@ -158,9 +193,16 @@ def _stable_blocks(f: Factorial) -> list[Block]:
 STABLE_TITLE = "The shares against backprop at its stable η_0 (a second reading)"
 
 
+def _alignment_md(f: Factorial) -> list[str]:
+    found, controls = alignment_table(f), control_alignment_table(f)
+    return (([] if found is None else [ALIGNMENT_TEXT, _md_table(*found)])
+            + ([] if controls is None else [CONTROL_ALIGNMENT_TEXT, _md_table(*controls)]))
+
+
 def _alignment_blocks(f: Factorial) -> list[Block]:
-    found = alignment_table(f)
-    return [] if found is None else [Block("p", ALIGNMENT_TEXT), table(*found)]
+    found, controls = alignment_table(f), control_alignment_table(f)
+    return (([] if found is None else [Block("p", ALIGNMENT_TEXT), table(*found)])
+            + ([] if controls is None else [Block("p", CONTROL_ALIGNMENT_TEXT), table(*controls)]))
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -175,7 +217,7 @@ def markdown(f: Factorial) -> str:
                         _md_table(*prediction_table(f)),
                         "\n".join(f"- {what}: **{reading}**" for what, reading in mechanism_rows(f)),
                         *([f"### {STABLE_TITLE}", stable_line(f), _md_table(*stable_table(f))] if f.stable_readings else []),
-                        *([ALIGNMENT_TEXT, _md_table(*alignment_table(f))] if f.alignment else [])]) + "\n"
+                        *_alignment_md(f)]) + "\n"
 
 
 def compact_markdown(f: Factorial) -> str:

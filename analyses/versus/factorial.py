@@ -65,7 +65,7 @@ from analyses.stats.seeds import seed_interval
 from analyses.versus.tuning import Selection, TunedRun, load_tuned, select
 
 __all__ = [
-    "ALIGNMENT_FILE", "CONTROLS", "FACTORIAL", "AlignmentPoint", "alignment_along", "MECHANISMS", "PREDICTIONS", "Control", "ControlRow", "Factorial", "Prediction",
+    "ALIGNMENT_FILE", "alignment_file", "CONTROLS", "FACTORIAL", "AlignmentPoint", "alignment_along", "MECHANISMS", "PREDICTIONS", "Control", "ControlRow", "Factorial", "Prediction",
     "PredictionReading", "STABLE_WRITTEN", "analyze_factorial", "control_of", "factorial", "is_factorial_dir",
     "StableChoice", "is_stable", "load_factorial", "stable_choice",
 ]
@@ -295,16 +295,26 @@ class AlignmentPoint:
     chunk: int
     cosine: Interval | None
     seeds: int
+    control: str = PLAIN  # the control (``CONTROLS``) whose run and step these are
+    lr: float | None = None  # η_0 of that run (its ``optim.lr``), when recorded
 
 
 ALIGNMENT_FILE = "alignment.json"
-"""In a factorial directory: ``scripts/alignment.py --after-steps ... --json`` of plain ZeroLock (optional)."""
+"""In a factorial directory: ``scripts/alignment.py --after-steps ... --json`` of plain ZeroLock (optional);
+``alignment_<control>.json`` (``alignment_file``) the same for another control."""
 
 
-def alignment_along(data: dict, level: float = 0.95) -> tuple[AlignmentPoint, ...]:
+def alignment_file(control: str) -> str:
+    """The file name of ``control``'s alignment along its run in a factorial directory."""
+    return ALIGNMENT_FILE if control == PLAIN else f"alignment_{control}.json"
+
+
+def alignment_along(data: dict, level: float = 0.95, control: str = PLAIN) -> tuple[AlignmentPoint, ...]:
     """Per step and chunk the seeds' cosine between the output CE's gradient and ZeroLock's step
     (``inner / (norm_step · norm_out)``), and over all chunks (chunk 0: the inner products summed over
-    the norms of the concatenated gradients), each a t-interval over seeds."""
+    the norms of the concatenated gradients), each a t-interval over seeds; ``control`` names the run."""
+    lr = (data.get("config") or {}).get("optim", {}).get("lr")
+    lr = None if lr is None else float(lr)
     out = []
     for step, seeds in sorted(data.get("after_steps", {}).items(), key=lambda kv: int(kv[0])):
         by_chunk: dict[int, list[float]] = {}
@@ -315,7 +325,7 @@ def alignment_along(data: dict, level: float = 0.95) -> tuple[AlignmentPoint, ..
             inner = sum(c["inner"] for c in chunks)
             norm = math.sqrt(sum(c["norm_step"] ** 2 for c in chunks)) * math.sqrt(sum(c["norm_out"] ** 2 for c in chunks))
             by_chunk.setdefault(0, []).append(inner / norm)
-        out += [AlignmentPoint(int(step), k, _interval(v, level), len(v)) for k, v in sorted(by_chunk.items())]
+        out += [AlignmentPoint(int(step), k, _interval(v, level), len(v), control, lr) for k, v in sorted(by_chunk.items())]
     return tuple(out)
 
 
@@ -335,7 +345,7 @@ class Factorial(Result):
     predictions: tuple[PredictionReading, ...]
     mechanisms: dict[str, str]  # mechanism -> reading of its decisive prediction ("not tested" for M5)
     all_interior: bool  # every control's η_0 is interior to its grid
-    alignment: tuple[AlignmentPoint, ...] = ()  # plain ZeroLock along its run (``ALIGNMENT_FILE``), when given
+    alignment: tuple[AlignmentPoint, ...] = ()  # each control's alignment along its run (``alignment_file``), when given
     stable_lr: float | None = None  # backprop's stable η_0 (``stable_choice``), when its chosen one is unstable
     stable_on_boundary: bool = False  # that η_0 is on backprop's grid's edge
     stable_readings: tuple[PredictionReading, ...] = ()  # the share predictions read against it
@@ -388,18 +398,20 @@ def analyze_factorial(path: str | Path, level: float = 0.95) -> Factorial:
     config = _config(first) if first is not None else {}
     result = factorial(by_control, level, model=str(config.get("model", {}).get("path", "")),
                        chunks=int(config.get("model", {}).get("chunks", 0)))
-    file = Path(path) / ALIGNMENT_FILE
-    if file.is_file():
+    points: list[AlignmentPoint] = []
+    for control in CONTROLS:
+        file = Path(path) / alignment_file(control.name)
+        if control.name == BACKPROP or not file.is_file():
+            continue
         try:
             data = json.loads(file.read_text())
             made = control_of(data["config"]["method"], int(data["config"]["model"]["chunks"]))
-            if made != PLAIN:
-                raise ValueError(f"its runs are the control {made!r}, not plain ZeroLock")
-            points = alignment_along(data, level)
+            if made != control.name:
+                raise ValueError(f"its runs are the control {made!r}, not {control.name!r}")
+            points += alignment_along(data, level, control.name)
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise ValueError(f"{file}: not plain ZeroLock's scripts/alignment.py --json ({exc})") from exc
-        result = dataclasses.replace(result, alignment=points)
-    return result
+            raise ValueError(f"{file}: not the scripts/alignment.py --json of {control.label} ({exc})") from exc
+    return dataclasses.replace(result, alignment=tuple(points)) if points else result
 
 
 def _interval(values: list[float], level: float) -> Interval | None:

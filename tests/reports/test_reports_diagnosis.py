@@ -80,3 +80,21 @@ def test_an_unstable_backprop_choice_prints_the_second_reading_beside_the_regist
     assert "Against backprop at its stable η_0 0.4" in compact_markdown(f) and "M1 refuted (share" in compact_markdown(f)
     stable = factorial({"backprop": _smollm2_backprop(diverged=3.31), "plain": plain, "alpha_out": alpha_out})
     assert "stable η_0" not in markdown(stable) and "stable η_0" not in compact_markdown(stable)
+
+
+def test_the_controls_alignment_along_their_runs_is_a_table_of_the_section(factorial_dir, tmp_path, capsys):
+    from analyses.versus.factorial import alignment_file
+    from tests.analyses.versus.test_factorial import RECIPES, _alignment_seed, _config
+
+    for control, recipe, cosine in (("plain", "embedded_plain", 0.1), ("alpha_out", "embedded_alpha_out", 0.3)):
+        data = {"config": _config(RECIPES / f"{recipe}.toml", 0.2, 0),
+                "after_steps": {str(t): [_alignment_seed([cosine + t / 1000] * 4)] * 2 for t in (0, 50)}}
+        (factorial_dir / alignment_file(control)).write_text(json.dumps(data))
+    assert main(["diagnose", str(factorial_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "| control | η_0 | chunk 1, after step 0 | chunk 1, after step 50 | all chunks, after step 50 | seeds |" in out
+    assert "| α = ½, 1 on the output chunk | 0.2 | 0.3 [0.3, 0.3] | 0.35 [0.35, 0.35] | 0.35 [0.35, 0.35] | 2 |" in out
+    run = next(p for p in (factorial_dir / "embedded_plain").iterdir() if p.is_dir())
+    html = write_report(analyze_runs([run, factorial_dir], n_boot=20), tmp_path / "report").html.read_text(encoding="utf-8")
+    assert "Chunk 1&#x27;s step against the output&#x27;s gradient along each control&#x27;s run" in html
+    assert "<td>α = ½, 1 on the output chunk</td><td>0.2</td><td>0.3 [0.3, 0.3]</td>" in html

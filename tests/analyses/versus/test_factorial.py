@@ -188,7 +188,7 @@ def test_an_alignment_file_of_another_control_is_refused(tmp_path):
     _write_tune(tmp_path / "plain", "embedded_plain", {0: 5.4, 1: 5.41})
     config = _config(RECIPES / "embedded_frozen.toml", 0.1, 0)
     (tmp_path / "alignment.json").write_text(json.dumps({"config": config, "after_steps": {"0": [_alignment_seed([0.5] * 4)]}}))
-    with pytest.raises(ValueError, match="the control 'frozen', not plain ZeroLock"):
+    with pytest.raises(ValueError, match="the control 'frozen', not 'plain'"):
         analyze_factorial(tmp_path)
     config = _config(RECIPES / "embedded_plain.toml", 0.1, 0)
     (tmp_path / "alignment.json").write_text(json.dumps({"config": config, "after_steps": {"0": [_alignment_seed([0.5] * 4)] * 2}}))
@@ -350,3 +350,24 @@ def test_a_run_without_its_start_is_judged_by_its_tunes_start():
     runs[-1] = TunedRun("backprop", 0.8, 2, 3.31, 3.31, 20)
     cells = _controls({"twin_half": 0.5}, (3.30, 3.31, 3.31))
     assert factorial({"backprop": runs, **cells}).stable_readings == ()
+
+
+def test_each_controls_alignment_file_is_read_as_that_control_and_a_mislabelled_one_refused(tmp_path):
+    from analyses.results import load_result
+    from analyses.versus.factorial import alignment_file
+
+    _write_tune(tmp_path / "plain", "embedded_plain", {0: 5.4, 1: 5.41})
+    plain = _config(RECIPES / "embedded_plain.toml", 0.2, 0)
+    twin = _config(RECIPES / "embedded_twin_one.toml", 0.4, 0)
+    (tmp_path / alignment_file("plain")).write_text(json.dumps({"config": plain, "after_steps": {"0": [_alignment_seed([0.5] * 4)] * 2}}))
+    (tmp_path / alignment_file("twin_one")).write_text(json.dumps({"config": twin, "after_steps": {
+        "0": [_alignment_seed([0.8] * 4)] * 2, "50": [_alignment_seed([0.7, 0.9, 0.9, 1.0])] * 3}}))
+    found = analyze_factorial(tmp_path)
+    by = {(p.control, p.step, p.chunk): p for p in found.alignment}
+    assert by["plain", 0, 1].cosine.estimate == pytest.approx(0.5) and by["plain", 0, 1].lr == pytest.approx(0.2)
+    assert by["twin_one", 50, 1].cosine.estimate == pytest.approx(0.7) and by["twin_one", 50, 1].seeds == 3
+    assert by["twin_one", 0, 1].lr == pytest.approx(0.4)
+    assert load_result(found.to_json()) == found  # the control and η_0 survive the JSON round trip
+    (tmp_path / alignment_file("alpha_one")).write_text(json.dumps({"config": twin, "after_steps": {"0": [_alignment_seed([0.5] * 4)] * 2}}))
+    with pytest.raises(ValueError, match="alignment_alpha_one.json: .*the control 'twin_one', not 'alpha_one'"):
+        analyze_factorial(tmp_path)

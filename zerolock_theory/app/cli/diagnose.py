@@ -5,7 +5,9 @@ DIR holds one ``zerolock tune`` directory per control (the recipes in
 not by its directory's name). Prints the factorial table (each control at its own best η_0, test
 CE, paired differences to backprop and to plain ZeroLock, Holm), the registered predictions with
 their readings, and each mechanism's reading (docs/DIAGNOSIS.md). ``zerolock verify --reanalyze
---with DIR`` puts the same section into a suite's report.
+--with DIR`` puts the same section into a suite's report. The alignment along a run, when DIR holds
+it (``scripts/alignment.py --after-steps ... --json``): ``alignment.json`` for plain ZeroLock (every
+chunk's cosine), ``alignment_<control>.json`` for another control (chunk 1's cosine per control).
 
     zerolock diagnose runs/diag-embedded
     zerolock diagnose runs/diag-embedded --json > factorial.json
