@@ -61,12 +61,18 @@ def test_population_forward_and_gradients_equal_single_runs(tiny_lm, dropout):
         logits = pop(ids)
         logits.square().mean(dim=(1, 2)).sum().backward()
         for s, single in enumerate(singles):
+            rows = slice(2 * s, 2 * s + 2)
+            # float32 rounding depends on the batch's shape (the BLAS picks its blocking by it): a single run's
+            # own logits move by up to ~1e-5 when other rows join its batch; the population may move as much
+            single.train(False)
+            with torch.no_grad():
+                noise = float((single(ids)[rows] - single(ids[rows])).abs().max())
             single.train(dropout > 0)
             torch.manual_seed(seeds[s])  # a single run draws its dropout masks from the global RNG
-            rows = slice(2 * s, 2 * s + 2)
             want = single(ids[rows])
             want.square().mean(dim=(1, 2)).sum().backward()
-            torch.testing.assert_close(logits[rows], want, atol=1e-6, rtol=1e-6, msg=lambda m, label=label, s=s: f"{label} {s}: {m}")
+            torch.testing.assert_close(logits[rows], want, atol=max(1e-6, 2 * noise), rtol=1e-6,
+                                       msg=lambda m, label=label, s=s, noise=noise: f"{label} {s} (batch noise {noise:.2g}): {m}")
             got_grads = [p.grad for ps in population.member_blocks(s) for p in ps]
             want_grads = [p.grad for k in range(1, chunks + 1) for p in single.chunk_parameters(k)]
             assert len(got_grads) == len(want_grads)
