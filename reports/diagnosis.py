@@ -193,22 +193,22 @@ def _stable_blocks(f: Factorial) -> list[Block]:
 STABLE_TITLE = "The shares against backprop at its stable η_0 (a second reading)"
 
 
+def _alignment_parts(f: Factorial) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
+    """The alignment tables that ``f`` has (plain ZeroLock's per chunk, the controls' chunk 1), each with its text."""
+    parts = [(ALIGNMENT_TEXT, alignment_table(f)), (CONTROL_ALIGNMENT_TEXT, control_alignment_table(f))]
+    return [(text, found) for text, found in parts if found is not None]
+
+
 def _alignment_md(f: Factorial) -> list[str]:
-    found, controls = alignment_table(f), control_alignment_table(f)
-    return (([] if found is None else [ALIGNMENT_TEXT, _md_table(*found)])
-            + ([] if controls is None else [CONTROL_ALIGNMENT_TEXT, _md_table(*controls)]))
+    return [part for text, found in _alignment_parts(f) for part in (text, _md_table(*found))]
 
 
 def _alignment_blocks(f: Factorial) -> list[Block]:
-    found, controls = alignment_table(f), control_alignment_table(f)
-    return (([] if found is None else [Block("p", ALIGNMENT_TEXT), table(*found)])
-            + ([] if controls is None else [Block("p", CONTROL_ALIGNMENT_TEXT), table(*controls)]))
+    return [block for text, found in _alignment_parts(f) for block in (Block("p", text), table(*found))]
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += [md_row(row) for row in rows]
-    return "\n".join(out)
+    return "\n".join([md_row(headers), "|" + "---|" * len(headers), *(md_row(row) for row in rows)])
 
 
 def markdown(f: Factorial) -> str:
