@@ -34,7 +34,7 @@ DIRECTIONS = ("actual", "random", "antithetic")
 def _readouts(args: argparse.Namespace, gen: torch.Generator, factors) -> tuple[torch.Tensor, list[dict]]:
     shape = (args.chunks + 1, args.positions, args.vocab)
     logits = 3.0 * torch.randn(shape, generator=gen, dtype=torch.float64)
-    points = [{c: torch.softmax(logits + c * args.step * torch.randn(shape, generator=gen, dtype=torch.float64), -1)
+    points = [{c: torch.log_softmax(logits + c * args.step * torch.randn(shape, generator=gen, dtype=torch.float64), -1)
                for c in factors} for _ in DIRECTIONS]
     return torch.softmax(logits, -1), points
 
@@ -44,7 +44,8 @@ def _definition(before: torch.Tensor, points: list[dict], targets: dict, alpha: 
     out = {}
     for direction, scaled in zip(DIRECTIONS, points, strict=True):
         for objective, p_y in targets.items():
-            for c, p in scaled.items():
+            for c, log_p in scaled.items():
+                p = log_p.exp()
                 terms = stability_terms(before[:-1], p[:-1], before[1:], p_y, alpha, objective)
                 r_after = sum(chunk_divergence(p[k - 1], p[k], p_y, alpha, objective).mean() for k in range(1, p.shape[0]))
                 r_before = sum(chunk_divergence(before[k - 1], p[k], p_y, alpha, objective).mean()

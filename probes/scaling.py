@@ -45,7 +45,8 @@ for −u_t. Undefined values are null; so is a non-finite drift.
 Cost per probed step: ``len(factors) − 1`` extra forward passes of the probe batch through
 the model (c = 1 reuses the readouts at ω^{t+1}), ``len(factors)`` more for the baseline and
 ``len(factors)`` more for the antithetic direction; once per step, both objectives' target and
-gradient of R at ω^t; per point, one logarithm of its [K+1, N, V] readouts and a few passes over
+gradient of R at ω^t; per point, one float64 exponential of its float32 [K+1, N, V] log-readouts
+(the log-readout itself, in float64, is the drift's log p: no logarithm is taken) and a few passes over
 them per objective (φ, q, ρ and the drift; ``benchmarks/scaling_maths.py`` times them against the
 definition's form); nothing at the other steps. Parameters are restored by copying the saved
 ω^{t+1} back, so training is bitwise unaffected.
@@ -75,6 +76,7 @@ from zerolock_theory.probe_config import DEFAULT_FACTORS, scaling_directions
 from zerolock_theory.records import SCALING, SCALING_STEP
 from zerolock_theory.theory.stability import (
     FirstOrder,
+    FirstOrderTotals,
     as_metric,
     first_order_totals,
     in_readout_range,
@@ -223,19 +225,26 @@ class Drift:
         return drift_values([self], scaled)[0]
 
 
-def drift_values(drifts: Sequence[Drift], scaled: Sequence[torch.Tensor]) -> list[list[float | None]]:
+def drift_values(drifts: Sequence[Drift], scaled: Sequence[torch.Tensor],
+                 logs: Sequence[torch.Tensor] | None = None) -> list[list[float | None]]:
     """Each drift's values at every point of ``scaled``, in order: one logarithm per point, shared by
     the drifts (built on the same ``before``, e.g. one per objective), held for one point at a time;
-    a few host transfers for all of them."""
+    a few host transfers for all of them.
+
+    ``logs[i]``, when given, is the log-readout of which ``scaled[i]`` is the exponential (the probe's
+    float32 log p̃, ``scaled[i] = exp(logs[i].double())``): the short form then takes it, in float64,
+    as its log p instead of recomputing ``log(scaled[i])`` (which returns it up to one rounding)."""
     points = list(scaled)
     if not points:
         return [[] for _ in drifts]
+    if logs is not None and len(logs) != len(points):
+        raise ValueError(f"{len(logs)} log-readouts for {len(points)} points")
     short = (torch.stack([in_readout_range(p) for p in points]).tolist() if any(d.short for d in drifts)
              else [False] * len(points))
     rows: list[list[torch.Tensor | None]] = [[None] * len(points) for _ in drifts]
     for i, p in enumerate(points):
         if short[i]:
-            log_p = torch.log(p)
+            log_p = torch.log(p) if logs is None else logs[i].to(p.dtype)
             for j, drift in enumerate(drifts):
                 rows[j][i] = drift._short(p, log_p) if drift.short else None
     found = [r for row in rows for r in row if r is not None]
@@ -308,7 +317,7 @@ class ScalingProbe(Probe):
             scaled: dict[float, torch.Tensor] = {}
             for c in self.factors:
                 if c == 1.0:
-                    scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed).double().exp()
+                    scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed)
                     continue
                 scaled[c] = self._at(ctx, params, start, deltas, c)
             shared = self._start(ctx, before)
@@ -330,11 +339,11 @@ class ScalingProbe(Probe):
 
     def _at(self, ctx: HookContext, params: list[torch.Tensor], start: list[torch.Tensor],
             direction: list[torch.Tensor], c: float) -> torch.Tensor:
-        """p̃ at ω^t + c·direction (float64 probabilities); the caller restores the parameters."""
+        """log p̃ at ω^t + c·direction (float32 log-readouts); the caller restores the parameters."""
         with torch.no_grad():
             for p, w0, d in zip(params, start, direction, strict=True):
                 p.copy_(w0 + c * d)
-        return readouts_now(ctx, self.n_positions, self.seed).double().exp()
+        return readouts_now(ctx, self.n_positions, self.seed)
 
     def _targets(self, ctx: HookContext, vocab: int) -> dict[str, torch.Tensor]:
         """p_y per objective, [N, V] float64."""
@@ -356,19 +365,31 @@ class ScalingProbe(Probe):
         self, start: dict[str, tuple[FirstOrder | None, Drift]], before: torch.Tensor,
         scaled: dict[float, torch.Tensor], direction: str
     ) -> dict[str, Any]:
+        """Both objectives' terms of one direction. ``scaled[c]``: the log-readouts at factor c (the
+        probe's float32 log p̃, [K+1, N, V]); each point's probabilities exp(log p̃) are formed in
+        float64 one point at a time, and its log p̃ serves the drift as its log p."""
         out: dict[str, Any] = {}
         c_min = self.factors[-1]
         factors = list(scaled)
-        uppers = [scaled[c][:-1] for c in factors]
-        nan = bool(torch.stack([x.isnan().any() for x in uppers]).any())  # one host transfer
-        drifts = drift_values([drift for _, drift in start.values()], [scaled[c] for c in factors])
+        drifts = [drift for _, drift in start.values()]
         orders = [first_order for first_order, _ in start.values()]
-        if nan or None in orders:  # the definition, not the shortcut
-            every = [first_order_totals(before[:-1], uppers, before[1:], drift.p_y, drift.alpha, objective)  # type: ignore[arg-type]
-                     for objective, (_, drift) in start.items()]
-        else:
-            every = shared_totals(orders, uppers)  # type: ignore[arg-type]
-        for (objective, _), totals, values in zip(start.items(), every, drifts, strict=True):
+        every: list[list[FirstOrderTotals]] = [[] for _ in start]
+        values: list[list[float | None]] = [[] for _ in start]
+        log_p = p = None  # one pair of float64 buffers for every point: no fresh [K+1, N, V] pages per point
+        for c in factors:
+            if log_p is None or log_p.shape != scaled[c].shape:
+                log_p = torch.empty(scaled[c].shape, dtype=torch.float64, device=scaled[c].device)
+                p = torch.empty_like(log_p)
+            torch.exp(log_p.copy_(scaled[c]), out=p)
+            if None in orders or bool(p[:-1].isnan().any()):  # the definition, not the shortcut
+                point = [first_order_totals(before[:-1], [p[:-1]], before[1:], drift.p_y, drift.alpha, objective)  # type: ignore[arg-type]
+                         for objective, (_, drift) in start.items()]
+            else:
+                point = shared_totals(orders, [p[:-1]])  # type: ignore[arg-type]
+            for j, (terms, drift) in enumerate(zip(point, drift_values(drifts, [p], [log_p]), strict=True)):
+                every[j] += terms
+                values[j] += drift
+        for (objective, _), totals, drift in zip(start.items(), every, values, strict=True):
             defined = True
             for c, terms in zip(factors, totals, strict=True):
                 defined &= bool(torch.isfinite(terms.phi_total))
@@ -380,7 +401,7 @@ class ScalingProbe(Probe):
             out[SCALING_STEP.key(objective, "phi_prime", direction)] = None if phi_min is None else phi_min / c_min
             out[SCALING_STEP.key(objective, "q_second", direction)] = None if q_min is None else q_min / c_min**2
             out[SCALING_STEP.key(objective, "defined", direction)] = defined
-            for c, value in zip(factors, values, strict=True):
+            for c, value in zip(factors, drift, strict=True):
                 out[SCALING.key(objective, c, "drift", direction)] = value
         return out
 

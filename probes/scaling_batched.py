@@ -83,9 +83,9 @@ class BatchedScalingProbe(ScalingProbe):
             scaled = {}
             for c in self.factors:
                 if direction == "actual" and c == 1.0:
-                    scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed).double().exp()
+                    scaled[c] = readouts(ctx, step + 1, self.n_positions, self.seed)
                 else:
-                    scaled[c] = log_p[:, index[(direction, c)]].double().exp()
+                    scaled[c] = log_p[:, index[(direction, c)]]
             out.update(self._metrics(shared, before, scaled, direction))
         return out
 

@@ -293,6 +293,40 @@ def _along_floor(log_prev: torch.Tensor, log_start: torch.Tensor, labels: torch.
     return float(along.max()) if along.numel() else math.nan
 
 
+FLOOR_MEMO = 4
+"""Inputs per floor whose values ``_floors`` keeps: a seed's arms and controls ask for the same floors."""
+_FLOORS: dict[str, list[tuple[tuple[torch.Tensor, ...], tuple[float, float], float]]] = {"free": [], "along": []}
+
+
+def _memo(kind: str, inputs: tuple[torch.Tensor, ...], alpha: float, epsilon: float, compute) -> float:
+    """``compute()``, or the value kept for equal inputs (``torch.equal``, the same shapes and dtypes, as
+    copies, the last ``FLOOR_MEMO`` per kind): the same number, computed once."""
+    kept = _FLOORS[kind]
+    settings = (float(alpha), float(epsilon))
+    for tensors, where, value in kept:
+        if where == settings and len(tensors) == len(inputs) and all(
+                x.shape == y.shape and x.dtype == y.dtype and torch.equal(x, y.to(x.device))
+                for x, y in zip(inputs, tensors, strict=True)):
+            return value
+    value = compute()
+    kept.insert(0, (tuple(x.detach().clone() for x in inputs), settings, value))
+    del kept[FLOOR_MEMO:]
+    return value
+
+
+def _floors(log_prev: torch.Tensor, log_start: torch.Tensor, labels: torch.Tensor,
+            permuted: Sequence[torch.Tensor], alpha: float, epsilon: float) -> tuple[float, float]:
+    """(``_free_floor``, ``_along_floor``) of one seed: they depend on its p_{k-1}, p^0, labels (and label
+    permutations), not on the reached readout, and every arm and control of the seed asks for them
+    (``_memo``)."""
+    free = (_memo("free", (log_prev, log_start, labels, *permuted), alpha, epsilon,
+                  lambda: _free_floor(log_prev, log_start, labels, permuted, alpha, epsilon))
+            if permuted else math.nan)
+    along = _memo("along", (log_prev, log_start, labels), alpha, epsilon,
+                  lambda: _along_floor(log_prev, log_start, labels, alpha, epsilon))
+    return free, along
+
+
 def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log_p: torch.Tensor,
             labels: torch.Tensor, alpha: float, epsilon: float, *, steps: int = 0, converged: bool = True,
             loss_start: float = float("nan"), loss_end: float = float("nan"),
@@ -313,8 +347,7 @@ def reached(direction: str, log_prev: torch.Tensor, log_start: torch.Tensor, log
     along_nulls = (coefs[1:, 0] - coefs[1:, 1]).abs()
     along_nulls = along_nulls[torch.isfinite(along_nulls)]
     along_null = float(along_nulls.max()) if along_nulls.numel() else math.nan
-    floor = _free_floor(log_prev, log_start, labels, permuted, alpha, epsilon) if permuted else math.nan
-    along_floor = _along_floor(log_prev, log_start, labels, alpha, epsilon)
+    floor, along_floor = _floors(log_prev, log_start, labels, permuted, alpha, epsilon)
     return Reached(direction, steps, converged, loss_start, loss_end, float(dist["tv_m"].mean()),
                    float(dist["tv_g"].mean()), float(residual), tau, tv_m_null, tv_g_null, float(diff[0, 1]),
                    float(null[1]), float(coef[0]), float(coef[1]), floor, along_null, along_floor)

@@ -136,3 +136,43 @@ def test_share_of_groups_reading_the_truth(c):
     assert found["wrong direction"] == 0.0, found
     if c in CONSTRUCTIONS and c.name not in MISSED:
         assert found["CE arm"] >= 0.9 and found["reverse arm"] >= 0.9 and found["row"] >= 0.9, found
+
+
+def test_a_seeds_floors_are_computed_once_and_follow_its_inputs(monkeypatch):
+    """``reached`` takes a seed's floors from ``_memo`` when its p_{k-1}, p^0, labels and permutations are
+    equal to a kept call's: the same record as computing them, once per seed; a changed input (here an
+    in-place edit of the kept p^0, and another seed) computes them again."""
+    import analyses.lemma2.fixed_point as fp
+    from analyses.lemma2.families import synthetic_batch
+    from analyses.lemma2.fixed_point import label_permutations, reached
+
+    b = synthetic_batch(7)
+    permuted = label_permutations(b.labels, 7)
+    move = b.log_start + 0.01 * b.log_prev
+    calls = {"free": 0, "along": 0}
+    free, along = fp._free_floor, fp._along_floor
+
+    def counted(kind, f):
+        def wrapped(*args):
+            calls[kind] += 1
+            return f(*args)
+        return wrapped
+
+    monkeypatch.setattr(fp, "_FLOORS", {"free": [], "along": []})
+    monkeypatch.setattr(fp, "_free_floor", counted("free", free))
+    monkeypatch.setattr(fp, "_along_floor", counted("along", along))
+    first = reached("forward", b.log_prev, b.log_start, move, b.labels, 0.5, 0.1, permuted=permuted)
+    again = reached("reverse", b.log_prev.clone(), b.log_start.clone(), move, b.labels, 0.5, 0.1, permuted=permuted)
+    assert calls == {"free": 1, "along": 1}
+    assert (again.free_floor, again.along_floor) == (first.free_floor, first.along_floor)
+    assert first.free_floor == free(b.log_prev, b.log_start, b.labels, permuted, 0.5, 0.1)
+    assert first.along_floor == along(b.log_prev, b.log_start, b.labels, 0.5, 0.1)
+    reached("forward", b.log_prev, b.log_start, move, b.labels, 0.5, 0.1)  # no permutations: no free floor
+    assert calls == {"free": 1, "along": 1}
+    start = b.log_start.clone()
+    start[0, 0] += 1e-3
+    other = reached("forward", b.log_prev, start, move, b.labels, 0.5, 0.1, permuted=permuted)
+    assert calls == {"free": 2, "along": 2}
+    assert other.along_floor != first.along_floor
+    reached("forward", b.log_prev, b.log_start, move, b.labels, 0.3, 0.1, permuted=permuted)  # another alpha
+    assert calls == {"free": 3, "along": 3}
