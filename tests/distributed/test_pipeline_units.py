@@ -177,3 +177,26 @@ def test_cli_maps_stages_and_schedule_onto_the_config() -> None:
     bad = parser.parse_args(["pipeline", "--stages", "4", "--chunks", "2", "--out", "unused"])
     with pytest.raises(CLIError, match="contradicts"):
         pipeline._config(bad)
+
+
+def test_the_fork_server_warms_once_and_forks_stages() -> None:
+    """``warm_fork_server`` starts the launcher's fork server (where the platform has one) and returns at
+    once; a second call keeps the same server, and a process started through the launcher's context
+    is forked from it and runs."""
+    import multiprocessing
+    import time
+    from multiprocessing import forkserver
+
+    from zerolock_theory.pipeline.launch import _context, warm_fork_server
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        assert warm_fork_server() is False
+        return
+    assert warm_fork_server() is True
+    pid = forkserver._forkserver._forkserver_pid  # noqa: SLF001 (the standard library's server)
+    assert pid is not None
+    assert warm_fork_server() is True and forkserver._forkserver._forkserver_pid == pid  # noqa: SLF001
+    proc = _context().Process(target=time.sleep, args=(0,))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == 0

@@ -39,7 +39,7 @@ from zerolock_theory.pipeline.outputs import merge_outputs
 from zerolock_theory.pipeline.runtime import PEER_EXIT
 from zerolock_theory.pipeline.worker import WorkerSpec, run_worker, worker_main
 
-__all__ = ["PipelineError", "PipelineSummary", "launch", "launch_torchrun", "prepare_run"]
+__all__ = ["PipelineError", "PipelineSummary", "launch", "launch_torchrun", "prepare_run", "warm_fork_server"]
 
 # Imported once by the fork server, so a stage (or a restarted stage) starts without importing them again.
 PRELOAD = ["torch", "torch.distributed.pipelining", "safetensors.torch", "tokenizers", "transformers",
@@ -131,6 +131,19 @@ def _context() -> Any:
     if ctx.get_start_method() == "forkserver":
         ctx.set_forkserver_preload(PRELOAD)
     return ctx
+
+
+def warm_fork_server() -> bool:
+    """Start the fork server now (where the local launcher uses one), so that it imports ``PRELOAD``
+    while this process does other work and the first stage starts without waiting for the imports.
+    Returns whether a fork server is running; nothing is started where the launcher spawns."""
+    ctx = _context()
+    if ctx.get_start_method() != "forkserver":
+        return False
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()  # spawns the server and returns; the server imports PRELOAD on its own
+    return True
 
 
 class _Supervisor:

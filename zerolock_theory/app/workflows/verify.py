@@ -383,6 +383,10 @@ def verify(
             progress.announce("runs", say)
             # with --jobs >= 2 the fixed points start now, in a process of their own beside the runs
             fixed_points_done = side.enter_context(fixed_points_beside(spec, base, out / "fixed_point", jobs, log=log))
+            if jobs >= 2 and spec.memory_stages:  # the memory runs' fork server imports beside the runs, not after
+                from zerolock_theory.pipeline.launch import warm_fork_server
+
+                warm_fork_server()
             run_dirs = sorted(run_points(base, suite_points(spec, lrs), out / "runs", jobs=jobs, log=say,
                                          population=population))  # as --reanalyze reads them
         finally:
