@@ -227,9 +227,9 @@ class Drift:
 
 def drift_values(drifts: Sequence[Drift], scaled: Sequence[torch.Tensor],
                  logs: Sequence[torch.Tensor] | None = None) -> list[list[float | None]]:
-    """Each drift's values at every point of ``scaled``, in order: one logarithm per point, shared by
-    the drifts (built on the same ``before``, e.g. one per objective), held for one point at a time;
-    a few host transfers for all of them.
+    """Each drift's values at every point of ``scaled``, in order: one logarithm per point (none with
+    ``logs``), shared by the drifts (built on the same ``before``, e.g. one per objective), held for one
+    point at a time; a few host transfers for all of them.
 
     ``logs[i]``, when given, is the log-readout of which ``scaled[i]`` is the exponential (the probe's
     float32 log p̃, ``scaled[i] = exp(logs[i].double())``): the short form then takes it, in float64,
