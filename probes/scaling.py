@@ -375,13 +375,14 @@ class ScalingProbe(Probe):
         orders = [first_order for first_order, _ in start.values()]
         every: list[list[FirstOrderTotals]] = [[] for _ in start]
         values: list[list[float | None]] = [[] for _ in start]
-        log_p = p = None  # one pair of float64 buffers for every point: no fresh [K+1, N, V] pages per point
+        # NaN in p̃ exactly where in log p̃: one host transfer for the direction, on the float32 logs
+        nan = bool(torch.stack([scaled[c][:-1].isnan().any() for c in factors]).any())
+        first = scaled[factors[0]]  # one pair of float64 buffers for every point: no fresh pages per point
+        log_p = torch.empty(first.shape, dtype=torch.float64, device=first.device)
+        p = torch.empty_like(log_p)
         for c in factors:
-            if log_p is None or log_p.shape != scaled[c].shape:
-                log_p = torch.empty(scaled[c].shape, dtype=torch.float64, device=scaled[c].device)
-                p = torch.empty_like(log_p)
             torch.exp(log_p.copy_(scaled[c]), out=p)
-            if None in orders or bool(p[:-1].isnan().any()):  # the definition, not the shortcut
+            if nan or None in orders:  # the definition, not the shortcut
                 point = [first_order_totals(before[:-1], [p[:-1]], before[1:], drift.p_y, drift.alpha, objective)  # type: ignore[arg-type]
                          for objective, (_, drift) in start.items()]
             else:
