@@ -37,13 +37,15 @@ over spans is at most the per-step one: use every = 1 for the proof's verdict.
 Cost per probed step (every = 1): K − 1 chunk forwards on the probe batch and K − 1 readouts
 (R^t(ω^{t+1}); chunk 1's is the shared readout p̃_1 itself, its input h_0 being frozen) besides the
 shared readouts p̃ (reused from ``probes.readout_pass.readouts`` with their hidden states), and
-float64 KL passes over [N, V] (chunk 1's targets are kept: p_0 never moves); with smoothness, one
-more forward and two backwards.
+float64 KL passes over [N, V] (chunk 1's targets are kept: p_0 never moves; the implemented targets'
+m_k = exp(log m_k) is taken once per span; with ε = 0 their log-mixture is summed at the labels
+only); with smoothness, one more forward and two backwards.
 Resumable without state: ``on_start`` begins a span at the start step when it is aligned.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -67,31 +69,50 @@ from zerolock_theory.training.hooks import HookContext
 __all__ = ["ProofProbe", "chunk_targets", "chunk_terms"]
 
 
-def chunk_targets(log_y: torch.Tensor, upstream: Any, alpha: float, objective: str) -> list[torch.Tensor]:
+def chunk_targets(log_y: torch.Tensor, upstream: Any, alpha: float, objective: str,
+                  labels: torch.Tensor | None = None) -> list[torch.Tensor]:
     """Frozen log-targets per chunk, float64 [N, V]: log g_k (paper) or log m_k (implemented).
 
     ``log_y`` [N, V] log p_y; ``upstream`` K tensors [N, V] log p_{k-1}
-    (``theory.surrogate.frozen_targets``, one chunk at a time).
+    (``theory.surrogate.frozen_targets``, one chunk at a time). ``labels`` [N], given when p_y
+    is one-hot at them (ε = 0): log m_k = log(1-α) + log p_{k-1} off the label, and the
+    log-sum only at the label (``_one_hot_mixture``: the same values up to one rounding at the
+    label, where torch's vectorised and scalar ``logaddexp`` may differ in the last bit).
     """
+    if labels is not None and objective == "implemented" and 0.0 < alpha < 1.0:
+        return [_one_hot_mixture(prev.double(), labels, alpha) for prev in upstream]
     return [frozen_targets(log_y, [prev.double()], alpha, objective, log_input=True)[0]  # type: ignore[arg-type]
             for prev in upstream]
 
 
-def chunk_terms(targets: list[torch.Tensor], outputs: Any, objective: str) -> torch.Tensor:
+def _one_hot_mixture(log_prev: torch.Tensor, labels: torch.Tensor, alpha: float) -> torch.Tensor:
+    """log(α e_y + (1-α) p_{k-1}), float64: ``theory.surrogate``'s log-mixture for a one-hot p_y.
+
+    Off the label that mixture's ``logaddexp(-inf, b)`` is b exactly; at the label log e_y = 0,
+    so its first term is log α exactly and only the ``logaddexp``'s own rounding can differ."""
+    out = log_prev + math.log1p(-alpha)
+    idx = labels.to(out.device).long().unsqueeze(-1)
+    at = out.gather(-1, idx)
+    return out.scatter_(-1, idx, torch.logaddexp(torch.full_like(at, math.log(alpha)), at))
+
+
+def chunk_terms(targets: list[torch.Tensor], outputs: Any, objective: str,
+                target_probs: list[torch.Tensor] | None = None) -> torch.Tensor:
     """Per-chunk terms [K], float64: mean_n KL(p_k ‖ g_k) (paper) or mean_n KL(m_k ‖ p_k) (implemented).
 
     ``outputs`` K tensors [N, V] log p_k (differentiable when they are). The terms of
     ``theory.surrogate.chunk_surrogate_terms`` (same clamp at 0 per position), with one mask
-    instead of its general ones (tested equal on runs).
+    instead of its general ones (tested equal on runs). ``target_probs`` (implemented only):
+    m_k = exp(log m_k) per chunk, when already at hand.
     """
     terms = []
-    for target, out in zip(targets, outputs, strict=True):
+    for k, (target, out) in enumerate(zip(targets, outputs, strict=True)):
         out = out.double()
         if objective == "paper":
             p = out.exp()
             div = (p * torch.where(p > 0, out - target, 0.0)).sum(-1)
         else:
-            m = target.exp()
+            m = target.exp() if target_probs is None else target_probs[k]
             div = (m * torch.where(m > 0, target - out, 0.0)).sum(-1)
         terms.append(div.clamp_min(0.0).mean())
     return torch.stack(terms)
@@ -106,6 +127,7 @@ class _Span:
     inputs: list[torch.Tensor]  # h^{t_0}_0 .. h^{t_0}_{K-1}, whole rows
     targets: dict[str, list[torch.Tensor]]  # objective -> frozen log-targets of R^{t_0}, float64 [N, V] per chunk
     terms: dict[str, torch.Tensor]  # objective -> R^{t_0}(ω^{t_0}) per chunk, float64 [K]
+    probs: list[torch.Tensor] | None  # m_k = exp(log m_k) of the implemented targets, float64 [N, V] per chunk
     lr: list[float] = field(default_factory=list)  # η of each step of the span
     weights: list[torch.Tensor] | None = None  # ω^{t_0} when smoothness is due
     grads: dict[str, list[torch.Tensor]] | None = None  # objective -> ∇R^{t_0}(ω^{t_0})
@@ -133,7 +155,8 @@ class ProofProbe(Probe):
             raise ValueError(f"proof.epsilon must lie in [0, 1), got {self.epsilon}")
         self.span: _Span | None = None
         self.log_y: dict[str, torch.Tensor] = {}
-        self.first_targets: tuple[torch.Tensor, dict[str, torch.Tensor]] | None = None  # (log p_0, chunk 1's targets)
+        # (log p_0, chunk 1's log-targets, their exp) per objective
+        self.first_targets: tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]] | None = None
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -151,22 +174,30 @@ class ProofProbe(Probe):
             self.log_y = {obj: label_targets(labels, vocab, e).log() for obj, e in self._eps(ctx).items()}
         return self.log_y
 
-    def _frozen(self, ctx: HookContext, log_p: torch.Tensor) -> tuple[dict[str, list[torch.Tensor]], dict[str, torch.Tensor]]:
-        """Per objective: the targets from ``log_p`` rows 0..K-1 and the terms of rows 1..K (R^t(ω^t)).
+    def _frozen(self, ctx: HookContext, log_p: torch.Tensor) -> tuple[dict[str, list[torch.Tensor]], dict[str, torch.Tensor],
+                                                                       list[torch.Tensor] | None]:
+        """Per objective: the targets from ``log_p`` rows 0..K-1 and the terms of rows 1..K (R^t(ω^t));
+        and the implemented targets' m_k = exp(log m_k), read again by R^t(ω^{t+1}).
 
         Row 0 (p_0: the frozen embeddings' readout, or uniform) is the same at every step, so
-        chunk 1's targets are kept and reused while it is bitwise unchanged."""
+        chunk 1's targets (and its m_1) are kept and reused while it is bitwise unchanged."""
         log_y, alpha = self._log_y(ctx, log_p.shape[-1]), one_alpha(ctx.config.method, "the proof probe")
+        one_hot = probe_batch(ctx, self.n_positions, self.seed).targets if self._eps(ctx)["implemented"] == 0.0 else None
         rows = log_p.double()  # once for both objectives
         kept = self.first_targets
         if kept is None or not torch.equal(kept[0], log_p[0]):
-            kept = self.first_targets = (log_p[0].clone(), {})
+            kept = self.first_targets = (log_p[0].clone(), {}, {})
         targets = {}
         for obj in self._objectives(ctx):
             if obj not in kept[1]:
-                kept[1][obj] = chunk_targets(log_y[obj], rows[:1], alpha, obj)[0]
-            targets[obj] = [kept[1][obj], *chunk_targets(log_y[obj], rows[1:-1], alpha, obj)]
-        return targets, {obj: chunk_terms(t, rows[1:], obj) for obj, t in targets.items()}
+                kept[1][obj] = chunk_targets(log_y[obj], rows[:1], alpha, obj, one_hot)[0]
+                kept[2][obj] = kept[1][obj].exp()
+            targets[obj] = [kept[1][obj], *chunk_targets(log_y[obj], rows[1:-1], alpha, obj, one_hot)]
+        probs = None
+        if "implemented" in targets:
+            probs = [kept[2]["implemented"], *(t.exp() for t in targets["implemented"][1:])]
+        terms = {obj: chunk_terms(t, rows[1:], obj, probs if obj == "implemented" else None) for obj, t in targets.items()}
+        return targets, terms, probs
 
     def _chunk_outputs(self, ctx: HookContext, inputs: list[torch.Tensor], grad: bool = False,
                        start: int = 1) -> list[torch.Tensor]:
@@ -185,12 +216,12 @@ class ProofProbe(Probe):
                 out.append(torch.log_softmax(logits.float(), dim=-1))
         return out
 
-    def _begin(self, ctx: HookContext, step: int, frozen: tuple[dict, dict] | None = None) -> _Span:
-        """A span starting at ω^step (the model holds it now); ``frozen``: its targets and terms, when at hand."""
+    def _begin(self, ctx: HookContext, step: int, frozen: tuple[dict, dict, list | None] | None = None) -> _Span:
+        """A span starting at ω^step (the model holds it now); ``frozen``: ``_frozen``'s values, when at hand."""
         log_p = readouts(ctx, step, self.n_positions, self.seed)
         inputs = hidden_states(ctx, step, self.n_positions, self.seed)[:-1]
-        targets, terms = self._frozen(ctx, log_p) if frozen is None else frozen
-        span = _Span(step, log_p, inputs, targets, terms)
+        targets, terms, probs = self._frozen(ctx, log_p) if frozen is None else frozen
+        span = _Span(step, log_p, inputs, targets, terms, probs)
         if self.smoothness_every and step % self.smoothness_every == 0:
             params = [p for ps in ctx.step_fn.params for p in ps]
             span.weights = [p.detach().clone() for p in params]
@@ -224,7 +255,7 @@ class ProofProbe(Probe):
         self.span = self._begin(ctx, end, frozen) if end < ctx.config.run.steps else None
         return out
 
-    def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], tuple[dict, dict]]:
+    def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], tuple[dict, dict, list | None]]:
         """Metrics of the span ending at ω^end, and the targets and R^end(ω^end) of the next span."""
         log_p = readouts(ctx, end, self.n_positions, self.seed)
         # Chunk 1 at ω^end on its old input h^t_0 is chunk 1 of the chained forward at ω^end whenever
@@ -234,7 +265,8 @@ class ProofProbe(Probe):
         with torch.no_grad():
             moved = self._chunk_outputs(ctx, span.inputs[skip:], start=1 + skip)
         moved = [m.double() for m in (*log_p[1:1 + skip], *moved)]  # once for both objectives
-        mid = {obj: chunk_terms(targets, moved, obj) for obj, targets in span.targets.items()}
+        mid = {obj: chunk_terms(targets, moved, obj, span.probs if obj == "implemented" else None)
+               for obj, targets in span.targets.items()}
         frozen = self._frozen(ctx, log_p)
         after = frozen[1]
         out: dict[str, Any] = {

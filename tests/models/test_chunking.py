@@ -76,3 +76,41 @@ def test_train_and_eval_switch_every_module_once(tiny_lm, arch):
     assert not chunked.extra.training
     with pytest.raises(ValueError, match="boolean"):
         chunked.train("yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_flat_switch_sets_the_flags_nn_module_train_sets(tiny_lm, arch):
+    """The flat pass (no module adds to ``train``) leaves every flag where the inherited
+    recursion leaves it, from mixed flags, a child outside the model included."""
+    from zerolock_theory.models.chunking import _plain_modules
+
+    chunked, reference = ChunkedLM(tiny_lm(arch), 2), ChunkedLM(tiny_lm(arch), 2)
+    for c in (chunked, reference):
+        c.extra = torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.Linear(2, 2))
+    assert _plain_modules(chunked) is not None  # the flat path is the one exercised
+    mods, ref_mods = list(chunked.modules()), list(reference.modules())
+    for mode in (False, True, False):
+        for i, (m, r) in enumerate(zip(mods, ref_mods, strict=True)):  # mixed flags before each switch
+            m.training = r.training = bool(i % 3)
+        assert chunked.train(mode) is chunked
+        torch.nn.Module.train(reference, mode)
+        assert [m.training for m in mods] == [r.training for r in ref_mods] == [mode] * len(mods)
+
+
+def test_a_module_with_its_own_train_is_switched_by_it(tiny_lm):
+    """A module whose class adds to ``train`` sends the switch through every module's own ``train``."""
+    from zerolock_theory.models.chunking import _plain_modules
+
+    seen: list[bool] = []
+
+    class Counting(torch.nn.Dropout):
+        def train(self, mode: bool = True):
+            seen.append(mode)
+            return super().train(mode)
+
+    chunked = ChunkedLM(tiny_lm("llama"), 2)
+    chunked.extra = Counting(0.5)
+    assert _plain_modules(chunked) is None
+    chunked.eval()
+    chunked.train()
+    assert seen == [False, True] and chunked.extra.training and all(m.training for m in chunked.modules())

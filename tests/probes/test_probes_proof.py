@@ -185,3 +185,26 @@ def test_chunk_terms_equal_the_theory_reference(alpha, epsilon):
         want = chunk_surrogate_terms(outputs.double(), frozen_targets(log_y, upstream.double(), alpha, obj, log_input=True),
                                      obj, log_input=True)
         torch.testing.assert_close(chunk_terms(targets, outputs, obj), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.5, 0.9])
+def test_one_hot_targets_equal_the_general_mixture(alpha):
+    """With ε = 0 the implemented targets formed at the labels only equal the log-mixture over
+    the whole vocabulary: bit for bit off the labels, to the last bit at them (a vectorised
+    against a scalar ``logaddexp``), and so do their terms, extreme log-probabilities included."""
+    g = torch.Generator().manual_seed(2)
+    upstream = torch.log_softmax(8 * torch.randn(3, 7, 13, generator=g), -1)
+    upstream[0, 0, 0] = -80.0  # a log-probability far below the others
+    outputs = torch.log_softmax(3 * torch.randn(3, 7, 13, generator=g), -1)
+    labels = torch.randint(0, 13, (7,), generator=g)
+    log_y = label_smooth(one_hot(labels, 13, torch.float64), 0.0).log()
+    fast = chunk_targets(log_y, upstream, alpha, "implemented", labels)
+    slow = chunk_targets(log_y, upstream, alpha, "implemented")
+    off = torch.ones(7, 13, dtype=torch.bool)
+    off[torch.arange(7), labels] = False
+    for a, b in zip(fast, slow, strict=True):
+        assert torch.equal(a[off], b[off])
+        torch.testing.assert_close(a, b, rtol=0.0, atol=2e-16)  # one rounding of a sum of order 1
+    probs = [t.exp() for t in fast]
+    torch.testing.assert_close(chunk_terms(fast, outputs, "implemented", probs), chunk_terms(slow, outputs, "implemented"),
+                               rtol=1e-14, atol=1e-15)

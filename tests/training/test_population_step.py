@@ -95,3 +95,45 @@ def test_population_equals_separate_runs(embedded, name):
         assert set(mine) == set(final)
         for key, value in final.items():
             assert float((mine[key] - value).norm()) <= RTOL * float(value.norm()), f"{name} member {s} {key}"
+
+
+@pytest.mark.parametrize("name", ["zerolock-forward", "zerolock-reverse"])
+def test_population_global_grad_sq_equals_each_members_own(embedded, name):
+    """Every member's global Ĝ_t in one pass equals ``steps.global_grad_sq_unbiased`` inside
+    ``member(s)`` bit for bit (CPU), with dropout on and a member whose half has no label (None); the global RNG
+    and every member's dropout stream are left as they were."""
+    from zerolock_theory.training.steps import global_grad_sq_unbiased
+
+    method = METHODS[name]
+    settings = LoraSettings(rank=4, dropout=0.1, init_b_std=0.01)
+    optim, model_cfg = OptimConfig(name="sgd", lr=0.05), ModelConfig(chunks=K)
+    vocab = embedded.config.vocab_size
+    initial = []
+    for seed in SEEDS:
+        chunked, _ = _single_run(embedded, seed, settings, method, optim, model_cfg)
+        initial.append({n: v.clone() for n, v in trainable_state_dict(chunked.model).items()})
+    pop_chunked = ChunkedLM(copy.deepcopy(embedded), K)
+    attach_adapters(pop_chunked, settings)
+    population = stack_adapters(pop_chunked, initial)
+    population.seed_dropout([7 * s for s in SEEDS])
+    pop_step = build_population_step(population, method, optim, model_cfg, STEPS)
+    pop_chunked.train()
+    for t in (0, 3):
+        batches = [_batches(seed, vocab)[t] for seed in SEEDS]
+        batches[2]["labels"][: ROWS // 2] = -100  # member 2: its first half has no label
+        states = [g.get_state() for g in population.rng.generators]
+        global_state = torch.get_rng_state()
+        got = pop_step.global_grad_sq_unbiased(batches)
+        assert all(torch.equal(g.get_state(), st) for g, st in zip(population.rng.generators, states, strict=True))
+        assert torch.equal(torch.get_rng_state(), global_state)
+        want = []
+        for s in range(S):
+            with population.member(s):
+                own = copy.copy(pop_step.inner)
+                own.params = pop_step.params[s]
+                want.append(global_grad_sq_unbiased(own, batches[s]))
+        assert got[2] is None and want[2] is None
+        for s in range(2):
+            assert want[s] is not None and got[s] is not None and want[s] != 0.0
+            assert got[s] == want[s], f"member {s} step {t}: {got[s]} against {want[s]}"  # bit for bit on a CPU
+        pop_step.train_step(batches, t)  # move the adapters before the next check

@@ -12,6 +12,11 @@ own data order) and runs the wrapped step's own accumulation (``accumulator``) o
 * per member: ‖∇_k‖², Ĝ_t (its first-half snapshot), the finite check, clipping and the
   optimizer (a ``ChunkOptimizers`` of its own, ``steps.finish_update``), as in a single run.
 
+``global_grad_sq_unbiased`` gives every member's global Ĝ_t (``run.global_grad_every``) the same
+way: one full-backprop forward and gradient per half for all members, each member's loss
+normalised by its own half's labelled tokens, its dropout drawn from its own stream without
+advancing it.
+
 All the step's scalars, of every member, are read from the device at once.
 
 Checkpoints: ``member_states`` gives each member's ``TrainState`` in a single run's format (its
@@ -33,6 +38,7 @@ from zerolock_theory.config import MethodConfig, ModelConfig, OptimConfig
 from zerolock_theory.models.population import Population
 from zerolock_theory.theory.losses import IGNORE_INDEX
 from zerolock_theory.training.gradients import Blocks, grad_sums, snapshot
+from zerolock_theory.training.losses import LossSpec, chunk_loss
 from zerolock_theory.training.optimizers import ChunkOptimizers
 from zerolock_theory.training.state import TrainState, capture_rng
 from zerolock_theory.training.steps import (
@@ -97,6 +103,53 @@ class PopulationStep:
         values = torch.stack(rows).tolist()  # the step's one read of every member's scalars
         return [finish_update(self.optimizers[s], list(totals), values[s], K, has[s], step, self.inner.loss_name)
                 for s in range(self.size)]
+
+    def global_grad_sq_unbiased(self, batches: list[Batch]) -> list[float | None]:
+        """Every member's ``steps.global_grad_sq_unbiased`` at the current parameters, in one pass.
+
+        Half i of the population is the members' halves i (as in ``train_step``); per half, one
+        forward through every chunk without detaching and one ``autograd.grad`` of the members'
+        losses L_s = CE(p_y^ε, p_K) on their rows / n_s (n_s: member s's labelled tokens in the
+        half). Member s's parameters receive ∇L_s alone, so its Ĝ_t = Σ_k ⟨g^{(1)}_k, g^{(2)}_k⟩ is
+        summed in its single run's order. The global RNG and every member's dropout generator are
+        restored afterwards (a single run forks its RNG here): training is bitwise unaffected.
+        None for a member whose minibatch has one sequence or a half without a labelled token.
+        """
+        if len(batches) != self.size:
+            raise ValueError(f"{len(batches)} batches for {self.size} members")
+        per_member = [split_halves(b) for b in batches]
+        if len(per_member[0]) < 2:
+            return [None] * self.size
+        halves = [stack_batches([h[i] for h in per_member]) for i in range(2)]
+        counts = torch.stack([torch.stack([(h["labels"] != IGNORE_INDEX).sum() for h in hs])
+                              for hs in per_member]).tolist()
+        inner, chunked = self.inner, self.population.chunked
+        spec, K = LossSpec.global_(inner.method), chunked.num_chunks
+        flat = [p for params in self.params for ps in params for p in ps]
+        gens = self.population.rng.generators
+        saved = [g.get_state() for g in gens]
+        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+        grads: list[list[torch.Tensor]] = []
+        try:
+            with torch.random.fork_rng(devices=devices):
+                for i, half in enumerate(halves):
+                    n = torch.tensor([max(1, c[i]) for c in counts], dtype=torch.float64, device=half["labels"].device)
+                    with inner.autocast():
+                        hiddens = chunked.hiddens(half["input_ids"], half.get("attention_mask"))
+                        loss = chunk_loss(inner.readout, spec, hiddens[-1], None, half["labels"], K, n).loss
+                        grads.append([g.detach().double().reshape(-1)
+                                      for g in torch.autograd.grad(loss, flat, torch.ones_like(loss))])
+        finally:
+            for g, state in zip(gens, saved, strict=True):
+                g.set_state(state)
+        sums, start = [], 0
+        for params in self.params:
+            size = sum(len(ps) for ps in params)
+            pairs = zip(grads[0][start:start + size], grads[1][start:start + size], strict=True)
+            sums.append(sum(torch.dot(a, b) for a, b in pairs))  # a single run's order of the sum
+            start += size
+        values = torch.stack(sums).tolist()  # one read for every member
+        return [None if min(c) == 0 else v for c, v in zip(counts, values, strict=True)]
 
 
 def build_population_step(population: Population, method: MethodConfig, optim: OptimConfig,

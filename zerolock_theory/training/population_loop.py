@@ -82,7 +82,6 @@ from zerolock_theory.training.state import (
     load_checkpoint,
     save_checkpoint,
 )
-from zerolock_theory.training.steps import global_grad_sq_unbiased
 
 __all__ = ["MEMBER_SEEDS", "PopulationRun", "check_members", "common_checkpoint", "execute_population",
            "setup_population", "train_population"]
@@ -236,16 +235,15 @@ def execute_population(prun: PopulationRun) -> list[RunSummary]:
             batches = [{k: v.to(run.device) for k, v in run.stream.next_batch().items()} for run in members]
             own = members[0].step_fn.name == "backprop" and cfg.unbiased_grad_sq  # its own Ĝ_t is the global one
             glob = cfg.global_grad_every > 0 and step % cfg.global_grad_every == 0
-            g_hat: list[float | None] = [None] * S
-            for s, (run, batch) in enumerate(zip(members, batches, strict=True)):
+            for s, run in enumerate(members):
                 before = [h for h in run.hooks if callable(getattr(h, "before_step", None))]
-                with population.member(s):
-                    if before:
-                        with quiet_mode(run.chunked):
-                            for hook in before:
-                                hook.before_step(run.hook_ctx, step)
-                    if glob and not own:
-                        g_hat[s] = global_grad_sq_unbiased(run.step_fn, batch)  # at ω^step
+                if before:
+                    with population.member(s), quiet_mode(run.chunked):
+                        for hook in before:
+                            hook.before_step(run.hook_ctx, step)
+            g_hat: list[float | None] = [None] * S
+            if glob and not own:
+                g_hat = prun.step_fn.global_grad_sq_unbiased(batches)  # at ω^step, every member at once
             tic = time.perf_counter()
             metrics = prun.step_fn.train_step(batches, step)
             share = (time.perf_counter() - tic) / S
