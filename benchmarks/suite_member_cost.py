@@ -16,7 +16,9 @@ Part 2 times, alternately and ``--repeats`` times on the same parameters:
   against each member's own, inside ``Population.member(s)`` (``steps.global_grad_sq_unbiased``,
   what the loop ran per member), with the largest difference of the values;
 * an eval/train switch pair: ``ChunkedLM.train`` (one flat pass over the module flags) against
-  ``nn.Module.train``'s recursion on the same model.
+  ``nn.Module.train``'s recursion on the same model;
+* entering and leaving ``Population.member(s)`` (the loop does it twice a member-step), which
+  grows with S: it switches every other member's adapters out of ``requires_grad``.
 
 Times are process CPU time (one thread)::
 
@@ -141,6 +143,10 @@ def part2(prun: population_loop.PopulationRun, repeats: int) -> None:
         torch.nn.Module.train(chunked, False)
         torch.nn.Module.train(chunked, True)
         times["recursive"].append(CLOCK() - tic)
+        tic = CLOCK()
+        with population.member(len(members) - 1):
+            pass
+        times["member"].append(CLOCK() - tic)
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
     S = len(members)
     print(f"part 2: medians of {repeats} alternating repetitions (ms)")
@@ -149,6 +155,7 @@ def part2(prun: population_loop.PopulationRun, repeats: int) -> None:
           f"largest relative difference {worst:.1e}")
     print(f"  eval/train switch pair: flat {med['flat']:.2f}, nn.Module recursion {med['recursive']:.2f}: "
           f"ratio {med['recursive'] / med['flat']:.1f}")
+    print(f"  Population.member(s) entered and left, S = {S}: {med['member']:.2f}")
 
 
 def main() -> None:

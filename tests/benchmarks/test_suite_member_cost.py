@@ -31,5 +31,6 @@ def test_two_members_two_steps_print_every_part():
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     for part in ("training step", "probe ProofProbe", "probe ScalingProbe", "global G-hat_t", "rest (loop",
-                 "at 20 seeds", "one population pass", "largest relative difference 0.0e+00", "eval/train switch"):
+                 "at 20 seeds", "one population pass", "largest relative difference 0.0e+00", "eval/train switch",
+                 "Population.member(s) entered and left, S = 2"):
         assert part in out, part

@@ -90,6 +90,12 @@ class StackedLora(nn.Module):
         """S, the number of members."""
         return len(self.lora_A)
 
+    def factors(self) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+        """Every member's A and B, in member order: the lists' own storage, read without
+        ``ParameterList``'s per-item ``getattr`` (about 6 µs an item: at S = 20 it cost 13 ms a
+        forward and 14 ms a ``Population.member``)."""
+        return list(self.lora_A._parameters.values()), list(self.lora_B._parameters.values())  # noqa: SLF001
+
     def _dropout(self, x: torch.Tensor) -> torch.Tensor:
         """Each member's rows ([S, rows, in]) times its own mask / (1 − p), as ``F.dropout`` draws it."""
         if not self.training or self.dropout == 0.0:
@@ -120,8 +126,9 @@ class StackedLora(nn.Module):
         S = self.size
         if x.shape[0] % S:
             raise ValueError(f"{x.shape[0]} rows do not split into {S} members")
-        a = torch.stack(list(self.lora_A))  # [S, r, in]
-        b = torch.stack(list(self.lora_B))  # [S, out, r]
+        factors_a, factors_b = self.factors()
+        a = torch.stack(factors_a)  # [S, r, in]
+        b = torch.stack(factors_b)  # [S, out, r]
         rows = self._dropout(x.to(a.dtype).reshape(S, -1, x.shape[-1]))
         delta = _LoraProduct.apply(rows, a, b)
         return (result + delta.reshape(result.shape) * self.scaling).to(result.dtype)
@@ -182,8 +189,8 @@ class Population:
         if not 0 <= s < self.size:
             raise ValueError(f"no member {s} in a population of {self.size}")
         gens = self.rng.generators
-        others = [p for layer in self.layers.values() for i in range(self.size) if i != s
-                  for p in (layer.lora_A[i], layer.lora_B[i]) if p.requires_grad]
+        others = [p for layer in self.layers.values() for factors in layer.factors()
+                  for i, p in enumerate(factors) if i != s and p.requires_grad]
         devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
         with torch.random.fork_rng(devices=devices):
             if gens:
