@@ -111,7 +111,8 @@ def part1(configs: list[TrainConfig]) -> tuple[float, population_loop.Population
     print(f"  {'total':34s} {total * per:8.1f}")
     for seeds in (10, 20):
         minutes = 2 * seeds * 1000 * total / (S * steps) / 2 / 60
-        print(f"  the two ZeroLock groups at {seeds} seeds x 1000 steps on 2 cores: {minutes:.0f} min")
+        print(f"  the two ZeroLock groups at {seeds} seeds x 1000 steps on 2 cores, at this run's mix of probed "
+              f"steps: {minutes:.0f} min")
     return total * per, prun
 
 
