@@ -2,33 +2,25 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "step_against_rev.py"
+SCRIPT = "step_against_rev.py"
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=600)
-
-
-def test_a_revision_git_does_not_know_is_one_line_and_nothing_starts():
-    done = _run("--rev", "no-such-revision-0123")
+def test_a_revision_git_does_not_know_is_one_line_and_nothing_starts(run_benchmark):
+    done = run_benchmark(SCRIPT, "--rev", "no-such-revision-0123")
     assert done.returncode != 0 and done.stdout == ""
     assert done.stderr.strip() == "--rev no-such-revision-0123: not a revision of this repository"
 
 
 @pytest.mark.slow
-def test_both_trees_step_in_their_own_workers():
+def test_both_trees_step_in_their_own_workers(run_benchmark):
     """HEAD against today's tree: each (tree, method) worker imports the package from its own
     tree (the unpacked revision, or this checkout), and every method gets a row."""
-    done = _run("--rev", "HEAD", "--chunks", "2", "--seq-len", "8", "--batch-size", "2", "--repeats", "1",
+    done = run_benchmark(SCRIPT, "--rev", "HEAD", "--chunks", "2", "--seq-len", "8", "--batch-size", "2", "--repeats", "1",
                 "--warmup", "0")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {fields[0]: fields for fields in map(str.split, done.stdout.splitlines())
