@@ -5,7 +5,8 @@ Part 1 builds one primary group of the full suite exactly as ``zerolock verify``
 (``recipes/verify_full.toml``: its probes at their 1000-step cadence, the proof probe every
 step, the global Ĝ_t every 5 steps) as a population of ``--members`` seeds and trains it for
 ``--steps`` steps. It prints the CPU milliseconds per member-step of the training step, each
-probe's ``after_step``, the global Ĝ_t and the rest (the loop's records, evaluation, the
+probe's ``after_step``, the probes' forwards shared by all members (``prepare_members``: the
+proof probe's readouts and moved chunks), the global Ĝ_t and the rest (the loop's records, evaluation, the
 eval-mode switches and the probes' ``before_step``), and what the ZeroLock groups' member-steps
 cost at 10 and 20 seeds on two cores at that rate. A short run over-weights the probes due every
 few tens of steps (the scaling probe's first scaled step falls at step 0).
@@ -99,8 +100,13 @@ def part1(configs: list[TrainConfig]) -> tuple[float, population_loop.Population
     step_fn = prun.step_fn
     step_fn.train_step = timed(table, "training step", step_fn.train_step)
     step_fn.global_grad_sq_unbiased = timed(table, "global G-hat_t", step_fn.global_grad_sq_unbiased)
+    stacked = population_loop._prepare_members  # noqa: SLF001
+    population_loop._prepare_members = timed(table, "probes' stacked forwards", stacked)  # noqa: SLF001
     tic = CLOCK()
-    population_loop.execute_population(prun)
+    try:
+        population_loop.execute_population(prun)
+    finally:
+        population_loop._prepare_members = stacked  # noqa: SLF001
     total = CLOCK() - tic
     per = 1000.0 / (S * steps)
     print(f"part 1: {configs[0].method.name} {configs[0].method.direction}, S = {S} members, {steps} steps, "

@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 import torch
 
 from probes.base import Probe
+from probes.population_pass import member_chunk_outputs, prefetch_readouts
 from probes.readout_pass import (
     DEFAULT_N_POSITIONS,
     hidden_states,
@@ -64,7 +65,7 @@ from probes.registry import register
 from zerolock_theory.config import one_alpha
 from zerolock_theory.records import LR, OBJECTIVES, PROOF, PROOF_FIELDS, PROOF_STEP
 from zerolock_theory.theory.surrogate import frozen_targets
-from zerolock_theory.training.hooks import HookContext
+from zerolock_theory.training.hooks import HookContext, ProbeCache
 
 __all__ = ["ProofProbe", "chunk_targets", "chunk_terms"]
 
@@ -154,6 +155,8 @@ class ProofProbe(Probe):
         if not 0.0 <= self.epsilon < 1.0:
             raise ValueError(f"proof.epsilon must lie in [0, 1), got {self.epsilon}")
         self.span: _Span | None = None
+        self.moved: tuple[int, int, list[torch.Tensor]] | None = None  # (end, skip, outputs): ``prepare_members``'
+        self.stacked_cache = ProbeCache()  # a population's stacked probe batches (member 0's probe keeps it)
         self.log_y: dict[str, torch.Tensor] = {}
         # (log p_0, chunk 1's log-targets, their exp) per objective
         self.first_targets: tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]] | None = None
@@ -236,6 +239,27 @@ class ProofProbe(Probe):
 
     # -- hook ---------------------------------------------------------------------------------
 
+    @staticmethod
+    def prepare_members(probes: list[ProofProbe], ctxs: list[HookContext], step: int) -> None:
+        """A population's step (``training.hooks``): at a span's end ω^{step+1}, every member's readouts
+        and its chunks at ω^{step+1} on their old inputs, each in one forward over the stacked probe
+        batches (``probes.population_pass``); each member's ``after_step`` reads them."""
+        first, end = probes[0], step + 1
+        spans = [p.span for p in probes]
+        if end % first.every or (end >= ctxs[0].config.run.steps and all(span is None for span in spans)):
+            return
+        if not prefetch_readouts(ctxs, end, first.stacked_cache):
+            return
+        if any(span is None or span.step != end - first.every for span in spans):
+            return
+        skips = {int(torch.equal(hidden_states(ctx, end)[0], span.inputs[0])) for ctx, span in zip(ctxs, spans, strict=True)}
+        skip = skips.pop()
+        if skips or skip >= len(spans[0].inputs):  # members disagree, or nothing to run (K = 1)
+            return
+        moved = member_chunk_outputs(ctxs, [span.inputs[skip:] for span in spans], 1 + skip)
+        for probe, outputs in zip(probes, moved or [], strict=False):
+            probe.moved = (end, skip, outputs)
+
     def on_start(self, ctx: HookContext) -> None:
         """Begin a span at the start step when it is aligned (recomputed on resume)."""
         start = ctx.start_step
@@ -262,8 +286,12 @@ class ProofProbe(Probe):
         # h_0 did not move (frozen embeddings): the same computation, so its row is reused.
         same_h0 = torch.equal(hidden_states(ctx, end, self.n_positions, self.seed)[0], span.inputs[0])
         skip = int(same_h0)
-        with torch.no_grad():
-            moved = self._chunk_outputs(ctx, span.inputs[skip:], start=1 + skip)
+        kept, self.moved = self.moved, None
+        if kept is not None and kept[:2] == (end, skip):
+            moved = kept[2]
+        else:
+            with torch.no_grad():
+                moved = self._chunk_outputs(ctx, span.inputs[skip:], start=1 + skip)
         moved = [m.double() for m in (*log_p[1:1 + skip], *moved)]  # once for both objectives
         mid = {obj: chunk_terms(targets, moved, obj, span.probs if obj == "implemented" else None)
                for obj, targets in span.targets.items()}
@@ -310,4 +338,4 @@ class ProofProbe(Probe):
 
     def on_end(self, ctx: HookContext) -> None:
         """Drop the kept span."""
-        self.span = None
+        self.span = self.moved = None

@@ -10,6 +10,12 @@ for every hook:
   as it found them, bit for bit);
 * ``after_step(ctx, step, metrics)`` after update ``step`` (ω^t → ω^{t+1}); it returns a
   dict of ``probe/...`` metrics merged into that step's record;
+* in a population (``training.population_loop``), optionally ``prepare_members(hooks, ctxs, step)``,
+  a static method of the hook's class, once for all members after update ``step`` and before their
+  ``after_step``: ``hooks`` and ``ctxs`` are every member's instance and context, and the model,
+  outside member mode, applies member s's adapters to its rows of a stacked batch. It returns
+  nothing; what it computes, each member's ``after_step`` reads (its values must be those the
+  member's ``after_step`` would compute alone);
 * ``on_checkpoint(ctx, step)`` before the checkpoint of ``step`` completed updates is saved, so a
   hook can make durable what it wrote (the readout store syncs): a resume from that checkpoint
   finds it. A resumed hook rebuilds its state in ``on_start`` (``ctx.start_step``);

@@ -10,10 +10,11 @@ exported as a single run's.
 Per member, as in its single run: its model build (seed, LoRA initialisation, data split and
 order, the dropout stream the build leaves), its minibatches, its Ĝ_t, gradient norms, clipping
 and optimizer state, the initial and periodic evaluations, the global Ĝ_t at ω^t and every hook
-(probe). Evaluation, hooks and the global Ĝ_t run inside ``Population.member(s)``, where the
-stacked model is member s's single run (its rows, its trainable parameters, its RNG stream), so
-they need no change. Only the training step is shared: ``PopulationStep`` runs the S members'
-minibatches in one forward per chunk.
+(probe). Evaluation and hooks run inside ``Population.member(s)``, where the stacked model is
+member s's single run (its rows, its trainable parameters, its RNG stream), so they need no change.
+The training step and the global Ĝ_t are shared: ``PopulationStep`` runs the S members' minibatches
+in one forward per chunk. A hook may also share its forwards: its ``prepare_members`` runs once
+for all members after each update, before their ``after_step`` (``training.hooks``).
 
 What differs from S single runs:
 
@@ -207,6 +208,19 @@ def _checkpoint(prun: PopulationRun, step: int) -> None:
         save_checkpoint(run.run_dir, state, keep=run.config.run.keep_checkpoints)
 
 
+def _prepare_members(prun: PopulationRun, step: int) -> None:
+    """Each hook's ``prepare_members`` (``training.hooks``), once for all members, after update ``step``:
+    outside member mode (the stacked model), in eval mode under a forked RNG."""
+    members = prun.members
+    if len({len(run.hooks) for run in members}) != 1:
+        return
+    for group in zip(*(run.hooks for run in members), strict=True):
+        prepare = getattr(type(group[0]), "prepare_members", None)
+        if prepare is not None and all(type(h) is type(group[0]) for h in group):
+            with quiet_mode(members[0].chunked):
+                prepare(list(group), [run.hook_ctx for run in members], step)
+
+
 def execute_population(prun: PopulationRun) -> list[RunSummary]:
     """Run steps ``start_step .. steps-1`` of every member; log, evaluate, probe and checkpoint each."""
     from tqdm.auto import tqdm
@@ -247,6 +261,7 @@ def execute_population(prun: PopulationRun) -> list[RunSummary]:
             tic = time.perf_counter()
             metrics = prun.step_fn.train_step(batches, step)
             share = (time.perf_counter() - tic) / S
+            _prepare_members(prun, step)
             for s, (run, batch) in enumerate(zip(members, batches, strict=True)):
                 mine = metrics[s]
                 if glob:
