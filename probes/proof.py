@@ -38,8 +38,10 @@ Cost per probed step (every = 1): K − 1 chunk forwards on the probe batch and 
 (R^t(ω^{t+1}); chunk 1's is the shared readout p̃_1 itself, its input h_0 being frozen) besides the
 shared readouts p̃ (reused from ``probes.readout_pass.readouts`` with their hidden states), and
 float64 KL passes over [N, V] (chunk 1's targets are kept: p_0 never moves; the implemented targets'
-m_k = exp(log m_k) is taken once per span; with ε = 0 their log-mixture is summed at the labels
-only); with smoothness, one more forward and two backwards.
+m_k = exp(log m_k) and Σ m_k log m_k are taken once per span, so each KL(m_k ‖ p_k) reads p_k once;
+with ε = 0 their log-mixture is summed at the labels only); with smoothness, one more forward and
+two backwards. In a population, ``prepare_members`` runs the readouts and the chunk forwards of
+every member in one stacked forward each (``probes.population_pass``).
 Resumable without state: ``on_start`` begins a span at the start step when it is aligned.
 """
 
@@ -98,25 +100,42 @@ def _one_hot_mixture(log_prev: torch.Tensor, labels: torch.Tensor, alpha: float)
 
 
 def chunk_terms(targets: list[torch.Tensor], outputs: Any, objective: str,
-                target_probs: list[torch.Tensor] | None = None) -> torch.Tensor:
+                target_probs: list[torch.Tensor] | None = None,
+                target_plogp: list[torch.Tensor] | None = None) -> torch.Tensor:
     """Per-chunk terms [K], float64: mean_n KL(p_k ‖ g_k) (paper) or mean_n KL(m_k ‖ p_k) (implemented).
 
     ``outputs`` K tensors [N, V] log p_k (differentiable when they are). The terms of
-    ``theory.surrogate.chunk_surrogate_terms`` (same clamp at 0 per position), with one mask
-    instead of its general ones (tested equal on runs). ``target_probs`` (implemented only):
-    m_k = exp(log m_k) per chunk, when already at hand.
+    ``theory.surrogate.chunk_surrogate_terms`` (same clamp at 0 per position). A product 0·(±inf)
+    counts 0 (``nansum``): the convention 0·log 0 = 0 of both KLs. ``target_probs`` and
+    ``target_plogp`` (implemented only, when already at hand): m_k = exp(log m_k) and
+    Σ_v m_k log m_k [N] per chunk; KL(m_k ‖ p_k) = Σ_v m_k log m_k − Σ_v m_k log p_k, so a call
+    with both reads each output once.
     """
     terms = []
     for k, (target, out) in enumerate(zip(targets, outputs, strict=True)):
-        out = out.double()
         if objective == "paper":
-            p = out.exp()
-            div = (p * torch.where(p > 0, out - target, 0.0)).sum(-1)
+            out = out.double()
+            div = (out.exp() * (out - target)).nansum(-1)
         else:
             m = target.exp() if target_probs is None else target_probs[k]
-            div = (m * torch.where(m > 0, target - out, 0.0)).sum(-1)
+            plogp = (m * target).nansum(-1) if target_plogp is None else target_plogp[k]
+            div = plogp - (m * out).nansum(-1)  # m float64 times out in float64
         terms.append(div.clamp_min(0.0).mean())
     return torch.stack(terms)
+
+
+def plogp_terms(targets: list[torch.Tensor], probs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Σ_v m_k log m_k [N] per chunk (0·log 0 = 0): the part of KL(m_k ‖ p_k) that the outputs do not move."""
+    return [(m * target).nansum(-1) for target, m in zip(targets, probs, strict=True)]
+
+
+_Implemented = tuple[list[torch.Tensor], list[torch.Tensor]]
+"""The implemented targets' m_k = exp(log m_k), float64 [N, V], and Σ_v m_k log m_k, float64 [N], per chunk."""
+
+
+def _implemented_args(objective: str, implemented: _Implemented | None) -> tuple[Any, Any]:
+    """``chunk_terms``' ``target_probs`` and ``target_plogp`` for ``objective``."""
+    return implemented if objective == "implemented" and implemented is not None else (None, None)
 
 
 @dataclass
@@ -128,7 +147,7 @@ class _Span:
     inputs: list[torch.Tensor]  # h^{t_0}_0 .. h^{t_0}_{K-1}, whole rows
     targets: dict[str, list[torch.Tensor]]  # objective -> frozen log-targets of R^{t_0}, float64 [N, V] per chunk
     terms: dict[str, torch.Tensor]  # objective -> R^{t_0}(ω^{t_0}) per chunk, float64 [K]
-    probs: list[torch.Tensor] | None  # m_k = exp(log m_k) of the implemented targets, float64 [N, V] per chunk
+    implemented: _Implemented | None  # the implemented targets' m_k and Σ_v m_k log m_k
     lr: list[float] = field(default_factory=list)  # η of each step of the span
     weights: list[torch.Tensor] | None = None  # ω^{t_0} when smoothness is due
     grads: dict[str, list[torch.Tensor]] | None = None  # objective -> ∇R^{t_0}(ω^{t_0})
@@ -158,8 +177,8 @@ class ProofProbe(Probe):
         self.moved: tuple[int, int, list[torch.Tensor]] | None = None  # (end, skip, outputs): ``prepare_members``'
         self.stacked_cache = ProbeCache()  # a population's stacked probe batches (member 0's probe keeps it)
         self.log_y: dict[str, torch.Tensor] = {}
-        # (log p_0, chunk 1's log-targets, their exp) per objective
-        self.first_targets: tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]] | None = None
+        # log p_0, chunk 1's log-targets per objective, and its implemented target's m_1 and Σ m_1 log m_1
+        self.first_targets: tuple[torch.Tensor, dict[str, torch.Tensor], tuple[torch.Tensor, torch.Tensor] | None] | None = None
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -178,9 +197,9 @@ class ProofProbe(Probe):
         return self.log_y
 
     def _frozen(self, ctx: HookContext, log_p: torch.Tensor) -> tuple[dict[str, list[torch.Tensor]], dict[str, torch.Tensor],
-                                                                       list[torch.Tensor] | None]:
+                                                                       _Implemented | None]:
         """Per objective: the targets from ``log_p`` rows 0..K-1 and the terms of rows 1..K (R^t(ω^t));
-        and the implemented targets' m_k = exp(log m_k), read again by R^t(ω^{t+1}).
+        and the implemented targets' m_k and Σ_v m_k log m_k, read again by R^t(ω^{t+1}).
 
         Row 0 (p_0: the frozen embeddings' readout, or uniform) is the same at every step, so
         chunk 1's targets (and its m_1) are kept and reused while it is bitwise unchanged."""
@@ -189,18 +208,22 @@ class ProofProbe(Probe):
         rows = log_p.double()  # once for both objectives
         kept = self.first_targets
         if kept is None or not torch.equal(kept[0], log_p[0]):
-            kept = self.first_targets = (log_p[0].clone(), {}, {})
+            kept = self.first_targets = (log_p[0].clone(), {}, None)
         targets = {}
         for obj in self._objectives(ctx):
             if obj not in kept[1]:
                 kept[1][obj] = chunk_targets(log_y[obj], rows[:1], alpha, obj, one_hot)[0]
-                kept[2][obj] = kept[1][obj].exp()
             targets[obj] = [kept[1][obj], *chunk_targets(log_y[obj], rows[1:-1], alpha, obj, one_hot)]
-        probs = None
+        implemented = None
         if "implemented" in targets:
-            probs = [kept[2]["implemented"], *(t.exp() for t in targets["implemented"][1:])]
-        terms = {obj: chunk_terms(t, rows[1:], obj, probs if obj == "implemented" else None) for obj, t in targets.items()}
-        return targets, terms, probs
+            if kept[2] is None:
+                first = kept[1]["implemented"].exp()
+                kept = self.first_targets = (kept[0], kept[1], (first, plogp_terms([kept[1]["implemented"]], [first])[0]))
+            rest = targets["implemented"][1:]
+            probs = [t.exp() for t in rest]
+            implemented = ([kept[2][0], *probs], [kept[2][1], *plogp_terms(rest, probs)])
+        terms = {obj: chunk_terms(t, rows[1:], obj, *_implemented_args(obj, implemented)) for obj, t in targets.items()}
+        return targets, terms, implemented
 
     def _chunk_outputs(self, ctx: HookContext, inputs: list[torch.Tensor], grad: bool = False,
                        start: int = 1) -> list[torch.Tensor]:
@@ -219,12 +242,12 @@ class ProofProbe(Probe):
                 out.append(torch.log_softmax(logits.float(), dim=-1))
         return out
 
-    def _begin(self, ctx: HookContext, step: int, frozen: tuple[dict, dict, list | None] | None = None) -> _Span:
+    def _begin(self, ctx: HookContext, step: int, frozen: tuple[dict, dict, _Implemented | None] | None = None) -> _Span:
         """A span starting at ω^step (the model holds it now); ``frozen``: ``_frozen``'s values, when at hand."""
         log_p = readouts(ctx, step, self.n_positions, self.seed)
         inputs = hidden_states(ctx, step, self.n_positions, self.seed)[:-1]
-        targets, terms, probs = self._frozen(ctx, log_p) if frozen is None else frozen
-        span = _Span(step, log_p, inputs, targets, terms, probs)
+        targets, terms, implemented = self._frozen(ctx, log_p) if frozen is None else frozen
+        span = _Span(step, log_p, inputs, targets, terms, implemented)
         if self.smoothness_every and step % self.smoothness_every == 0:
             params = [p for ps in ctx.step_fn.params for p in ps]
             span.weights = [p.detach().clone() for p in params]
@@ -279,7 +302,7 @@ class ProofProbe(Probe):
         self.span = self._begin(ctx, end, frozen) if end < ctx.config.run.steps else None
         return out
 
-    def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], tuple[dict, dict, list | None]]:
+    def _finish(self, ctx: HookContext, span: _Span, end: int) -> tuple[dict[str, Any], tuple[dict, dict, _Implemented | None]]:
         """Metrics of the span ending at ω^end, and the targets and R^end(ω^end) of the next span."""
         log_p = readouts(ctx, end, self.n_positions, self.seed)
         # Chunk 1 at ω^end on its old input h^t_0 is chunk 1 of the chained forward at ω^end whenever
@@ -293,7 +316,7 @@ class ProofProbe(Probe):
             with torch.no_grad():
                 moved = self._chunk_outputs(ctx, span.inputs[skip:], start=1 + skip)
         moved = [m.double() for m in (*log_p[1:1 + skip], *moved)]  # once for both objectives
-        mid = {obj: chunk_terms(targets, moved, obj, span.probs if obj == "implemented" else None)
+        mid = {obj: chunk_terms(targets, moved, obj, *_implemented_args(obj, span.implemented))
                for obj, targets in span.targets.items()}
         frozen = self._frozen(ctx, log_p)
         after = frozen[1]
