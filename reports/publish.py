@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyses.registry import claim
 from analyses.verdict import Verdict
-from reports.wording import CORRECTION, bottom_line, correction, md_row, verdict_markdown
+from reports.wording import verdict_markdown
 
 __all__ = ["BEGIN", "END", "MARKER", "Provenance", "check_publish_path", "compact_table", "package_commit",
            "results_page", "write_results_page"]
@@ -85,10 +84,7 @@ def package_commit() -> str:
 
 def compact_table(verdicts: Sequence[Verdict], scope: str) -> str:
     """The table as README shows it: claim | outcome | headline figure | Holm, then the correction and bottom line."""
-    rows = [md_row([claim(v.claim).title, v.outcome, claim(v.claim).headline(v.evidence), correction(v)])
-            for v in verdicts]
-    return "\n".join([f"**{scope}**", "", "| claim | outcome | headline | Holm |", "|---|---|---|---|", *rows, "",
-                      CORRECTION, "", bottom_line(verdicts)]) + "\n"
+    return verdict_markdown(verdicts, scope, headline=True)
 
 
 def results_page(verdicts: Sequence[Verdict], scope: str, provenance: Provenance, *, title: str) -> str:

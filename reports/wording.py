@@ -69,11 +69,16 @@ def md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
-def verdict_markdown(verdicts: Sequence[Verdict], scope: str) -> str:
+def verdict_markdown(verdicts: Sequence[Verdict], scope: str, *, headline: bool = False) -> str:
     """The verdict table as README prints it: the scope line, claim | outcome | measured | Holm, the
-    correction stated and the bottom line."""
-    rows = [md_row([claim(v.claim).title, v.outcome, figure(v), correction(v)]) for v in verdicts]
-    return "\n".join([f"**{scope}**", "", "| claim | outcome | measured | Holm |", "|---|---|---|---|", *rows, "",
+    correction stated and the bottom line. ``headline``: each row's headline figure instead of
+    its full measured figure (the column is named ``headline``)."""
+    def cell(v: Verdict) -> str:
+        return claim(v.claim).headline(v.evidence) if headline else figure(v)
+
+    rows = [md_row([claim(v.claim).title, v.outcome, cell(v), correction(v)]) for v in verdicts]
+    column = "headline" if headline else "measured"
+    return "\n".join([f"**{scope}**", "", f"| claim | outcome | {column} | Holm |", "|---|---|---|---|", *rows, "",
                       CORRECTION, "", bottom_line(verdicts)]) + "\n"
 
 
