@@ -51,7 +51,8 @@ class _LoraProduct(torch.autograd.Function):
     Forward and backward are batched matmuls laid out as ``F.linear``'s own forward and backward
     (grad A_s = (gh_s)ᵀ x_s, not (x_sᵀ gh_s)ᵀ as autograd's ``bmm`` would form it): each member's
     result and gradients then equal a single run's bit for bit on a CPU, not merely to rounding
-    (which Adam amplifies along a run)."""
+    (which Adam amplifies along a run). Under autocast the backward's products run in the forward's
+    autocast dtype, as peft's layer's would."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -63,7 +64,11 @@ class _LoraProduct(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, gy: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
         x, a, b, h = ctx.saved_tensors
-        gh = torch.bmm(gy, b)
+        # Under autocast the forward's products ran in h's dtype (bfloat16, float16); the backward runs
+        # outside it, so its products are cast alike (a no-op without autocast). Autograd casts the
+        # factors' gradients back to their own dtype.
+        x, a, b = (t.to(h.dtype) for t in (x, a, b))
+        gh = torch.bmm(gy.to(h.dtype), b)
         gx = torch.bmm(gh, a) if ctx.needs_input_grad[0] else None
         return gx, torch.bmm(gh.transpose(1, 2), x), torch.bmm(gy.transpose(1, 2), h)
 
