@@ -119,7 +119,7 @@ def chunk_terms(targets: list[torch.Tensor], outputs: Any, objective: str,
         else:
             m = target.exp() if target_probs is None else target_probs[k]
             plogp = (m * target).nansum(-1) if target_plogp is None else target_plogp[k]
-            div = plogp - (m * out).nansum(-1)  # m float64 times out in float64
+            div = plogp - (m * out).nansum(-1)  # out promoted to float64 element by element
         terms.append(div.clamp_min(0.0).mean())
     return torch.stack(terms)
 

@@ -3,7 +3,8 @@
 A population of S = 3 (embedded model, K = 3, LoRA dropout on) with the proof probe every step
 and the readout store: no member computes its readouts or its moved chunks alone after
 ``on_start`` (each step's come from one stacked forward), and every probe value equals the
-member's single run's to 1e-6 relative (bit for bit on the CPUs we run)."""
+member's single run's to 1e-6 relative (bit for bit on the CPUs we run), and so does the readout
+store."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import dataclasses
 import math
 from types import SimpleNamespace
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -74,6 +77,12 @@ def test_population_proof_probe_runs_stacked_and_equals_single_runs(tmp_path, mo
                     compared += 1
                 else:
                     assert x[key] == y[key], key
+        stored, alone = pd.read_parquet(out / "readouts"), pd.read_parquet(single / "readouts")
+        assert len(stored) == len(alone) > 0  # the store reads the stacked forward's rows of this member
+        for column in ("step", "row", "position"):
+            assert (stored[column].to_numpy() == alone[column].to_numpy()).all()
+        np.testing.assert_allclose(np.stack(stored["log_probs"].to_numpy()), np.stack(alone["log_probs"].to_numpy()),
+                                   rtol=1e-6, atol=1e-6)
     assert compared > 500
 
 
